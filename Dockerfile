@@ -1,0 +1,22 @@
+# drover worker image: the drover binary plus the pinned Claude Code CLI.
+FROM golang:1.26-bookworm AS build
+WORKDIR /src
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN CGO_ENABLED=0 go build -trimpath -o /out/drover ./cmd/drover
+
+FROM node:20-bookworm-slim
+ARG CLAUDE_CODE_VERSION=2.1.332
+RUN npm install -g --no-audit --no-fund "@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION}" \
+ && useradd --create-home --uid 10001 drover \
+ && mkdir -p /var/lib/drover/claude /workspaces \
+ && chown -R drover:drover /var/lib/drover /workspaces
+COPY --from=build /out/drover /usr/local/bin/drover
+USER drover
+ENV DROVER_CLAUDE_BIN=/usr/local/bin/claude \
+    DISABLE_AUTOUPDATER=1 \
+    DISABLE_TELEMETRY=1 \
+    DISABLE_ERROR_REPORTING=1
+ENTRYPOINT ["drover"]
+CMD ["worker"]

@@ -1,0 +1,36 @@
+# drover's everyday commands. Every target works on a fresh machine: `make tools`
+# installs the pinned Claude Code and Temporal CLIs and starts Postgres if it is down.
+SHELL := /bin/bash
+GO ?= go
+export GOTOOLCHAIN ?= local
+export GOFLAGS ?= -buildvcs=false
+
+.PHONY: tools demo dev test test-short lint bench fuzz build
+
+tools:
+	@scripts/tools.sh
+
+build:
+	$(GO) build -o bin/drover ./cmd/drover
+
+## demo: one task end to end (Temporal dev server, Postgres, the real CLI, offline fake API).
+demo: tools
+	@eval "$$(scripts/tools.sh --print)" && export DROVER_CLAUDE_BIN DROVER_TEMPORAL_BIN && \
+	  $(GO) run ./cmd/drover demo
+
+## dev: Temporal dev server + migrations + a worker, until Ctrl-C.
+dev: tools
+	@eval "$$(scripts/tools.sh --print)" && export DROVER_CLAUDE_BIN DROVER_TEMPORAL_BIN && \
+	  $(GO) run ./cmd/drover dev
+
+## test: everything, against the real CLI, Temporal dev server and Postgres.
+test:
+	@scripts/test.sh
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+
+bench: tools
+	@eval "$$(scripts/tools.sh --print)" && export DROVER_CLAUDE_BIN DROVER_TEMPORAL_BIN && \
+	  $(GO) test -run '^$$' -bench . -benchmem ./...

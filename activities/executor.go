@@ -1,0 +1,263 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/drover-run/drover/claudecode"
+	"github.com/drover-run/drover/events"
+	"github.com/drover-run/drover/streamjson"
+)
+
+// turnOutcome is what the adapter reported at the end of a turn.
+type turnOutcome struct {
+	complete *events.Completion
+	err      *events.ErrorInfo
+}
+
+// executor is one live CLI process serving one task on this host, with the
+// adapter that turns its output into events. A single goroutine (loop) reads
+// the process and feeds the adapter; the sink of the current turn receives the
+// events. Between turns the process waits, idle, for the next prompt.
+type executor struct {
+	taskID string
+	proc   *claudecode.Process
+	logger *slog.Logger
+	debug  *streamjson.DebugCapture
+
+	adapterMu sync.Mutex
+	adapter   *streamjson.Adapter
+
+	mu        sync.Mutex
+	sink      streamjson.Sink // the running turn's; nil between turns
+	outcome   chan turnOutcome
+	turnErr   *events.ErrorInfo
+	busy      bool
+	sessionID string // the session the process serves
+	// position is the transcript uuid the session stands at after the last
+	// committed turn; only a process at the committed position may be reused.
+	position string
+	// clean is false once a turn failed or was abandoned in this process: its
+	// in-memory conversation no longer matches what is committed.
+	clean     bool
+	idleTimer *time.Timer
+
+	exited  chan struct{}
+	exitErr error
+
+	stopOnce sync.Once
+	stopTO   time.Duration
+}
+
+// startExecutor starts the CLI and the reading goroutine.
+func startExecutor(ctx context.Context, taskID string, spec processSpec, logger *slog.Logger) (*executor, error) {
+	ex := &executor{
+		taskID: taskID,
+		logger: logger,
+		exited: make(chan struct{}),
+		stopTO: spec.stopTimeout,
+		clean:  true,
+	}
+	ex.adapter = streamjson.New(streamjson.Config{
+		Sink:             streamjson.SinkFunc(ex.emit),
+		ResumedSessionID: spec.resumeSessionID,
+		PartialMessages:  spec.cmd.IncludePartialMessages,
+		PriorTotalCostUSD: spec.priorTotalCostUSD,
+		Logger:           logger,
+	})
+	ex.sessionID = spec.sessionID
+	ex.position = spec.resumeAt
+	if spec.debug != nil {
+		ex.debug = spec.debug
+	}
+	cmd, err := spec.cmd.Build(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("building the claude command: %w", err)
+	}
+	clientCfg := claudecode.ClientConfig{Handler: spec.handler, Logger: logger}
+	if ex.debug != nil {
+		clientCfg.Tap = ex.debug.RawLine
+	}
+	proc, err := claudecode.Start(context.WithoutCancel(ctx), cmd, clientCfg)
+	if err != nil {
+		return nil, fmt.Errorf("starting claude: %w", err)
+	}
+	ex.proc = proc
+	go ex.loop()
+	return ex, nil
+}
+
+func (ex *executor) pid() int { return ex.proc.Pid() }
+
+// loop reads the CLI until its output ends, feeding the adapter.
+func (ex *executor) loop() {
+	defer close(ex.exited)
+	client := ex.proc.Client()
+	for {
+		msg, err := client.Recv(context.Background())
+		if err != nil {
+			waitErr := ex.proc.Wait()
+			switch {
+			case waitErr != nil:
+				ex.exitErr = waitErr
+			case errors.Is(err, io.EOF):
+				ex.exitErr = errors.New("claude closed its output")
+			default:
+				ex.exitErr = err
+			}
+			return
+		}
+		ex.adapterMu.Lock()
+		ex.adapter.Handle(msg)
+		ex.adapterMu.Unlock()
+	}
+}
+
+// emit receives the adapter's events on the loop goroutine.
+func (ex *executor) emit(ev events.AgentEvent) {
+	if ex.debug != nil {
+		ex.debug.Event(ev)
+	}
+	ex.mu.Lock()
+	sink := ex.sink
+	switch ev.Type {
+	case events.TypeError:
+		if ex.busy && ev.Error != nil {
+			ex.turnErr = ev.Error
+		}
+	case events.TypeComplete:
+		if ex.busy && ev.Data != nil && ev.Data.Completion != nil && ev.ParentToolCallID == "" {
+			out := turnOutcome{complete: ev.Data.Completion, err: ex.turnErr}
+			select {
+			case ex.outcome <- out:
+			default:
+			}
+		}
+	}
+	ex.mu.Unlock()
+	if sink != nil {
+		sink.Emit(ev)
+	} else if ev.Type != events.TypeContextWindow {
+		ex.logger.Debug("event between turns", "task_id", ex.taskID, "type", ev.Type)
+	}
+}
+
+// initialize sends the initialize request and hands its answer to the adapter.
+func (ex *executor) initialize(ctx context.Context, req claudecode.InitializeRequest) error {
+	resp, err := ex.proc.Client().Initialize(ctx, req)
+	if err != nil {
+		return fmt.Errorf("initializing claude: %w", err)
+	}
+	ex.adapterMu.Lock()
+	ex.adapter.HandleInitialize(resp)
+	ex.adapterMu.Unlock()
+	return nil
+}
+
+// beginTurn attaches the turn's sink. It fails when a turn already runs.
+func (ex *executor) beginTurn(sink streamjson.Sink) (<-chan turnOutcome, error) {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	if ex.busy {
+		return nil, errors.New("a turn is already running in this process")
+	}
+	if ex.idleTimer != nil {
+		ex.idleTimer.Stop()
+		ex.idleTimer = nil
+	}
+	ex.busy = true
+	ex.sink = sink
+	ex.turnErr = nil
+	ex.outcome = make(chan turnOutcome, 1)
+	return ex.outcome, nil
+}
+
+// endTurn detaches the turn's sink. committed is the position the session now
+// stands at, or "" when the turn did not commit (the process is then unfit
+// for reuse).
+func (ex *executor) endTurn(sessionID, committed string) {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	ex.busy = false
+	ex.sink = nil
+	if committed == "" {
+		ex.clean = false
+		return
+	}
+	ex.sessionID = sessionID
+	ex.position = committed
+}
+
+// reusableAt reports whether the process is alive, idle and standing exactly
+// at the given resume point.
+func (ex *executor) reusableAt(sessionID, position string) bool {
+	select {
+	case <-ex.exited:
+		return false
+	default:
+	}
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	return ex.clean && !ex.busy && sessionID != "" && ex.sessionID == sessionID && ex.position == position
+}
+
+// idleFor arranges for onIdle to run when no turn starts within d.
+func (ex *executor) idleFor(d time.Duration, onIdle func()) {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	if ex.idleTimer != nil {
+		ex.idleTimer.Stop()
+	}
+	ex.idleTimer = time.AfterFunc(d, onIdle)
+}
+
+// sendPrompt writes the prompt and tells the adapter about it.
+func (ex *executor) sendPrompt(ctx context.Context, p claudecode.Prompt) error {
+	ex.adapterMu.Lock()
+	ex.adapter.PromptSent(p.UUID, p.Text)
+	ex.adapterMu.Unlock()
+	if err := ex.proc.Client().SendUser(ctx, p); err != nil {
+		return fmt.Errorf("sending the prompt: %w", err)
+	}
+	return nil
+}
+
+// interrupt asks the CLI to stop the running turn.
+func (ex *executor) interrupt(ctx context.Context) error {
+	if err := ex.proc.Client().Interrupt(ctx); err != nil {
+		return fmt.Errorf("interrupting claude: %w", err)
+	}
+	return nil
+}
+
+// stop ends the process (close stdin, SIGTERM, SIGKILL, each bounded) and
+// waits for the reading goroutine. Safe to call more than once.
+func (ex *executor) stop(ctx context.Context, reason string) {
+	ex.stopOnce.Do(func() {
+		ex.mu.Lock()
+		if ex.idleTimer != nil {
+			ex.idleTimer.Stop()
+		}
+		ex.clean = false
+		ex.mu.Unlock()
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*ex.stopTO)
+		defer cancel()
+		if err := ex.proc.Stop(ctx); err != nil {
+			ex.logger.Debug("claude stopped", "task_id", ex.taskID, "reason", reason, "result", err)
+		}
+		select {
+		case <-ex.exited:
+		case <-ctx.Done():
+			ex.logger.Warn("claude reader did not finish after stop", "task_id", ex.taskID)
+		}
+		if ex.debug != nil {
+			_ = ex.debug.Close()
+		}
+		ex.logger.Info("claude process stopped", "task_id", ex.taskID, "reason", reason)
+	})
+}

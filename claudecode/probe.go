@@ -1,0 +1,215 @@
+package claudecode
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// probe scans the top-level members of the JSON object in data for the string values of "type" and,
+// when type is "system", "subtype". It reads no further than it needs and does not validate:
+// json.Unmarshal does that afterwards. isObject is false when data does not start with '{'.
+func probe(data []byte) (typ, subtype string, isObject bool) {
+	s := scanner{data: data}
+	s.skipSpace()
+	if !s.eat('{') {
+		return "", "", false
+	}
+	haveType, haveSub := false, false
+	for {
+		s.skipSpace()
+		if s.pos >= len(s.data) || s.data[s.pos] == '}' {
+			return typ, subtype, true
+		}
+		key, ok := s.str()
+		if !ok {
+			return typ, subtype, true
+		}
+		s.skipSpace()
+		if !s.eat(':') {
+			return typ, subtype, true
+		}
+		s.skipSpace()
+		switch {
+		case !haveType && keyIs(key, "type"):
+			haveType = true
+			if v, ok := s.str(); ok {
+				typ = unquote(v)
+			} else {
+				s.skipValue()
+			}
+		case !haveSub && keyIs(key, "subtype"):
+			haveSub = true
+			if v, ok := s.str(); ok {
+				subtype = unquote(v)
+			} else {
+				s.skipValue()
+			}
+		default:
+			s.skipValue()
+		}
+		if haveType && (haveSub || typ != TypeSystem) {
+			return typ, subtype, true
+		}
+		s.skipSpace()
+		if !s.eat(',') {
+			return typ, subtype, true
+		}
+	}
+}
+
+// probeSubtype returns the top-level "subtype" string of the object in data.
+func probeSubtype(data []byte) string {
+	s := scanner{data: data}
+	s.skipSpace()
+	if !s.eat('{') {
+		return ""
+	}
+	for {
+		s.skipSpace()
+		key, ok := s.str()
+		if !ok {
+			return ""
+		}
+		s.skipSpace()
+		if !s.eat(':') {
+			return ""
+		}
+		s.skipSpace()
+		if keyIs(key, "subtype") {
+			if v, ok := s.str(); ok {
+				return unquote(v)
+			}
+			return ""
+		}
+		s.skipValue()
+		s.skipSpace()
+		if !s.eat(',') {
+			return ""
+		}
+	}
+}
+
+// scanner walks JSON text without building values.
+type scanner struct {
+	data []byte
+	pos  int
+}
+
+func (s *scanner) skipSpace() {
+	for s.pos < len(s.data) {
+		switch s.data[s.pos] {
+		case ' ', '\t', '\r', '\n':
+			s.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (s *scanner) eat(c byte) bool {
+	if s.pos < len(s.data) && s.data[s.pos] == c {
+		s.pos++
+		return true
+	}
+	return false
+}
+
+// str consumes a string and returns it with its quotes; ok is false if no string starts here.
+func (s *scanner) str() (quoted []byte, ok bool) {
+	if s.pos >= len(s.data) || s.data[s.pos] != '"' {
+		return nil, false
+	}
+	start := s.pos
+	end, ok := stringEnd(s.data, s.pos)
+	if !ok {
+		s.pos = len(s.data)
+		return nil, false
+	}
+	s.pos = end
+	return s.data[start:end], true
+}
+
+// stringEnd returns the index just after the closing quote of the string whose opening quote is at i.
+func stringEnd(data []byte, i int) (int, bool) {
+	j := i + 1
+	for {
+		k := bytes.IndexByte(data[j:], '"')
+		if k < 0 {
+			return len(data), false
+		}
+		q := j + k
+		n := 0
+		for b := q - 1; b > i && data[b] == '\\'; b-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q + 1, true
+		}
+		j = q + 1
+	}
+}
+
+// skipValue consumes one value of any kind.
+func (s *scanner) skipValue() {
+	if s.pos >= len(s.data) {
+		return
+	}
+	switch s.data[s.pos] {
+	case '"':
+		if _, ok := s.str(); !ok {
+			s.pos = len(s.data)
+		}
+	case '{', '[':
+		depth := 0
+		for s.pos < len(s.data) {
+			switch s.data[s.pos] {
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					s.pos++
+					return
+				}
+			case '"':
+				end, ok := stringEnd(s.data, s.pos)
+				if !ok {
+					s.pos = len(s.data)
+					return
+				}
+				s.pos = end
+				continue
+			}
+			s.pos++
+		}
+	default:
+		for s.pos < len(s.data) {
+			switch s.data[s.pos] {
+			case ',', '}', ']', ' ', '\t', '\r', '\n':
+				return
+			}
+			s.pos++
+		}
+	}
+}
+
+// keyIs reports whether the quoted key q names name.
+func keyIs(q []byte, name string) bool {
+	if len(q) == len(name)+2 && string(q[1:len(q)-1]) == name {
+		return true
+	}
+	return bytes.IndexByte(q, '\\') >= 0 && unquote(q) == name
+}
+
+// unquote returns the value of a quoted JSON string, decoding escapes only when there are any.
+func unquote(q []byte) string {
+	inner := q[1 : len(q)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		return string(inner)
+	}
+	var v string
+	if json.Unmarshal(q, &v) != nil {
+		return ""
+	}
+	return v
+}

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/drover-run/drover/internal/fakeanthropic"
+	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/task"
+	"github.com/drover-run/drover/taskclient"
+)
+
+// The demo's two prompts, and what the offline model answers to them.
+const (
+	demoPrompt1 = "Create hello.txt containing a greeting."
+	demoPrompt2 = "Now show me what the file says."
+	demoContent = "Hello from a durable Claude Code task!\n"
+)
+
+func cmdDemo(ctx context.Context, args []string, e env, log *slog.Logger, stdout, stderr io.Writer) error {
+	fs := newFlags("demo", "drover demo [flags]", stderr)
+	real := fs.Bool("real-api", false, "use the real Messages API with ANTHROPIC_API_KEY instead of the offline fake")
+	keep := fs.Bool("keep", false, "keep the demo's state folder (printed at the end)")
+	timeout := fs.Duration("timeout", 3*time.Minute, "give up after this long")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *real && e.apiKey == "" {
+		return errors.New("demo: --real-api needs ANTHROPIC_API_KEY")
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+
+	state, err := os.MkdirTemp("", "drover-demo-")
+	if err != nil {
+		return err
+	}
+	if !*keep {
+		defer os.RemoveAll(state)
+	}
+	workspace := filepath.Join(state, "workspace")
+	if err := os.MkdirAll(workspace, 0o755); err != nil {
+		return err
+	}
+
+	// The demo quiets drover's own logs: what it shows is the event log.
+	quietLog := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	fmt.Fprintln(stdout, "Starting a Temporal dev server, the fake Messages API and a worker...")
+	s, err := startStack(ctx, e, stackOptions{
+		stateDir: state, headless: true, fakeAPI: !*real, executorID: "demo-" + uuid.NewString()[:8],
+	}, quietLog)
+	if err != nil {
+		return err
+	}
+	defer s.stop(ctx)
+	if s.fake != nil {
+		s.fake.Enqueue(
+			fakeanthropic.Reply(fakeanthropic.Text("I'll create the file."), fakeanthropic.UseWrite(filepath.Join(workspace, "hello.txt"), demoContent)),
+			fakeanthropic.Reply(fakeanthropic.Text("Created hello.txt with a greeting.")),
+			fakeanthropic.Reply(fakeanthropic.UseBash("cat hello.txt")),
+			fakeanthropic.Reply(fakeanthropic.Text("The file says: "+demoContent)),
+		)
+	}
+
+	tc := &taskclient.Client{Temporal: s.worker.Client()}
+	taskID := "demo-" + uuid.NewString()
+	params := task.Params{Workspace: workspace, Profile: task.Profile{PermissionMode: task.Autonomous}}
+	fmt.Fprintf(stdout, "Task %s, workspace %s\n\n", taskID, workspace)
+
+	// Print the event log live while the task runs.
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		_ = store.WatchEvents(watchCtx, s.worker.Pool(), taskID, 0, func(ev store.Event) error {
+			renderEvent(stdout, ev)
+			return nil
+		})
+	})
+
+	if _, err := tc.Start(ctx, taskID, params, task.Prompt{Text: demoPrompt1}, ""); err != nil {
+		stopWatch()
+		wg.Wait()
+		return err
+	}
+	// The second prompt arrives while the first turn runs: it waits its turn.
+	if _, err := tc.Prompt(ctx, taskID, task.Prompt{Text: demoPrompt2}, ""); err != nil {
+		stopWatch()
+		wg.Wait()
+		return err
+	}
+	st, err := waitTurns(ctx, tc, taskID, 2)
+	// Let the watcher print the last events before it stops.
+	time.Sleep(300 * time.Millisecond)
+	stopWatch()
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	if err := tc.Close(ctx, taskID); err != nil {
+		return err
+	}
+
+	content, _ := os.ReadFile(filepath.Join(workspace, "hello.txt"))
+	fmt.Fprintf(stdout, "\nTask %s: %d turns, $%.6f, session %s\n", taskID, st.Totals.Turns, st.Totals.CostUSD, st.SessionID)
+	fmt.Fprintf(stdout, "hello.txt on disk: %q\n", string(content))
+	if *keep {
+		fmt.Fprintf(stdout, "State kept in %s\n", state)
+	}
+	if st.LastError != "" {
+		return fmt.Errorf("demo: the task reported an error: %s", st.LastError)
+	}
+	if !*real && string(content) != demoContent {
+		return errors.New("demo: hello.txt does not hold what the agent wrote")
+	}
+	return nil
+}
+
+// waitTurns waits until the task has finished n turns and is idle.
+func waitTurns(ctx context.Context, tc *taskclient.Client, taskID string, n int) (task.State, error) {
+	for {
+		st, err := tc.State(ctx, taskID)
+		if err == nil && st.Totals.Turns >= n && st.RunningTurn == 0 && len(st.Pending) == 0 {
+			return st, nil
+		}
+		select {
+		case <-ctx.Done():
+			return st, fmt.Errorf("demo: waiting for %d turns: %w", n, context.Cause(ctx))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

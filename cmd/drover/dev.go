@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+
+	"github.com/drover-run/drover/internal/devserver"
+	"github.com/drover-run/drover/internal/fakeanthropic"
+	"github.com/drover-run/drover/internal/telemetry"
+	"github.com/drover-run/drover/internal/tools"
+	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/worker"
+	"github.com/drover-run/drover/workflows"
+)
+
+// stack is what dev and demo run in one process: a Temporal dev server
+// (unless an address is given), optionally the fake Messages API, and a worker.
+type stack struct {
+	temporal *devserver.Server
+	fake     *fakeanthropic.Server
+	worker   *worker.Worker
+	cfg      worker.Config
+}
+
+type stackOptions struct {
+	stateDir        string // temporal.db and the CLI's config live here
+	temporalAddress string // use this server instead of starting one
+	port, uiPort    int
+	headless        bool
+	fakeAPI         bool
+	fakeResponder   func(*fakeanthropic.Request) (fakeanthropic.Response, bool)
+	executorID      string
+	keepAlive       time.Duration
+}
+
+func startStack(ctx context.Context, e env, o stackOptions, log *slog.Logger) (*stack, error) {
+	s := &stack{}
+	ok := false
+	defer func() {
+		if !ok {
+			s.stop(ctx)
+		}
+	}()
+	if err := os.MkdirAll(o.stateDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating the state folder: %w", err)
+	}
+	cfg := e.workerConfig()
+	if o.executorID != "" {
+		cfg.ExecutorID = o.executorID
+	}
+	cfg.KeepAlive = o.keepAlive
+	cfg.Logger = log
+	if cfg.Claude.Bin == "" {
+		return nil, fmt.Errorf("no claude binary: run scripts/tools.sh (or make tools), or set DROVER_CLAUDE_BIN")
+	}
+	if cfg.Claude.ConfigDir == "" {
+		cfg.Claude.ConfigDir = filepath.Join(o.stateDir, "claude")
+	}
+	cfg.Claude.Env = append(cfg.Claude.Env,
+		"DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1", "DISABLE_AUTOUPDATER=1")
+
+	if o.temporalAddress == "" {
+		bin := os.Getenv("DROVER_TEMPORAL_BIN")
+		if bin == "" {
+			var err error
+			if bin, err = tools.TemporalBin(); err != nil {
+				return nil, err
+			}
+		}
+		srv, err := devserver.Start(ctx, devserver.Config{
+			Bin: bin, Port: o.port, UIPort: o.uiPort, Headless: o.headless,
+			DBFile:           filepath.Join(o.stateDir, "temporal.db"),
+			Namespace:        e.namespace,
+			SearchAttributes: searchAttributeFlags(),
+			Logger:           log,
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.temporal = srv
+		cfg.TemporalAddress = srv.Address()
+	} else {
+		cfg.TemporalAddress = o.temporalAddress
+	}
+
+	if o.fakeAPI {
+		fake, err := fakeanthropic.Start(fakeanthropic.Config{Responder: o.fakeResponder})
+		if err != nil {
+			return nil, fmt.Errorf("starting the fake Messages API: %w", err)
+		}
+		s.fake = fake
+		cfg.Claude.BaseURL = fake.URL()
+		cfg.Claude.APIKey = "sk-ant-offline-fake"
+		cfg.Claude.Env = append(cfg.Claude.Env, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1")
+	}
+
+	if err := store.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
+		return nil, err
+	}
+	w, err := worker.Start(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.worker, s.cfg = w, cfg
+	ok = true
+	return s, nil
+}
+
+func (s *stack) stop(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if s.worker != nil {
+		s.worker.Stop(ctx)
+	}
+	if s.fake != nil {
+		_ = s.fake.Close()
+	}
+	if s.temporal != nil {
+		_ = s.temporal.Stop()
+	}
+}
+
+// searchAttributeFlags names drover's search attributes in the dev server's
+// --search-attribute syntax.
+func searchAttributeFlags() map[string]string {
+	out := map[string]string{}
+	for name, t := range workflows.SearchAttributes() {
+		switch t {
+		case enumspb.INDEXED_VALUE_TYPE_KEYWORD:
+			out[name] = "Keyword"
+		case enumspb.INDEXED_VALUE_TYPE_TEXT:
+			out[name] = "Text"
+		case enumspb.INDEXED_VALUE_TYPE_INT:
+			out[name] = "Int"
+		case enumspb.INDEXED_VALUE_TYPE_DOUBLE:
+			out[name] = "Double"
+		case enumspb.INDEXED_VALUE_TYPE_BOOL:
+			out[name] = "Bool"
+		case enumspb.INDEXED_VALUE_TYPE_DATETIME:
+			out[name] = "Datetime"
+		case enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST:
+			out[name] = "KeywordList"
+		}
+	}
+	return out
+}
+
+func cmdDev(ctx context.Context, args []string, e env, log *slog.Logger, stdout, stderr io.Writer) error {
+	fs := newFlags("dev", "drover dev [flags]", stderr)
+	state := fs.String("state", ".drover", "folder for the dev server's database and the CLI's sessions")
+	addr := fs.String("temporal-address", "", "use this Temporal server instead of starting the dev server")
+	port := fs.Int("port", 7233, "dev server gRPC port")
+	uiPort := fs.Int("ui-port", 8233, "dev server web UI port")
+	fake := fs.Bool("fake-api", os.Getenv("ANTHROPIC_API_KEY") == "" && os.Getenv("ANTHROPIC_BASE_URL") == "",
+		"answer the CLI from drover's offline fake Messages API (default when ANTHROPIC_API_KEY is unset)")
+	executorID := fs.String("executor-id", "dev", "this host's stable identity")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	shutdown, err := telemetry.Setup(ctx, "drover-dev", version)
+	if err != nil {
+		return err
+	}
+	defer shutdown(context.WithoutCancel(ctx))
+	if e.executorID != "" {
+		*executorID = e.executorID
+	}
+	stateDir, err := filepath.Abs(*state)
+	if err != nil {
+		return err
+	}
+	s, err := startStack(ctx, e, stackOptions{
+		stateDir: stateDir, temporalAddress: *addr, port: *port, uiPort: *uiPort,
+		fakeAPI: *fake, fakeResponder: echoResponder, executorID: *executorID,
+	}, log)
+	if err != nil {
+		return err
+	}
+	defer s.stop(ctx)
+
+	fmt.Fprintf(stdout, "\ndrover dev is running (Ctrl-C stops it)\n")
+	fmt.Fprintf(stdout, "  temporal     %s\n", s.cfg.TemporalAddress)
+	if s.temporal != nil && s.temporal.UIAddress() != "" {
+		fmt.Fprintf(stdout, "  temporal ui  %s\n", s.temporal.UIAddress())
+	}
+	fmt.Fprintf(stdout, "  postgres     %s\n", redactURL(s.cfg.DatabaseURL))
+	fmt.Fprintf(stdout, "  claude       %s\n", s.cfg.Claude.Bin)
+	fmt.Fprintf(stdout, "  sessions     %s\n", s.cfg.Claude.ConfigDir)
+	fmt.Fprintf(stdout, "  host queue   %s\n", s.worker.HostQueue())
+	if s.fake != nil {
+		fmt.Fprintf(stdout, "  model API    %s (offline fake: it answers every prompt with an echo)\n", s.fake.URL())
+	}
+	fmt.Fprintf(stdout, "\nIn another terminal:\n")
+	if s.cfg.TemporalAddress != "127.0.0.1:7233" {
+		fmt.Fprintf(stdout, "  export TEMPORAL_ADDRESS=%s\n", s.cfg.TemporalAddress)
+	}
+	fmt.Fprintf(stdout, "  go run ./cmd/drover task start --id hello --workspace . \"Say hello\"\n")
+	fmt.Fprintf(stdout, "  go run ./cmd/drover task watch hello\n\n")
+
+	select {
+	case <-ctx.Done():
+	case <-devDone(s):
+		return fmt.Errorf("the temporal dev server exited")
+	}
+	return nil
+}
+
+func devDone(s *stack) <-chan struct{} {
+	if s.temporal == nil {
+		return nil
+	}
+	return s.temporal.Done()
+}
+
+// echoResponder is the offline model of drover dev: it answers every prompt
+// by quoting it.
+func echoResponder(r *fakeanthropic.Request) (fakeanthropic.Response, bool) {
+	if r.Class != fakeanthropic.ClassMain {
+		return fakeanthropic.Response{}, false
+	}
+	text := strings.TrimSpace(r.LastUserText())
+	if i := strings.LastIndex(text, "\n"); i >= 0 {
+		text = strings.TrimSpace(text[i+1:])
+	}
+	return fakeanthropic.Reply(fakeanthropic.Text("(offline model) You said: " + text)), true
+}
+
+// redactURL hides a password in a database URL.
+func redactURL(u string) string {
+	if at := strings.LastIndex(u, "@"); at > 0 {
+		if scheme := strings.Index(u, "://"); scheme > 0 && scheme < at {
+			userinfo := u[scheme+3 : at]
+			if user, _, ok := strings.Cut(userinfo, ":"); ok {
+				return u[:scheme+3] + user + ":***" + u[at:]
+			}
+		}
+	}
+	return u
+}
+

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+
+	"github.com/drover-run/drover/activities"
+	"github.com/drover-run/drover/internal/tools"
+	"github.com/drover-run/drover/worker"
+)
+
+const defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/drover?sslmode=disable"
+
+// env is drover's configuration from the environment.
+type env struct {
+	databaseURL     string
+	temporalAddress string
+	namespace       string
+	executorID      string
+	claudeBin       string
+	claudeConfigDir string
+	workspaceRoot   string
+	apiKey          string
+	baseURL         string
+	logLevel        string
+}
+
+func loadEnv() env {
+	e := env{
+		databaseURL:     getenv("DROVER_DATABASE_URL", defaultDatabaseURL),
+		temporalAddress: getenv("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
+		namespace:       getenv("TEMPORAL_NAMESPACE", "default"),
+		executorID:      os.Getenv("DROVER_EXECUTOR_ID"),
+		claudeBin:       os.Getenv("DROVER_CLAUDE_BIN"),
+		claudeConfigDir: os.Getenv("DROVER_CLAUDE_CONFIG_DIR"),
+		workspaceRoot:   os.Getenv("DROVER_WORKSPACE_ROOT"),
+		apiKey:          os.Getenv("ANTHROPIC_API_KEY"),
+		baseURL:         os.Getenv("ANTHROPIC_BASE_URL"),
+		logLevel:        getenv("DROVER_LOG_LEVEL", "info"),
+	}
+	if e.claudeBin == "" {
+		if p, err := tools.ClaudeBin(); err == nil {
+			e.claudeBin = p
+		} else if p, err := exec.LookPath("claude"); err == nil {
+			e.claudeBin = p
+		}
+	}
+	return e
+}
+
+func getenv(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+// workerConfig is the worker configuration the environment describes.
+func (e env) workerConfig() worker.Config {
+	return worker.Config{
+		TemporalAddress: e.temporalAddress,
+		Namespace:       e.namespace,
+		ExecutorID:      e.executorID,
+		DatabaseURL:     e.databaseURL,
+		WorkspaceRoot:   e.workspaceRoot,
+		Claude: activities.Claude{
+			Bin:       e.claudeBin,
+			ConfigDir: e.claudeConfigDir,
+			APIKey:    e.apiKey,
+			BaseURL:   e.baseURL,
+		},
+	}
+}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"github.com/drover-run/drover/events"
+	"github.com/drover-run/drover/store"
+)
+
+func taskWatch(ctx context.Context, args []string, e env, log *slog.Logger, stdout, stderr io.Writer) error {
+	fs := newFlags("task watch", "drover task watch [flags] TASK", stderr)
+	after := fs.Int64("after", 0, "print events after this sequence number (resume a watch where it stopped)")
+	follow := fs.Bool("follow", true, "keep printing new events until interrupted")
+	asJSON := fs.Bool("json", false, "print one JSON object per event: seq, turn, attempt, type, event")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return errors.New("task watch: want one TASK")
+	}
+	id := fs.Arg(0)
+	pool, err := store.Connect(ctx, e.databaseURL)
+	if err != nil {
+		return fmt.Errorf("task watch: %w", err)
+	}
+	defer pool.Close()
+	print := func(ev store.Event) error {
+		if *asJSON {
+			return writeEventJSON(stdout, ev)
+		}
+		renderEvent(stdout, ev)
+		return nil
+	}
+	if !*follow {
+		cursor := *after
+		for {
+			evs, err := store.ListEvents(ctx, pool, id, cursor, 1000)
+			if err != nil {
+				return fmt.Errorf("task watch: %w", err)
+			}
+			for _, ev := range evs {
+				if err := print(ev); err != nil {
+					return err
+				}
+				cursor = ev.Seq
+			}
+			if len(evs) < 1000 {
+				return nil
+			}
+		}
+	}
+	err = store.WatchEvents(ctx, pool, id, *after, print)
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// eventLine is the JSON form of one logged event.
+type eventLine struct {
+	Seq     int64           `json:"seq"`
+	Turn    int             `json:"turn"`
+	Attempt int             `json:"attempt"`
+	Type    string          `json:"type"`
+	Event   json.RawMessage `json:"event"`
+}
+
+func writeEventJSON(w io.Writer, ev store.Event) error {
+	b, err := json.Marshal(eventLine{Seq: ev.Seq, Turn: ev.Turn, Attempt: ev.Attempt, Type: ev.Type, Event: ev.Payload})
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+// renderEvent prints one event as a line a person reads.
+func renderEvent(w io.Writer, ev store.Event) {
+	var a events.AgentEvent
+	if err := json.Unmarshal(ev.Payload, &a); err != nil {
+		fmt.Fprintf(w, "%6d t%d.%d %-18s (unreadable: %v)\n", ev.Seq, ev.Turn, ev.Attempt, ev.Type, err)
+		return
+	}
+	fmt.Fprintf(w, "%6d t%d.%d %-18s %s\n", ev.Seq, ev.Turn, ev.Attempt, ev.Type, describe(a))
+}
+
+func describe(a events.AgentEvent) string {
+	sub := ""
+	if a.ParentToolCallID != "" {
+		sub = "[subagent] "
+	}
+	switch a.Type {
+	case events.TypeSessionStatus:
+		if a.Data != nil {
+			return fmt.Sprintf("session %s (%s)", a.SessionID, a.Data.SessionStatus)
+		}
+		return "session " + a.SessionID
+	case events.TypeAvailableCommands:
+		return fmt.Sprintf("%d slash commands", len(a.AvailableCommands))
+	case events.TypeUserMessage:
+		return "> " + oneLine(a.Text, 120)
+	case events.TypeMessageChunk:
+		return sub + oneLine(a.Text, 160)
+	case events.TypeReasoning:
+		return sub + "(thinking) " + oneLine(a.ReasoningText, 140)
+	case events.TypeToolCall, events.TypeToolUpdate:
+		return fmt.Sprintf("%s%s %s [%s]", sub, a.ToolStatus, oneLine(a.ToolTitle, 100), a.ToolCallID)
+	case events.TypeContextWindow:
+		if a.ContextWindow != nil {
+			return fmt.Sprintf("%d / %d tokens", a.ContextWindow.Used, a.ContextWindow.Size)
+		}
+	case events.TypeComplete:
+		if a.Data != nil && a.Data.Completion != nil {
+			c := a.Data.Completion
+			return fmt.Sprintf("cost $%.6f, %d in / %d out tokens, %d ms, resume at %s", c.CostUSD, c.InputTokens, c.OutputTokens, c.DurationMS, c.LastMessageUUID)
+		}
+	case events.TypeError:
+		if a.Error != nil {
+			return fmt.Sprintf("%s: %s", a.Error.Kind, oneLine(a.Error.Message, 140))
+		}
+	case events.TypeRateLimit:
+		return oneLine(a.RateLimitMessage, 140)
+	case events.TypePermissionRequest:
+		return fmt.Sprintf("approve %s? (pending %s)", oneLine(a.ToolTitle, 100), a.PendingID)
+	case events.TypePermissionCancelled:
+		return "withdrawn " + a.PendingID
+	case events.TypeTurnRetry:
+		if a.TurnRetry != nil {
+			return fmt.Sprintf("attempt %d failed (%s); its output above is partial", a.TurnRetry.Attempt, a.TurnRetry.Reason)
+		}
+	case events.TypeCompaction:
+		if a.Compaction != nil {
+			return a.Compaction.Phase
+		}
+	}
+	return ""
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}

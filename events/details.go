@@ -1,0 +1,161 @@
+package events
+
+import "encoding/json"
+
+// Data holds the details of session_status and complete events under the "data" key.
+type Data struct {
+	// SessionStatus is set on session_status events.
+	SessionStatus SessionStatus `json:"session_status,omitempty"`
+	// Completion is set on complete events; its fields appear directly under "data".
+	*Completion
+}
+
+// Completion is the accounting of one turn. Costs, tokens and durations are this turn's own,
+// never the CLI's running totals (those are only in TotalCostUSD).
+type Completion struct {
+	CostUSD float64 `json:"cost_usd"`
+	// TotalCostUSD is the CLI's running total after this turn, over the session so far.
+	TotalCostUSD             float64 `json:"total_cost_usd"`
+	DurationMS               int64   `json:"duration_ms"`
+	NumTurns                 int     `json:"num_turns"`
+	InputTokens              int64   `json:"input_tokens"`
+	OutputTokens             int64   `json:"output_tokens"`
+	CacheCreationInputTokens int64   `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64   `json:"cache_read_input_tokens"`
+	// LastMessageUUID is the last transcript entry that is safe to resume at after this turn.
+	LastMessageUUID string `json:"last_message_uuid,omitempty"`
+	SessionID       string `json:"session_id,omitempty"`
+	// ResultUUID is the uuid of the CLI's result message. It is not a transcript entry.
+	ResultUUID     string `json:"result_uuid,omitempty"`
+	StopReason     string `json:"stop_reason,omitempty"`
+	TerminalReason string `json:"terminal_reason,omitempty"`
+	Subtype        string `json:"subtype,omitempty"`
+	IsError        bool   `json:"is_error"`
+	// Models is this turn's usage per model, when the CLI reported it.
+	Models map[string]ModelUsage `json:"models,omitempty"`
+}
+
+// ModelUsage is one model's share of a turn.
+type ModelUsage struct {
+	InputTokens              int64   `json:"input_tokens"`
+	OutputTokens             int64   `json:"output_tokens"`
+	CacheCreationInputTokens int64   `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64   `json:"cache_read_input_tokens"`
+	CostUSD                  float64 `json:"cost_usd"`
+}
+
+// ErrorKind classifies why a turn failed.
+type ErrorKind string
+
+// Error kinds.
+const (
+	ErrorAPI            ErrorKind = "api_error"
+	ErrorMaxTurns       ErrorKind = "max_turns"
+	ErrorMaxBudget      ErrorKind = "max_budget"
+	ErrorInterrupted    ErrorKind = "interrupted"
+	ErrorResumeRejected ErrorKind = "resume_rejected"
+	ErrorExecution      ErrorKind = "execution"
+	// ErrorProtocol marks output of the agent that could not be read (a malformed line).
+	ErrorProtocol ErrorKind = "protocol"
+)
+
+// ErrorInfo describes a failed turn.
+type ErrorInfo struct {
+	Kind    ErrorKind `json:"kind"`
+	Message string    `json:"message"`
+	// Subtype and TerminalReason are the CLI's own words for the failure.
+	Subtype        string   `json:"subtype,omitempty"`
+	TerminalReason string   `json:"terminal_reason,omitempty"`
+	APIErrorStatus int      `json:"api_error_status,omitempty"`
+	Errors         []string `json:"errors,omitempty"`
+}
+
+// Rate-limit sources.
+const (
+	RateLimitSourceAPIRetry = "api_retry"
+	RateLimitSourceEvent    = "rate_limit_event"
+)
+
+// RateLimit details a rate_limit event: either an API request that the CLI retries
+// (Source "api_retry") or a change in the account's usage limits (Source "rate_limit_event").
+type RateLimit struct {
+	Source string `json:"source"`
+	// Retry details (api_retry).
+	Attempt      int    `json:"attempt,omitempty"`
+	MaxRetries   int    `json:"max_retries,omitempty"`
+	RetryDelayMS int64  `json:"retry_delay_ms,omitempty"`
+	ErrorStatus  int    `json:"error_status,omitempty"`
+	Error        string `json:"error,omitempty"`
+	// Usage-limit details (rate_limit_event).
+	Status        string  `json:"status,omitempty"`
+	ResetsAt      int64   `json:"resets_at,omitempty"`
+	RateLimitType string  `json:"rate_limit_type,omitempty"`
+	Utilization   float64 `json:"utilization,omitempty"`
+}
+
+// Permission details a permission_request or permission_denied event.
+type Permission struct {
+	// Input is the tool input the CLI asks about, verbatim.
+	Input       json.RawMessage `json:"input,omitempty"`
+	DisplayName string          `json:"display_name,omitempty"`
+	Description string          `json:"description,omitempty"`
+	// Suggestions are the CLI's permission_suggestions, verbatim.
+	Suggestions        json.RawMessage `json:"suggestions,omitempty"`
+	BlockedPath        string          `json:"blocked_path,omitempty"`
+	DecisionReason     string          `json:"decision_reason,omitempty"`
+	DecisionReasonType string          `json:"decision_reason_type,omitempty"`
+	AgentID            string          `json:"agent_id,omitempty"`
+	// Message is why a permission was denied (permission_denied).
+	Message string `json:"message,omitempty"`
+}
+
+// Compaction phases.
+const (
+	CompactionStarted  = "started"
+	CompactionFinished = "finished"
+)
+
+// Compaction details a compaction event: the CLI summarising the conversation to free context.
+type Compaction struct {
+	Phase string `json:"phase"`
+	// Trigger is "manual" or "auto" when the CLI says so.
+	Trigger   string `json:"trigger,omitempty"`
+	PreTokens  int64  `json:"pre_tokens,omitempty"`
+	PostTokens int64  `json:"post_tokens,omitempty"`
+	// Result is "success" or "failed" when a compaction finished.
+	Result string `json:"result,omitempty"`
+	// Error is why a compaction failed.
+	Error string `json:"error,omitempty"`
+}
+
+// Subagent progress phases, named after the CLI's system subtypes.
+const (
+	SubagentStarted      = "task_started"
+	SubagentProgressed   = "task_progress"
+	SubagentUpdated      = "task_updated"
+	SubagentNotification = "task_notification"
+)
+
+// SubagentProgress details a subagent_task event: progress of work the session runs beside its
+// main conversation, a subagent (TaskType "local_agent") or a background shell command
+// ("local_bash").
+type SubagentProgress struct {
+	Phase       string `json:"phase"`
+	TaskID      string `json:"task_id,omitempty"`
+	TaskType    string `json:"task_type,omitempty"`
+	Description string `json:"description,omitempty"`
+	Status      string `json:"status,omitempty"`
+	Summary     string `json:"summary,omitempty"`
+	// LastToolName is the tool the subagent used most recently, when reported.
+	LastToolName string `json:"last_tool_name,omitempty"`
+	// Usage is the CLI's usage report for the task, verbatim.
+	Usage json.RawMessage `json:"usage,omitempty"`
+}
+
+// TurnRetry details a turn_retry event, which the layer that runs turns emits when an attempt
+// failed and the turn starts again: the failed attempt's events before it are partial output.
+type TurnRetry struct {
+	// Attempt is the number of the attempt that failed (1 for the first).
+	Attempt int    `json:"attempt"`
+	Reason  string `json:"reason,omitempty"`
+}

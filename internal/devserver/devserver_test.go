@@ -1,0 +1,58 @@
+package devserver
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/drover-run/drover/internal/tools"
+)
+
+func TestStartRestartKeepsState(t *testing.T) {
+	bin, err := tools.TemporalBin()
+	if err != nil {
+		t.Skip(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	db := filepath.Join(t.TempDir(), "temporal.db")
+	cfg := Config{Bin: bin, Headless: true, DBFile: db, SearchAttributes: map[string]string{"DroverProbe": "Keyword"}}
+
+	srv, err := Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := srv.cfg.Port
+	assertSearchAttribute(ctx, t, srv, "DroverProbe")
+	srv.Kill()
+
+	// Same file, no search attribute flags: what was registered must still be there.
+	cfg.SearchAttributes = nil
+	cfg.Port = port
+	srv, err = Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	assertSearchAttribute(ctx, t, srv, "DroverProbe")
+}
+
+func assertSearchAttribute(ctx context.Context, t *testing.T, srv *Server, name string) {
+	t.Helper()
+	c, err := client.Dial(client.Options{HostPort: srv.Address(), Namespace: srv.Namespace(), Logger: nopLogger{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	resp, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: srv.Namespace()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := resp.GetCustomAttributes()[name]; !ok {
+		t.Fatalf("search attribute %s missing; have %v", name, resp.GetCustomAttributes())
+	}
+}

@@ -1,0 +1,46 @@
+// Package telemetry sets up OpenTelemetry tracing for a drover process: an OTLP
+// exporter when OTEL_EXPORTER_OTLP_ENDPOINT (or the traces-specific variable)
+// is set, and nothing at all otherwise, so that tracing costs nothing unless
+// someone collects it.
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
+)
+
+// Enabled reports whether the environment asks for traces to be exported.
+func Enabled() bool {
+	return os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
+}
+
+// Setup installs the global tracer provider and propagator. It returns a
+// function that flushes and shuts the provider down; call it on exit. When
+// tracing is not enabled it installs only the propagator and returns a no-op.
+func Setup(ctx context.Context, service, version string) (shutdown func(context.Context) error, err error) {
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+	if !Enabled() {
+		return func(context.Context) error { return nil }, nil
+	}
+	exp, err := otlptracegrpc.New(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("creating the OTLP trace exporter: %w", err)
+	}
+	res, err := resource.Merge(resource.Default(), resource.NewWithAttributes(semconv.SchemaURL,
+		semconv.ServiceName(service), semconv.ServiceVersion(version)))
+	if err != nil && !errors.Is(err, resource.ErrSchemaURLConflict) {
+		return nil, fmt.Errorf("building the trace resource: %w", err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	otel.SetTracerProvider(tp)
+	return tp.Shutdown, nil
+}

@@ -1,0 +1,75 @@
+// Package tools locates drover's pinned external tools (the Claude Code CLI and the Temporal CLI) as
+// installed by scripts/tools.sh, so that tests and the dev command find the same binaries. It promises
+// that the version pins here match the script's, and that a missing tool yields an error telling how to
+// install it.
+package tools
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// Pinned versions; scripts/tools.sh installs exactly these (a test checks that they agree).
+const (
+	ClaudeVersion   = "2.1.332"
+	TemporalVersion = "v1.5.1"
+)
+
+// Environment variables that override the locations.
+const (
+	EnvClaudeBin   = "DROVER_CLAUDE_BIN"
+	EnvTemporalBin = "DROVER_TEMPORAL_BIN"
+	EnvToolsDir    = "DROVER_TOOLS"
+)
+
+// ErrNotInstalled is returned (wrapped) when a tool is missing.
+var ErrNotInstalled = errors.New("not installed: run scripts/tools.sh")
+
+// Dir returns the tools folder: $DROVER_TOOLS, or $HOME/.cache/drover/tools.
+func Dir() (string, error) {
+	if d := os.Getenv(EnvToolsDir); d != "" {
+		return d, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("locating tools folder: %w", err)
+	}
+	return filepath.Join(home, ".cache", "drover", "tools"), nil
+}
+
+// ClaudeBin returns the path of the pinned Claude Code CLI: $DROVER_CLAUDE_BIN if set, else
+// <Dir>/claude-code-<ClaudeVersion>/node_modules/@anthropic-ai/claude-code-linux-x64/claude.
+func ClaudeBin() (string, error) {
+	return locate("claude", EnvClaudeBin, filepath.Join("claude-code-"+ClaudeVersion,
+		"node_modules", "@anthropic-ai", "claude-code-linux-x64", "claude"))
+}
+
+// TemporalBin returns the path of the pinned Temporal CLI: $DROVER_TEMPORAL_BIN if set, else
+// <Dir>/temporal-<TemporalVersion>/temporal.
+func TemporalBin() (string, error) {
+	return locate("temporal", EnvTemporalBin, filepath.Join("temporal-"+TemporalVersion, "temporal"))
+}
+
+func locate(name, env, rel string) (string, error) {
+	path := os.Getenv(env)
+	if path == "" {
+		dir, err := Dir()
+		if err != nil {
+			return "", err
+		}
+		path = filepath.Join(dir, rel)
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("%s: %s %w", name, path, ErrNotInstalled)
+	case err != nil:
+		return "", fmt.Errorf("locating %s: %w", name, err)
+	case fi.IsDir() || fi.Mode().Perm()&0o111 == 0:
+		return "", fmt.Errorf("%s: %s is not an executable file (%w)", name, path, ErrNotInstalled)
+	}
+	return path, nil
+}

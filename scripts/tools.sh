@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Installs drover's pinned external tools into one cache folder and prints where they are.
+#
+#   scripts/tools.sh            install what is missing, then print KEY=path lines
+#   scripts/tools.sh --print    only print the paths (no installs)
+#
+# The folder is $DROVER_TOOLS, or $HOME/.cache/drover/tools. Each tool lives in a
+# folder named after its pinned version, so a version bump installs beside the old one.
+set -euo pipefail
+
+CLAUDE_VERSION=2.1.332
+TEMPORAL_VERSION=v1.5.1
+
+root="${DROVER_TOOLS:-$HOME/.cache/drover/tools}"
+claude_dir="$root/claude-code-$CLAUDE_VERSION"
+claude_bin="$claude_dir/node_modules/@anthropic-ai/claude-code-linux-x64/claude"
+temporal_dir="$root/temporal-$TEMPORAL_VERSION"
+temporal_bin="$temporal_dir/temporal"
+
+print() {
+  echo "DROVER_CLAUDE_BIN=$claude_bin"
+  echo "DROVER_TEMPORAL_BIN=$temporal_bin"
+}
+
+if [[ "${1:-}" == "--print" ]]; then
+  print
+  exit 0
+fi
+
+mkdir -p "$root"
+
+install_claude() {
+  if [[ -x "$claude_bin" ]]; then
+    echo "claude $CLAUDE_VERSION: already installed" >&2
+    return
+  fi
+  echo "claude $CLAUDE_VERSION: installing with npm into $claude_dir" >&2
+  local tmp="$claude_dir.tmp.$$"
+  rm -rf "$tmp"
+  mkdir -p "$tmp"
+  npm install --silent --no-audit --no-fund --prefix "$tmp" "@anthropic-ai/claude-code@$CLAUDE_VERSION" >&2
+  [[ -x "$tmp/node_modules/@anthropic-ai/claude-code-linux-x64/claude" ]] || {
+    echo "claude: the native binary is missing after npm install" >&2
+    exit 1
+  }
+  rm -rf "$claude_dir"
+  mv "$tmp" "$claude_dir"
+}
+
+install_temporal() {
+  if [[ -x "$temporal_bin" ]]; then
+    echo "temporal $TEMPORAL_VERSION: already installed" >&2
+    return
+  fi
+  echo "temporal $TEMPORAL_VERSION: building with go install (about 11 minutes on 2 cores)" >&2
+  local tmp="$temporal_dir.tmp.$$"
+  rm -rf "$tmp"
+  mkdir -p "$tmp"
+  GOBIN="$tmp" GOTOOLCHAIN=local GOFLAGS=-buildvcs=false \
+    go install "github.com/temporalio/cli/cmd/temporal@$TEMPORAL_VERSION" >&2
+  rm -rf "$temporal_dir"
+  mv "$tmp" "$temporal_dir"
+}
+
+ensure_postgres() {
+  command -v pg_isready >/dev/null 2>&1 || return 0
+  if pg_isready -q -h 127.0.0.1 -p 5432; then
+    return
+  fi
+  if command -v pg_ctlcluster >/dev/null 2>&1; then
+    local v
+    v=$(ls /etc/postgresql 2>/dev/null | sort -V | tail -n 1)
+    if [[ -n "$v" ]]; then
+      echo "postgres: starting cluster $v/main" >&2
+      pg_ctlcluster --skip-systemctl-redirect "$v" main start >&2 || true
+      for _ in $(seq 1 30); do
+        pg_isready -q -h 127.0.0.1 -p 5432 && return
+        sleep 1
+      done
+    fi
+  fi
+  echo "postgres: not reachable at 127.0.0.1:5432" >&2
+}
+
+install_claude &
+claude_pid=$!
+install_temporal &
+temporal_pid=$!
+ensure_postgres
+wait "$claude_pid"
+wait "$temporal_pid"
+print

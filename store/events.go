@@ -1,0 +1,122 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// EventsChannel is the Postgres notification channel on which every append is announced, with
+// an EventNotice as payload.
+const EventsChannel = "drover_events"
+
+// EventNotice is the JSON payload of a notification on EventsChannel: which events of which
+// task were committed. It carries ids only, never event payloads.
+type EventNotice struct {
+	TaskID   string `json:"task_id"`
+	FirstSeq int64  `json:"first_seq"`
+	LastSeq  int64  `json:"last_seq"`
+}
+
+// EventInput is one event to append.
+type EventInput struct {
+	Turn    int
+	Attempt int
+	Type    string          // required
+	Payload json.RawMessage // valid JSON, or nil for none
+}
+
+// Event is one event of a task's log.
+type Event struct {
+	TaskID    string
+	Seq       int64 // 1, 2, 3, … per task
+	Turn      int
+	Attempt   int
+	Type      string
+	Payload   json.RawMessage // nil if appended without one
+	CreatedAt time.Time
+}
+
+// appendEventsSQL appends a batch in one statement, so in one transaction (the caller's, if db is
+// a pgx.Tx): it advances the task's counter row by the batch size, inserts the events numbered
+// after the counter's previous value, and queues one notification, which Postgres sends when the
+// transaction commits. The counter row's lock makes concurrent appenders of a task queue behind
+// each other until commit, so sequence numbers have no gaps or duplicates (a rolled-back append
+// rolls its numbers back too) and a task's events become visible in sequence order.
+const appendEventsSQL = `
+WITH counter AS (
+	INSERT INTO task_event_counters AS c (task_id, last_seq) VALUES ($1::text, $2::bigint)
+	ON CONFLICT (task_id) DO UPDATE SET last_seq = c.last_seq + excluded.last_seq
+	RETURNING last_seq - $2::bigint AS base
+), inserted AS (
+	INSERT INTO task_events (task_id, seq, turn, attempt, type, payload)
+	SELECT $1::text, counter.base + e.ord, e.turn, e.attempt, e.type, e.payload
+	FROM counter,
+		unnest($3::integer[], $4::integer[], $5::text[], $6::jsonb[]) WITH ORDINALITY
+			AS e(turn, attempt, type, payload, ord)
+)
+SELECT base + 1, base + $2::bigint,
+	pg_notify('` + EventsChannel + `', json_build_object(
+		'task_id', $1::text, 'first_seq', base + 1, 'last_seq', base + $2::bigint)::text)
+FROM counter`
+
+// AppendEvents appends evs to the task's log, numbering them after its last event, and returns
+// the first and last sequence numbers given. The batch is one transaction (or part of db's, if
+// db is a pgx.Tx) and is announced by one notification on EventsChannel when it commits.
+// Concurrent appenders for one task are safe: sequence numbers stay gapless and unique.
+func AppendEvents(ctx context.Context, db DB, taskID string, evs []EventInput) (firstSeq, lastSeq int64, err error) {
+	if taskID == "" {
+		return 0, 0, errors.New("appending events: task id is required")
+	}
+	if len(evs) == 0 {
+		return 0, 0, errors.New("appending events: no events")
+	}
+	turns := make([]int32, len(evs))
+	attempts := make([]int32, len(evs))
+	types := make([]string, len(evs))
+	payloads := make([]json.RawMessage, len(evs))
+	for i, ev := range evs {
+		if ev.Type == "" {
+			return 0, 0, fmt.Errorf("appending events to task %s: event %d has no type", taskID, i)
+		}
+		if ev.Payload != nil && !json.Valid(ev.Payload) {
+			return 0, 0, fmt.Errorf("appending events to task %s: event %d (%s): payload is not valid JSON", taskID, i, ev.Type)
+		}
+		turns[i], attempts[i], types[i], payloads[i] = int32(ev.Turn), int32(ev.Attempt), ev.Type, ev.Payload
+	}
+	err = db.QueryRow(ctx, appendEventsSQL, taskID, int64(len(evs)), turns, attempts, types, payloads).
+		Scan(&firstSeq, &lastSeq, nil) // the third column is pg_notify's void
+	if err != nil {
+		return 0, 0, fmt.Errorf("appending %d events to task %s: %w", len(evs), taskID, err)
+	}
+	return firstSeq, lastSeq, nil
+}
+
+// ListEvents returns up to limit events of the task with seq > afterSeq, in order. A limit of 0
+// or less means no limit.
+func ListEvents(ctx context.Context, db DB, taskID string, afterSeq int64, limit int) ([]Event, error) {
+	var lim *int
+	if limit > 0 {
+		lim = &limit
+	}
+	rows, err := db.Query(ctx, `
+		SELECT task_id, seq, turn, attempt, type, payload, created_at
+		FROM task_events WHERE task_id = $1 AND seq > $2
+		ORDER BY seq LIMIT $3`, taskID, afterSeq, lim)
+	if err != nil {
+		return nil, fmt.Errorf("listing events of task %s: %w", taskID, err)
+	}
+	events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Event, error) {
+		var e Event
+		err := row.Scan(&e.TaskID, &e.Seq, &e.Turn, &e.Attempt, &e.Type, &e.Payload, &e.CreatedAt)
+		return e, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing events of task %s: %w", taskID, err)
+	}
+	return events, nil
+}

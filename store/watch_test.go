@@ -1,0 +1,251 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/drover-run/drover/internal/pgtest"
+	"github.com/drover-run/drover/store"
+)
+
+// liveness bounds how long a test waits for a delivery that must come; it is a hang guard,
+// not a speed requirement.
+const liveness = 30 * time.Second
+
+// never is a poll interval long enough that a test only passes through notifications or
+// reconnect catch-ups.
+const never = time.Hour
+
+// watch runs store.Watch in a goroutine. fn fails the watch on any event that is not the next
+// one expected for the task (a gap, a duplicate, a reordering or another task's event) and
+// forwards the rest to the returned channel. Stop by cancelling; the result arrives on done.
+type watch struct {
+	events chan store.Event
+	done   chan error
+	cancel context.CancelFunc
+}
+
+func startWatch(t *testing.T, pool *pgxpool.Pool, cfg store.WatchConfig) *watch {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	w := &watch{events: make(chan store.Event, 1000), done: make(chan error, 1), cancel: cancel}
+	next := cfg.AfterSeq + 1
+	go func() {
+		w.done <- store.Watch(ctx, pool, cfg, func(e store.Event) error {
+			if e.TaskID != cfg.TaskID || e.Seq != next {
+				return fmt.Errorf("got event %s/%d, want %s/%d", e.TaskID, e.Seq, cfg.TaskID, next)
+			}
+			next++
+			w.events <- e
+			return nil
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-w.done
+	})
+	return w
+}
+
+// expect waits for the events with seqs from..to, in order.
+func (w *watch) expect(t *testing.T, from, to int64) {
+	t.Helper()
+	timer := time.NewTimer(liveness)
+	defer timer.Stop()
+	for seq := from; seq <= to; seq++ {
+		select {
+		case e := <-w.events:
+			if e.Seq != seq {
+				t.Fatalf("delivered seq %d, want %d", e.Seq, seq)
+			}
+		case err := <-w.done:
+			t.Fatalf("watch ended before seq %d: %v", seq, err)
+		case <-timer.C:
+			t.Fatalf("seq %d not delivered within %v", seq, liveness)
+		}
+	}
+}
+
+// stop cancels the watch and returns its error.
+func (w *watch) stop(t *testing.T) error {
+	t.Helper()
+	w.cancel()
+	select {
+	case err := <-w.done:
+		w.done <- err // for the cleanup
+		return err
+	case <-time.After(liveness):
+		t.Fatal("watch did not return after cancel")
+		return nil
+	}
+}
+
+func TestWatchDeliversBacklogThenLiveEventsExactlyOnce(t *testing.T) {
+	t.Parallel()
+	ctx, db := t.Context(), pgtest.NewPool(t)
+	for range 3 {
+		appendEvents(t, db, "t", ev("before", ""), ev("before", "")) // 1..6
+	}
+	appendEvents(t, db, "other", ev("noise", ""))
+
+	w := startWatch(t, db, store.WatchConfig{TaskID: "t", PollInterval: never, BatchSize: 4})
+	w.expect(t, 1, 6)
+
+	// Live events arrive only through notifications (the poll interval is an hour), from
+	// several concurrent appenders, interleaved with another task's.
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			for range 5 {
+				if _, _, err := store.AppendEvents(ctx, db, "t", []store.EventInput{ev("live", ""), ev("live", "")}); err != nil {
+					errs <- err
+					return
+				}
+				if _, _, err := store.AppendEvents(ctx, db, "other", []store.EventInput{ev("noise", "")}); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		must(t, <-errs)
+	}
+	w.expect(t, 7, 46)
+
+	if err := w.stop(t); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Watch after cancel = %v, want context.Canceled", err)
+	}
+	select {
+	case e := <-w.events:
+		t.Fatalf("extra delivery after the last event: %+v", e)
+	default:
+	}
+}
+
+func TestWatchStartsAfterCursor(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewPool(t)
+	appendEvents(t, db, "t", ev("a", ""), ev("b", ""), ev("c", ""), ev("d", ""))
+	w := startWatch(t, db, store.WatchConfig{TaskID: "t", AfterSeq: 2, PollInterval: never})
+	w.expect(t, 3, 4)
+	appendEvents(t, db, "t", ev("e", ""))
+	w.expect(t, 5, 5)
+}
+
+func TestWatchEndsWithCallbackError(t *testing.T) {
+	t.Parallel()
+	ctx, db := t.Context(), pgtest.NewPool(t)
+	appendEvents(t, db, "t", ev("a", ""), ev("b", ""), ev("c", ""))
+	errStop := errors.New("stop here")
+	var calls atomic.Int32
+	err := store.WatchEvents(ctx, db, "t", 0, func(e store.Event) error {
+		calls.Add(1)
+		if e.Seq == 2 {
+			return errStop
+		}
+		return nil
+	})
+	if !errors.Is(err, errStop) || calls.Load() != 2 {
+		t.Fatalf("WatchEvents = %v after %d calls, want errStop after 2", err, calls.Load())
+	}
+}
+
+// appendQuietly appends n events the way AppendEvents does but without a notification, as if
+// the notification were lost.
+func appendQuietly(t *testing.T, db store.DB, taskID string, n int) {
+	t.Helper()
+	_, err := db.Exec(t.Context(), `
+		WITH c AS (
+			INSERT INTO task_event_counters AS c (task_id, last_seq) VALUES ($1, $2)
+			ON CONFLICT (task_id) DO UPDATE SET last_seq = c.last_seq + excluded.last_seq
+			RETURNING last_seq - $2 AS base)
+		INSERT INTO task_events (task_id, seq, type)
+		SELECT $1, c.base + g, 'quiet' FROM c, generate_series(1, $2) AS g`, taskID, int64(n))
+	must(t, err)
+}
+
+func TestWatchPollsPastLostNotifications(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewPool(t)
+	w := startWatch(t, db, store.WatchConfig{TaskID: "t", PollInterval: 20 * time.Millisecond})
+	appendEvents(t, db, "t", ev("loud", ""))
+	w.expect(t, 1, 1) // the watcher has read past its start-up catch-up
+	appendQuietly(t, db, "t", 3)
+	w.expect(t, 2, 4)
+	appendEvents(t, db, "t", ev("loud", ""))
+	w.expect(t, 5, 5)
+}
+
+func TestWatchSurvivesTerminatedConnection(t *testing.T) {
+	t.Parallel()
+	ctx, db := t.Context(), pgtest.NewPool(t)
+
+	// The watcher gets a pool of its own, tagged so its backend can be found, whose second
+	// connection waits until the test lets it through: events appended meanwhile are only
+	// found by the catch-up after reconnecting.
+	cfg, err := pgxpool.ParseConfig(db.Config().ConnString())
+	must(t, err)
+	cfg.ConnConfig.RuntimeParams["application_name"] = "watch-under-test"
+	var connects atomic.Int32
+	letReconnect := make(chan struct{})
+	cfg.BeforeConnect = func(ctx context.Context, _ *pgx.ConnConfig) error {
+		if connects.Add(1) == 1 {
+			return nil
+		}
+		select {
+		case <-letReconnect:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	watchPool, err := pgxpool.NewWithConfig(ctx, cfg)
+	must(t, err)
+	t.Cleanup(watchPool.Close)
+
+	appendEvents(t, db, "t", ev("a", ""), ev("b", ""))
+	w := startWatch(t, watchPool, store.WatchConfig{
+		TaskID: "t", PollInterval: never, ReconnectDelay: time.Millisecond, Logger: testLogger(t, nil),
+	})
+	w.expect(t, 1, 2) // connected and caught up
+
+	var killed int
+	must(t, db.QueryRow(ctx, `
+		SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE application_name = 'watch-under-test'`).Scan(&killed))
+	if killed != 1 {
+		t.Fatalf("terminated %d watcher backends, want 1", killed)
+	}
+	appendQuietly(t, db, "t", 2)          // 3..4, never announced
+	appendEvents(t, db, "t", ev("c", "")) // 5, announced while nobody listens
+	close(letReconnect)
+
+	w.expect(t, 3, 5)
+	appendEvents(t, db, "t", ev("d", "")) // 6, announced to the new connection
+	w.expect(t, 6, 6)
+	if n := connects.Load(); n < 2 {
+		t.Fatalf("watcher connected %d times, want a reconnect", n)
+	}
+	if err := w.stop(t); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Watch after cancel = %v, want context.Canceled", err)
+	}
+}
+
+func TestWatchEndsOnDatabaseError(t *testing.T) {
+	t.Parallel()
+	pool := emptyPool(t, 2) // no schema: reading events fails on a live connection
+	err := store.WatchEvents(t.Context(), pool, "t", 0, func(store.Event) error { return nil })
+	if want := `relation "task_events" does not exist`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("WatchEvents on a database without the schema = %v, want an error mentioning %q", err, want)
+	}
+}

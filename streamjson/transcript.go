@@ -1,0 +1,58 @@
+package streamjson
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/drover-run/drover/claudecode"
+	"github.com/drover-run/drover/events"
+)
+
+// Normalize reads a transcript of the CLI's stdout (stream-json, one message per line) from r
+// and writes the events an Adapter makes of it to w, one JSON object per line. It assumes partial
+// messages may be present (Config.PartialMessages), which is right for transcripts with and
+// without them. A malformed line becomes an "error" event of kind "protocol" and the transcript
+// goes on; only reading or writing failures are returned.
+func Normalize(r io.Reader, w io.Writer) error {
+	return NormalizeWith(r, w, Config{PartialMessages: true})
+}
+
+// NormalizeWith is Normalize with an adapter configuration (its Sink is replaced).
+func NormalizeWith(r io.Reader, w io.Writer, cfg Config) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	var werr error
+	cfg.Sink = SinkFunc(func(ev events.AgentEvent) {
+		if werr == nil {
+			if err := enc.Encode(ev); err != nil {
+				werr = fmt.Errorf("writing event: %w", err)
+			}
+		}
+	})
+	a, err := New(cfg)
+	if err != nil {
+		return err
+	}
+	rd := claudecode.NewReader(r)
+	for werr == nil {
+		msg, err := rd.ReadMessage()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("reading transcript: %w", err)
+		}
+		a.Handle(msg)
+	}
+	if werr != nil {
+		return werr
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("writing event: %w", err)
+	}
+	return nil
+}

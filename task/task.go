@@ -1,0 +1,256 @@
+// Package task defines what crosses the Temporal boundary for a drover task: the
+// workflow's parameters and state, the Updates and Queries it answers, and the
+// inputs and results of the activities it schedules.
+//
+// Everything here is a plain, JSON-serialisable value with no behaviour that
+// touches I/O, so the deterministic workflow code, the activities, the worker
+// and the command line can all share it without importing each other.
+package task
+
+import "time"
+
+// Names of the workflow, its Updates, Queries and activities. They are part of
+// the history of every running task: renaming one breaks replay.
+const (
+	WorkflowName = "TaskWorkflow"
+
+	// UpdatePrompt queues a prompt; its result is a PromptAccepted.
+	UpdatePrompt = "prompt"
+	// UpdateInterrupt interrupts the running turn, if any; its result is an
+	// InterruptResult.
+	UpdateInterrupt = "interrupt"
+	// UpdateClose lets the task finish once its queued prompts have run.
+	UpdateClose = "close"
+
+	// QueryState returns the task's State.
+	QueryState = "state"
+
+	ActivityAssignHost    = "AssignHost"
+	ActivityRunTurn       = "RunTurn"
+	ActivityInterruptTurn = "InterruptTurn"
+	ActivityStopExecutor  = "StopExecutor"
+)
+
+// SharedQueue is the default task queue every worker polls for workflows and
+// host assignment. Turns run on a host's own queue, see HostQueue.
+const SharedQueue = "drover"
+
+// HostQueue is the task queue of one worker host, named after its stable
+// executor id.
+func HostQueue(executorID string) string { return "executor/" + executorID }
+
+// PermissionMode is how a task's tool calls are approved.
+type PermissionMode string
+
+const (
+	// Autonomous runs every tool without asking.
+	Autonomous PermissionMode = "autonomous"
+	// Supervised asks a human before any tool that is not read-only.
+	Supervised PermissionMode = "supervised"
+	// Plan lets the agent plan freely and asks before it leaves plan mode.
+	Plan PermissionMode = "plan"
+)
+
+// Valid reports whether m is one of the known modes. The empty mode is valid
+// and means Autonomous.
+func (m PermissionMode) Valid() bool {
+	switch m {
+	case "", Autonomous, Supervised, Plan:
+		return true
+	}
+	return false
+}
+
+// MCPServer is one MCP server given to the CLI. Command and Args describe a
+// stdio server; Type ("sse" or "http") and URL a remote one.
+type MCPServer struct {
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Type    string            `json:"type,omitempty"`
+	URL     string            `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+}
+
+// Profile is the agent configuration of a task.
+type Profile struct {
+	// Model is passed to the CLI's --model. Empty means the CLI's default.
+	Model string `json:"model,omitempty"`
+	// PermissionMode defaults to Autonomous.
+	PermissionMode PermissionMode `json:"permission_mode,omitempty"`
+	// MaxTurns bounds the agentic loop of one turn (--max-turns); 0 means no bound.
+	MaxTurns int `json:"max_turns,omitempty"`
+	// MCPServers are handed to the CLI with --mcp-config, by name.
+	MCPServers map[string]MCPServer `json:"mcp_servers,omitempty"`
+	// AppendSystemPrompt is added to Claude Code's own system prompt.
+	AppendSystemPrompt string `json:"append_system_prompt,omitempty"`
+}
+
+// Params start a task. They travel with every continue-as-new, so keep them small.
+type Params struct {
+	// Workspace is the directory the CLI runs in, on the executor's host.
+	Workspace string  `json:"workspace"`
+	Profile   Profile `json:"profile"`
+	// IdleTimeout ends the task when no prompt arrives for this long after its
+	// last turn. Zero means the task waits for prompts until it is closed.
+	IdleTimeout time.Duration `json:"idle_timeout,omitempty"`
+	// TurnTimeout bounds one attempt of one turn. Defaults to 1h.
+	TurnTimeout time.Duration `json:"turn_timeout,omitempty"`
+	// MaxAttempts bounds the attempts of one turn. Defaults to 3.
+	MaxAttempts int `json:"max_attempts,omitempty"`
+	// Carry is the state handed over by continue-as-new; nil on a new task.
+	Carry *Carry `json:"carry,omitempty"`
+}
+
+// Prompt is one user prompt.
+type Prompt struct {
+	Text string `json:"text"`
+	// Attachments are workspace-relative paths of files (images) to attach.
+	Attachments []string `json:"attachments,omitempty"`
+}
+
+// PromptAccepted is the result of UpdatePrompt.
+type PromptAccepted struct {
+	// Turn is the number the prompt will run as (1-based).
+	Turn int `json:"turn"`
+	// PromptUUID is the transcript uuid the prompt will have in the session.
+	PromptUUID string `json:"prompt_uuid"`
+	// Queued is the number of prompts ahead of this one, counting a running turn.
+	Queued int `json:"queued"`
+}
+
+// InterruptResult is the result of UpdateInterrupt.
+type InterruptResult struct {
+	// Interrupted is false when no turn was running.
+	Interrupted bool `json:"interrupted"`
+	Turn        int  `json:"turn,omitempty"`
+}
+
+// Status of a task, as shown by QueryState and the DroverStatus search attribute.
+type Status string
+
+const (
+	StatusIdle      Status = "idle"
+	StatusRunning   Status = "running"
+	StatusClosing   Status = "closing"
+	StatusCompleted Status = "completed"
+	StatusFailed    Status = "failed"
+	StatusCancelled Status = "cancelled"
+)
+
+// QueuedPrompt is a prompt waiting for its turn.
+type QueuedPrompt struct {
+	Turn       int    `json:"turn"`
+	PromptUUID string `json:"prompt_uuid"`
+	Prompt     Prompt `json:"prompt"`
+}
+
+// Carry is what a task hands to its next run on continue-as-new: only small values.
+type Carry struct {
+	Turn            int            `json:"turn"`
+	SessionID       string         `json:"session_id,omitempty"`
+	LastMessageUUID string         `json:"last_message_uuid,omitempty"`
+	HostQueue       string         `json:"host_queue,omitempty"`
+	Totals          Totals         `json:"totals"`
+	Pending         []QueuedPrompt `json:"pending,omitempty"`
+	Closing         bool           `json:"closing,omitempty"`
+	LastError       string         `json:"last_error,omitempty"`
+}
+
+// Totals add up the accounting of a task's completed turns.
+type Totals struct {
+	CostUSD      float64 `json:"cost_usd"`
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	Turns        int     `json:"turns"`
+	FailedTurns  int     `json:"failed_turns"`
+}
+
+// State is the answer to QueryState.
+type State struct {
+	Status          Status         `json:"status"`
+	Workspace       string         `json:"workspace"`
+	Model           string         `json:"model,omitempty"`
+	PermissionMode  PermissionMode `json:"permission_mode"`
+	Turn            int            `json:"turn"`
+	RunningTurn     int            `json:"running_turn,omitempty"`
+	SessionID       string         `json:"session_id,omitempty"`
+	LastMessageUUID string         `json:"last_message_uuid,omitempty"`
+	HostQueue       string         `json:"host_queue,omitempty"`
+	Totals          Totals         `json:"totals"`
+	Pending         []QueuedPrompt `json:"pending,omitempty"`
+	LastError       string         `json:"last_error,omitempty"`
+}
+
+// RunTurnInput is the input of the RunTurn activity.
+type RunTurnInput struct {
+	TaskID     string  `json:"task_id"`
+	Turn       int     `json:"turn"`
+	Prompt     Prompt  `json:"prompt"`
+	PromptUUID string  `json:"prompt_uuid"`
+	Workspace  string  `json:"workspace"`
+	Profile    Profile `json:"profile"`
+	// SessionID and LastMessageUUID are the workflow's view of the resume point
+	// before this turn. The executor row in Postgres is the source of truth; these
+	// are used only when it has none.
+	SessionID       string `json:"session_id,omitempty"`
+	LastMessageUUID string `json:"last_message_uuid,omitempty"`
+}
+
+// TurnStatus is how a turn ended.
+type TurnStatus string
+
+const (
+	TurnCompleted   TurnStatus = "completed"
+	TurnFailed      TurnStatus = "failed"
+	TurnInterrupted TurnStatus = "interrupted"
+)
+
+// RunTurnResult is the result of the RunTurn activity: small values only; the
+// events themselves live in Postgres.
+type RunTurnResult struct {
+	Status          TurnStatus `json:"status"`
+	SessionID       string     `json:"session_id"`
+	LastMessageUUID string     `json:"last_message_uuid"`
+	ResultUUID      string     `json:"result_uuid,omitempty"`
+	CostUSD         float64    `json:"cost_usd"`
+	InputTokens     int64      `json:"input_tokens"`
+	OutputTokens    int64      `json:"output_tokens"`
+	DurationMS      int64      `json:"duration_ms"`
+	NumTurns        int        `json:"num_turns"`
+	Attempt         int        `json:"attempt"`
+	// Error describes a turn that ended with is_error (for example an API error
+	// that outlived its retries, or --max-turns).
+	Error string `json:"error,omitempty"`
+	// Counted is false when this turn's accounting had already been committed by
+	// an earlier attempt, so the workflow must not add it to its totals again.
+	Counted bool `json:"counted"`
+}
+
+// InterruptTurnInput is the input of the InterruptTurn and StopExecutor activities.
+type InterruptTurnInput struct {
+	TaskID string `json:"task_id"`
+	Turn   int    `json:"turn"`
+}
+
+// Error types of the application errors RunTurn returns, so the workflow can branch.
+const (
+	// ErrTypeResumeRejected: the CLI refused the resume point; retrying cannot help.
+	ErrTypeResumeRejected = "ResumeRejected"
+	// ErrTypeAPI: the model API failed the turn; worth a retry.
+	ErrTypeAPI = "APIError"
+	// ErrTypeCLI: the CLI crashed or broke the protocol; worth a retry.
+	ErrTypeCLI = "CLIError"
+	// ErrTypeInvalidInput: the input cannot be run (bad workspace, attachment
+	// outside the workspace …); retrying cannot help.
+	ErrTypeInvalidInput = "InvalidInput"
+)
+
+// Search attribute names shown in the Temporal UI.
+const (
+	SearchStatus    = "DroverStatus"
+	SearchCostUSD   = "DroverCostUSD"
+	SearchTurns     = "DroverTurns"
+	SearchModel     = "DroverModel"
+	SearchWorkspace = "DroverWorkspace"
+)

@@ -1,0 +1,203 @@
+// Package taskclient is the caller's side of a drover task: it starts tasks
+// with their first prompt, sends prompts, interrupts, closes, cancels, reads
+// a task's state and lists tasks, all through the Temporal client.
+package taskclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/drover-run/drover/task"
+)
+
+// Client sends commands to tasks. The zero TaskQueue means task.SharedQueue.
+type Client struct {
+	Temporal  client.Client
+	TaskQueue string
+}
+
+func (c *Client) queue() string {
+	if c.TaskQueue == "" {
+		return task.SharedQueue
+	}
+	return c.TaskQueue
+}
+
+// Start creates the task taskID with its first prompt, or, when the task
+// already runs, sends it the prompt: Update-with-Start either way. updateID
+// makes the call idempotent: a retry with the same id is answered with the
+// first answer and queues nothing. Empty means a fresh id.
+func (c *Client) Start(ctx context.Context, taskID string, p task.Params, prompt task.Prompt, updateID string) (task.PromptAccepted, error) {
+	var out task.PromptAccepted
+	if taskID == "" {
+		return out, errors.New("starting a task: the task id is empty")
+	}
+	start := c.Temporal.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+		ID:                       taskID,
+		TaskQueue:                c.queue(),
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+	}, task.WorkflowName, p)
+	h, err := c.Temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: start,
+		UpdateOptions: client.UpdateWorkflowOptions{
+			UpdateID:     updateID,
+			UpdateName:   task.UpdatePrompt,
+			Args:         []any{prompt},
+			WaitForStage: client.WorkflowUpdateStageCompleted,
+		},
+	})
+	if err != nil {
+		return out, fmt.Errorf("starting task %s: %w", taskID, err)
+	}
+	if err := h.Get(ctx, &out); err != nil {
+		return out, fmt.Errorf("starting task %s: %w", taskID, err)
+	}
+	return out, nil
+}
+
+// Prompt queues a prompt on a running task.
+func (c *Client) Prompt(ctx context.Context, taskID string, prompt task.Prompt, updateID string) (task.PromptAccepted, error) {
+	var out task.PromptAccepted
+	err := c.update(ctx, taskID, task.UpdatePrompt, updateID, &out, prompt)
+	if err != nil {
+		return out, fmt.Errorf("prompting task %s: %w", taskID, err)
+	}
+	return out, nil
+}
+
+// Interrupt stops the task's running turn, if any. The task stays open.
+func (c *Client) Interrupt(ctx context.Context, taskID string) (task.InterruptResult, error) {
+	var out task.InterruptResult
+	if err := c.update(ctx, taskID, task.UpdateInterrupt, "", &out); err != nil {
+		return out, fmt.Errorf("interrupting task %s: %w", taskID, err)
+	}
+	return out, nil
+}
+
+// Close lets the task finish once its queued prompts have run.
+func (c *Client) Close(ctx context.Context, taskID string) error {
+	if err := c.update(ctx, taskID, task.UpdateClose, "", nil); err != nil {
+		return fmt.Errorf("closing task %s: %w", taskID, err)
+	}
+	return nil
+}
+
+// Cancel cancels the task: its running turn is stopped and its CLI process ends.
+func (c *Client) Cancel(ctx context.Context, taskID string) error {
+	if err := c.Temporal.CancelWorkflow(ctx, taskID, ""); err != nil {
+		return fmt.Errorf("cancelling task %s: %w", taskID, err)
+	}
+	return nil
+}
+
+// State asks the task for its state. A finished task answers from its last
+// state as long as Temporal keeps its history.
+func (c *Client) State(ctx context.Context, taskID string) (task.State, error) {
+	var st task.State
+	v, err := c.Temporal.QueryWorkflow(ctx, taskID, "", task.QueryState)
+	if err != nil {
+		return st, fmt.Errorf("querying task %s: %w", taskID, err)
+	}
+	if err := v.Get(&st); err != nil {
+		return st, fmt.Errorf("decoding the state of task %s: %w", taskID, err)
+	}
+	return st, nil
+}
+
+// WaitIdle polls the task's state until no turn runs and no prompt is queued,
+// or the task has ended, and returns that state.
+func (c *Client) WaitIdle(ctx context.Context, taskID string, every time.Duration) (task.State, error) {
+	if every <= 0 {
+		every = 200 * time.Millisecond
+	}
+	for {
+		st, err := c.State(ctx, taskID)
+		if err == nil && st.RunningTurn == 0 && len(st.Pending) == 0 && st.Status != task.StatusRunning {
+			return st, nil
+		}
+		select {
+		case <-ctx.Done():
+			return st, fmt.Errorf("waiting for task %s to be idle: %w", taskID, context.Cause(ctx))
+		case <-time.After(every):
+		}
+	}
+}
+
+// Summary is one task in a listing.
+type Summary struct {
+	TaskID    string
+	RunID     string
+	Status    string
+	Started   time.Time
+	Closed    time.Time
+	Turns     int64
+	CostUSD   float64
+	Model     string
+	Workspace string
+}
+
+// List returns the most recent tasks, newest first. query is an optional
+// Temporal visibility filter (for example `DroverStatus = "running"`).
+func (c *Client) List(ctx context.Context, query string, limit int) ([]Summary, error) {
+	q := fmt.Sprintf("WorkflowType = '%s'", task.WorkflowName)
+	if strings.TrimSpace(query) != "" {
+		q += " AND (" + query + ")"
+	}
+	var out []Summary
+	var token []byte
+	for {
+		resp, err := c.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: q, NextPageToken: token})
+		if err != nil {
+			return nil, fmt.Errorf("listing tasks: %w", err)
+		}
+		for _, e := range resp.GetExecutions() {
+			s := Summary{
+				TaskID:  e.GetExecution().GetWorkflowId(),
+				RunID:   e.GetExecution().GetRunId(),
+				Status:  strings.ToLower(e.GetStatus().String()),
+				Started: e.GetStartTime().AsTime(),
+			}
+			if e.GetCloseTime() != nil {
+				s.Closed = e.GetCloseTime().AsTime()
+			}
+			decodeSearchAttributes(e.GetSearchAttributes(), &s)
+			out = append(out, s)
+			if limit > 0 && len(out) >= limit {
+				return out, nil
+			}
+		}
+		token = resp.GetNextPageToken()
+		if len(token) == 0 {
+			return out, nil
+		}
+	}
+}
+
+// IsNotFound reports whether err says the task does not exist.
+func IsNotFound(err error) bool {
+	var nf *serviceerror.NotFound
+	return errors.As(err, &nf)
+}
+
+func (c *Client) update(ctx context.Context, taskID, name, updateID string, out any, args ...any) error {
+	h, err := c.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   taskID,
+		UpdateID:     updateID,
+		UpdateName:   name,
+		Args:         args,
+		WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return err
+	}
+	return h.Get(ctx, out)
+}

@@ -1,0 +1,257 @@
+// Package worker is drover's composition root: it connects to Postgres and
+// Temporal, applies migrations, and runs the two Temporal workers of one host —
+// one on the shared queue (task workflows and host assignment) and one on the
+// host's own queue (the turns of the tasks whose sessions live here).
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.temporal.io/sdk/client"
+	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
+	"go.temporal.io/sdk/interceptor"
+	tlog "go.temporal.io/sdk/log"
+	sdkworker "go.temporal.io/sdk/worker"
+
+	"github.com/drover-run/drover/activities"
+	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/task"
+	"github.com/drover-run/drover/workflows"
+)
+
+// Config configures a worker host.
+type Config struct {
+	// TemporalAddress is the Temporal frontend. Defaults to 127.0.0.1:7233.
+	TemporalAddress string
+	// Namespace defaults to "default".
+	Namespace string
+	// TaskQueue is the shared queue. Defaults to task.SharedQueue.
+	TaskQueue string
+	// ExecutorID is this host's stable identity. Defaults to the host name.
+	ExecutorID string
+	// DatabaseURL is drover's Postgres. Required.
+	DatabaseURL string
+	// Claude is how the CLI runs here. Bin is required.
+	Claude activities.Claude
+	// WorkspaceRoot, when set, confines task workspaces to that folder.
+	WorkspaceRoot string
+	// KeepAlive is how long a task's CLI waits for its next turn. Defaults to
+	// 10 minutes; negative stops it after every turn.
+	KeepAlive time.Duration
+	// MaxConcurrentTurns bounds the turns this host runs at once. Defaults to 32.
+	MaxConcurrentTurns int
+	// RegisterSearchAttributes adds drover's search attributes to the namespace
+	// when they are missing (needs operator rights). Defaults to true.
+	RegisterSearchAttributes *bool
+	// DebugDir receives raw/normalized captures when
+	// DROVER_DEBUG_AGENT_MESSAGES=true. Defaults to the current folder.
+	DebugDir string
+	// Logger receives drover's and the Temporal SDK's logs. Nil means silent.
+	Logger *slog.Logger
+}
+
+func (c *Config) withDefaults() {
+	if c.TemporalAddress == "" {
+		c.TemporalAddress = "127.0.0.1:7233"
+	}
+	if c.Namespace == "" {
+		c.Namespace = "default"
+	}
+	if c.TaskQueue == "" {
+		c.TaskQueue = task.SharedQueue
+	}
+	if c.ExecutorID == "" {
+		if h, err := os.Hostname(); err == nil {
+			c.ExecutorID = h
+		}
+	}
+	if c.MaxConcurrentTurns <= 0 {
+		c.MaxConcurrentTurns = 32
+	}
+	if c.RegisterSearchAttributes == nil {
+		t := true
+		c.RegisterSearchAttributes = &t
+	}
+	if c.DebugDir == "" {
+		c.DebugDir = "."
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.DatabaseURL == "":
+		return errors.New("worker: a database URL is required (DROVER_DATABASE_URL)")
+	case c.ExecutorID == "":
+		return errors.New("worker: an executor id is required (DROVER_EXECUTOR_ID)")
+	}
+	return nil
+}
+
+// Worker is a running worker host.
+type Worker struct {
+	cfg    Config
+	pool   *pgxpool.Pool
+	client client.Client
+	acts   *activities.Activities
+	shared sdkworker.Worker
+	host   sdkworker.Worker
+}
+
+// Start connects, migrates, reaps CLI processes a previous run of this host
+// left behind, and starts polling. It returns once both workers poll.
+func Start(ctx context.Context, cfg Config) (*Worker, error) {
+	cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	log := cfg.Logger.With("executor_id", cfg.ExecutorID)
+
+	pool, err := store.Connect(ctx, cfg.DatabaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	w := &Worker{cfg: cfg, pool: pool}
+	ok := false
+	defer func() {
+		if !ok {
+			w.close()
+		}
+	}()
+	if _, err := store.Migrate(ctx, pool, log); err != nil {
+		return nil, fmt.Errorf("worker: migrating: %w", err)
+	}
+	reapOrphans(ctx, pool, cfg.ExecutorID, log)
+
+	c, err := Dial(ctx, cfg.TemporalAddress, cfg.Namespace, log)
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	w.client = c
+	if *cfg.RegisterSearchAttributes {
+		if err := RegisterSearchAttributes(ctx, c, cfg.Namespace); err != nil {
+			log.Warn("search attributes not registered; the Temporal UI will lack drover's columns", "error", err)
+		}
+	}
+
+	w.acts, err = activities.New(activities.Config{
+		DB:            pool,
+		ExecutorID:    cfg.ExecutorID,
+		Claude:        cfg.Claude,
+		WorkspaceRoot: cfg.WorkspaceRoot,
+		KeepAlive:     cfg.KeepAlive,
+		DebugDir:      cfg.DebugDir,
+		Logger:        log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+
+	w.shared = sdkworker.New(c, cfg.TaskQueue, sdkworker.Options{})
+	workflows.Register(w.shared)
+	w.acts.RegisterShared(w.shared)
+
+	w.host = sdkworker.New(c, w.acts.HostQueue(), sdkworker.Options{
+		MaxConcurrentActivityExecutionSize: cfg.MaxConcurrentTurns + 8,
+		// A turn that outlives the stop timeout is cancelled; its next attempt
+		// resumes from Postgres on whichever process of this host polls next.
+		WorkerStopTimeout: 5 * time.Second,
+	})
+	w.acts.RegisterHost(w.host)
+
+	if err := w.shared.Start(); err != nil {
+		return nil, fmt.Errorf("worker: starting the shared worker: %w", err)
+	}
+	if err := w.host.Start(); err != nil {
+		return nil, fmt.Errorf("worker: starting the host worker: %w", err)
+	}
+	ok = true
+	log.Info("drover worker started", "temporal", cfg.TemporalAddress, "namespace", cfg.Namespace,
+		"shared_queue", cfg.TaskQueue, "host_queue", w.acts.HostQueue())
+	return w, nil
+}
+
+// Client is the worker's Temporal client.
+func (w *Worker) Client() client.Client { return w.client }
+
+// Pool is the worker's Postgres pool.
+func (w *Worker) Pool() *pgxpool.Pool { return w.pool }
+
+// HostQueue is this host's own task queue.
+func (w *Worker) HostQueue() string { return w.acts.HostQueue() }
+
+// Stop stops polling, stops every CLI process of this host and closes the
+// connections.
+func (w *Worker) Stop(ctx context.Context) {
+	if w.shared != nil {
+		w.shared.Stop()
+	}
+	if w.host != nil {
+		w.host.Stop()
+	}
+	w.close()
+	if w.acts != nil {
+		w.acts.Close(ctx)
+	}
+	w.cfg.Logger.Info("drover worker stopped", "executor_id", w.cfg.ExecutorID)
+}
+
+func (w *Worker) close() {
+	if w.client != nil {
+		w.client.Close()
+	}
+	if w.pool != nil {
+		w.pool.Close()
+	}
+}
+
+// Run starts a worker and serves until ctx ends.
+func Run(ctx context.Context, cfg Config) error {
+	w, err := Start(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	w.Stop(stopCtx)
+	return nil
+}
+
+// Dial connects to Temporal, retrying until ctx ends so that a worker can
+// start before its server. Workflow and activity calls are traced with
+// OpenTelemetry.
+func Dial(ctx context.Context, address, namespace string, log *slog.Logger) (client.Client, error) {
+	tracing, err := temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("creating the tracing interceptor: %w", err)
+	}
+	opts := client.Options{
+		HostPort:     address,
+		Namespace:    namespace,
+		Logger:       tlog.NewStructuredLogger(log),
+		Interceptors: []interceptor.ClientInterceptor{tracing},
+	}
+	backoff := 200 * time.Millisecond
+	for {
+		c, err := client.DialContext(ctx, opts)
+		if err == nil {
+			return c, nil
+		}
+		log.Warn("temporal not reachable yet", "address", address, "error", err)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("connecting to temporal at %s: %w (last error: %v)", address, context.Cause(ctx), err)
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}

@@ -1,0 +1,82 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/drover-run/drover/task"
+)
+
+// validateOpen rejects an Update sent to a task that has ended.
+func (s *taskState) validateOpen(workflow.Context) error {
+	if s.final != "" {
+		return rejection(ErrTypeTaskClosed, fmt.Sprintf("task has ended (%s)", s.final))
+	}
+	return nil
+}
+
+// close is the handler of UpdateClose: no more prompts are accepted, and the
+// task ends once the queued ones have run.
+func (s *taskState) close(ctx workflow.Context) error {
+	if !s.closing {
+		workflow.GetLogger(ctx).Info("task closing", "pending", len(s.pending), "running_turn", s.running)
+	}
+	s.closing = true
+	return nil
+}
+
+// interrupt is the handler of UpdateInterrupt. It asks the host to interrupt
+// the running turn; the turn's RunTurn activity then ends by itself with status
+// interrupted. The activity is not cancelled: cancelling would cost the turn
+// its result.
+func (s *taskState) interrupt(ctx workflow.Context) (task.InterruptResult, error) {
+	turn := s.running
+	if turn == 0 {
+		return task.InterruptResult{}, nil
+	}
+	// The turn may still be looking for a host.
+	if err := workflow.Await(ctx, func() bool { return s.hostQueue != "" || s.running != turn }); err != nil {
+		return task.InterruptResult{}, fmt.Errorf("interrupting turn %d: %w", turn, err)
+	}
+	if s.running != turn {
+		return task.InterruptResult{}, nil
+	}
+	actx := s.controlContext(ctx, s.hostQueue, s.lim.interruptTimeout, fmt.Sprintf("interrupt turn %d", turn))
+	in := task.InterruptTurnInput{TaskID: s.taskID, Turn: turn}
+	if err := workflow.ExecuteActivity(actx, task.ActivityInterruptTurn, in).Get(ctx, nil); err != nil {
+		return task.InterruptResult{}, fmt.Errorf("interrupting turn %d: %w", turn, err)
+	}
+	workflow.GetLogger(ctx).Info("turn interrupted", "turn", turn)
+	return task.InterruptResult{Interrupted: true, Turn: turn}, nil
+}
+
+// stopExecutor asks the task's host to stop the task's executor, so that no
+// CLI process outlives the task. It is best effort: a host that is gone has no
+// process left to stop.
+func (s *taskState) stopExecutor(ctx workflow.Context) {
+	if s.hostQueue == "" {
+		return
+	}
+	actx := s.controlContext(ctx, s.hostQueue, s.lim.stopTimeout, "stop executor")
+	in := task.InterruptTurnInput{TaskID: s.taskID, Turn: s.lastTurn}
+	if err := workflow.ExecuteActivity(actx, task.ActivityStopExecutor, in).Get(ctx, nil); err != nil {
+		workflow.GetLogger(ctx).Warn("stopping the executor failed", "host_queue", s.hostQueue, "error", err)
+	}
+}
+
+// controlContext carries the options of the short activities sent to a host.
+func (s *taskState) controlContext(ctx workflow.Context, host string, timeout time.Duration, summary string) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:              host,
+		ScheduleToStartTimeout: timeout,
+		StartToCloseTimeout:    timeout,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: s.lim.retryInitial,
+			MaximumAttempts: int32(s.lim.controlAttempts),
+		},
+		Summary: summary,
+	})
+}

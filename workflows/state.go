@@ -1,0 +1,121 @@
+package workflows
+
+import (
+	"slices"
+
+	"github.com/drover-run/drover/task"
+)
+
+// taskState is everything one run of TaskWorkflow knows. Update handlers and
+// the turn loop share it; workflow code runs one coroutine at a time, so no
+// locking is needed, but every change that must not be lost happens without a
+// yield in between (see the loop in workflow.go).
+type taskState struct {
+	p          task.Params
+	lim        limits
+	taskID     string
+	firstRunID string
+
+	// turn is the highest turn number given out.
+	turn int
+	// pending are the accepted prompts that wait for their turn, in order;
+	// queuedBytes is the sum of their encoded sizes.
+	pending     []task.QueuedPrompt
+	queuedBytes int
+	// running is the turn number of the running turn, 0 when none runs;
+	// lastTurn is the last turn that started.
+	running  int
+	lastTurn int
+	// turnsThisRun counts the turns started since this run began.
+	turnsThisRun int
+	// closing: no more prompts are accepted; the task ends once the queue drains.
+	closing bool
+	// final is the status the task ended with, empty while it lives.
+	final task.Status
+
+	sessionID string
+	lastUUID  string
+	hostQueue string
+	lastError string
+	totals    task.Totals
+
+	published published
+}
+
+func newTaskState(p task.Params, lim limits, taskID, firstRunID string) *taskState {
+	s := &taskState{p: p, lim: lim, taskID: taskID, firstRunID: firstRunID}
+	if c := p.Carry; c != nil {
+		s.turn = c.Turn
+		s.sessionID = c.SessionID
+		s.lastUUID = c.LastMessageUUID
+		s.hostQueue = c.HostQueue
+		s.totals = c.Totals
+		s.closing = c.Closing
+		s.lastError = c.LastError
+		s.pending = slices.Clone(c.Pending)
+		for _, q := range s.pending {
+			s.queuedBytes += promptSize(q.Prompt)
+		}
+		// The carried params must not carry themselves into the next run.
+		s.p.Carry = nil
+	}
+	return s
+}
+
+// status is the task's status as QueryState and DroverStatus show it.
+func (s *taskState) status() task.Status {
+	switch {
+	case s.final != "":
+		return s.final
+	case s.running != 0:
+		return task.StatusRunning
+	case s.closing:
+		return task.StatusClosing
+	}
+	return task.StatusIdle
+}
+
+// snapshot is the answer to QueryState.
+func (s *taskState) snapshot() task.State {
+	return task.State{
+		Status:          s.status(),
+		Workspace:       s.p.Workspace,
+		Model:           s.p.Profile.Model,
+		PermissionMode:  s.p.Profile.PermissionMode,
+		Turn:            s.turn,
+		RunningTurn:     s.running,
+		SessionID:       s.sessionID,
+		LastMessageUUID: s.lastUUID,
+		HostQueue:       s.hostQueue,
+		Totals:          s.totals,
+		Pending:         slices.Clone(s.pending),
+		LastError:       s.lastError,
+	}
+}
+
+// carry is what the next run needs: small values and the waiting prompts.
+func (s *taskState) carry() *task.Carry {
+	return &task.Carry{
+		Turn:            s.turn,
+		SessionID:       s.sessionID,
+		LastMessageUUID: s.lastUUID,
+		HostQueue:       s.hostQueue,
+		Totals:          s.totals,
+		Pending:         slices.Clone(s.pending),
+		Closing:         s.closing,
+		LastError:       s.lastError,
+	}
+}
+
+// pop takes the first waiting prompt off the queue.
+func (s *taskState) pop() task.QueuedPrompt {
+	q := s.pending[0]
+	s.pending = slices.Clone(s.pending[1:])
+	s.queuedBytes -= promptSize(q.Prompt)
+	return q
+}
+
+// setLastError records msg as the task's last error, bounded in size.
+func (s *taskState) setLastError(msg string) {
+	s.lastError = truncate(msg, s.lim.maxLastErrorBytes)
+}

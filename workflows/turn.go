@@ -1,0 +1,180 @@
+package workflows
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/drover-run/drover/task"
+)
+
+// runNext runs the first waiting prompt as a turn. A turn that fails is
+// recorded and does not end the task; runNext returns an error only when the
+// workflow is cancelled.
+func (s *taskState) runNext(ctx workflow.Context) error {
+	q := s.pop()
+	s.running = q.Turn
+	s.lastTurn = q.Turn
+	s.turnsThisRun++
+	s.publish(ctx)
+	failed := s.totals.FailedTurns
+	err := s.runTurn(ctx, q)
+	s.running = 0
+	if err == nil {
+		log := workflow.GetLogger(ctx)
+		if s.totals.FailedTurns != failed {
+			log.Warn("turn failed", "turn", q.Turn, "error", s.lastError)
+		} else {
+			log.Info("turn ended", "turn", q.Turn, "session_id", s.sessionID)
+		}
+	}
+	return err
+}
+
+// runTurn runs one turn on the task's host, looking for a new host when the
+// current one stops taking work.
+func (s *taskState) runTurn(ctx workflow.Context, q task.QueuedPrompt) error {
+	log := workflow.GetLogger(ctx)
+	for reassigned := 0; ; reassigned++ {
+		if s.hostQueue == "" {
+			host, err := s.assignHost(ctx)
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				s.turnGaveUp(fmt.Sprintf("turn %d failed: no host to run it: %v", q.Turn, err))
+				return nil
+			}
+			s.hostQueue = host
+			log.Info("host assigned", "turn", q.Turn, "host_queue", host)
+		}
+		res, err := s.executeRunTurn(ctx, q)
+		switch {
+		case err == nil:
+			s.turnEnded(q.Turn, res)
+			return nil
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case isScheduleToStartTimeout(err):
+			gone := s.hostQueue
+			s.hostQueue = ""
+			if reassigned < s.lim.maxReassign {
+				log.Warn("host did not pick up the turn; assigning another", "turn", q.Turn, "host_queue", gone)
+				continue
+			}
+			s.turnGaveUp(fmt.Sprintf("turn %d failed: no host picked it up within %s, %d tries (last %s)",
+				q.Turn, s.lim.hostStartTimeout, reassigned+1, gone))
+			return nil
+		default:
+			s.turnErrored(q.Turn, err)
+			return nil
+		}
+	}
+}
+
+// assignHost asks a worker on the shared queue for its own host queue.
+func (s *taskState) assignHost(ctx workflow.Context) (string, error) {
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:              workflow.GetInfo(ctx).TaskQueueName,
+		ScheduleToCloseTimeout: s.lim.assignTimeout,
+		StartToCloseTimeout:    s.lim.interruptTimeout,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: s.lim.retryInitial,
+			MaximumInterval: s.lim.retryMax,
+		},
+		Summary: "assign host",
+	})
+	var host string
+	if err := workflow.ExecuteActivity(actx, task.ActivityAssignHost).Get(ctx, &host); err != nil {
+		return "", fmt.Errorf("assigning a host: %w", err)
+	}
+	if strings.TrimSpace(host) == "" {
+		return "", errors.New("assigning a host: AssignHost returned no queue name")
+	}
+	return host, nil
+}
+
+// executeRunTurn runs the RunTurn activity on the host queue.
+func (s *taskState) executeRunTurn(ctx workflow.Context, q task.QueuedPrompt) (task.RunTurnResult, error) {
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:              s.hostQueue,
+		ScheduleToStartTimeout: s.lim.hostStartTimeout,
+		StartToCloseTimeout:    s.p.TurnTimeout,
+		HeartbeatTimeout:       s.lim.heartbeatTimeout,
+		WaitForCancellation:    true,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        s.lim.retryInitial,
+			BackoffCoefficient:     2,
+			MaximumInterval:        s.lim.retryMax,
+			MaximumAttempts:        int32(s.p.MaxAttempts),
+			NonRetryableErrorTypes: []string{task.ErrTypeResumeRejected, task.ErrTypeInvalidInput},
+		},
+		Summary: fmt.Sprintf("turn %d", q.Turn),
+	})
+	in := task.RunTurnInput{
+		TaskID:          s.taskID,
+		Turn:            q.Turn,
+		Prompt:          q.Prompt,
+		PromptUUID:      q.PromptUUID,
+		Workspace:       s.p.Workspace,
+		Profile:         s.p.Profile,
+		SessionID:       s.sessionID,
+		LastMessageUUID: s.lastUUID,
+	}
+	var res task.RunTurnResult
+	if err := workflow.ExecuteActivity(actx, task.ActivityRunTurn, in).Get(ctx, &res); err != nil {
+		return task.RunTurnResult{}, fmt.Errorf("running turn %d: %w", q.Turn, err)
+	}
+	return res, nil
+}
+
+// turnEnded records the result of a turn that ran to its end.
+func (s *taskState) turnEnded(turn int, res task.RunTurnResult) {
+	if res.SessionID != "" {
+		s.sessionID = res.SessionID
+	}
+	if res.LastMessageUUID != "" {
+		s.lastUUID = res.LastMessageUUID
+	}
+	s.totals.Turns++
+	if res.Counted {
+		s.totals.CostUSD += res.CostUSD
+		s.totals.InputTokens += res.InputTokens
+		s.totals.OutputTokens += res.OutputTokens
+	}
+	switch res.Status {
+	case task.TurnCompleted, task.TurnInterrupted:
+	case task.TurnFailed:
+		s.totals.FailedTurns++
+		msg := res.Error
+		if msg == "" {
+			msg = "the turn ended with an error"
+		}
+		s.setLastError(fmt.Sprintf("turn %d failed: %s", turn, msg))
+	default:
+		s.totals.FailedTurns++
+		s.setLastError(fmt.Sprintf("turn %d ended with unknown status %q", turn, res.Status))
+	}
+}
+
+// turnErrored records a turn whose RunTurn activity failed for good.
+func (s *taskState) turnErrored(turn int, err error) {
+	errType, msg := describeError(err)
+	if errType == task.ErrTypeResumeRejected {
+		s.sessionID, s.lastUUID = "", ""
+		s.turnGaveUp(fmt.Sprintf("turn %d failed: the CLI rejected the resume point (%s: %s); the session was cleared, so the next prompt starts a new session",
+			turn, errType, msg))
+		return
+	}
+	s.turnGaveUp(fmt.Sprintf("turn %d failed: RunTurn gave up (%s: %s)", turn, errType, msg))
+}
+
+// turnGaveUp records a turn that did not run to its end.
+func (s *taskState) turnGaveUp(msg string) {
+	s.totals.Turns++
+	s.totals.FailedTurns++
+	s.setLastError(msg)
+}
