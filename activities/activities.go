@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -109,6 +110,11 @@ func (c *Config) validate() error {
 type Activities struct {
 	cfg   Config
 	execs *registry
+
+	// interrupts remembers interrupts that arrived for a turn not running yet
+	// (still queued on this host, or between two attempts): task id → turn.
+	interruptsMu sync.Mutex
+	interrupts   map[string]int
 }
 
 // New checks cfg and returns the activities.
@@ -117,7 +123,7 @@ func New(cfg Config) (*Activities, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Activities{cfg: cfg, execs: newRegistry()}, nil
+	return &Activities{cfg: cfg, execs: newRegistry(), interrupts: make(map[string]int)}, nil
 }
 
 // HostQueue is the task queue of this host.
@@ -145,11 +151,30 @@ func (a *Activities) AssignHost(ctx context.Context) (string, error) {
 // when no turn runs: the interrupt may have raced with the turn's end.
 func (a *Activities) InterruptTurn(ctx context.Context, in task.InterruptTurnInput) error {
 	ex := a.execs.get(in.TaskID)
-	if ex == nil {
-		a.cfg.Logger.Info("interrupt: no CLI runs for the task", "task_id", in.TaskID, "turn", in.Turn)
+	if ex == nil || !ex.runningTurn(in.Turn) {
+		// The turn has not reached its CLI yet: it will interrupt itself as
+		// soon as its prompt is sent.
+		a.interruptsMu.Lock()
+		a.interrupts[in.TaskID] = in.Turn
+		a.interruptsMu.Unlock()
+		a.cfg.Logger.Info("interrupt recorded for a turn not running yet", "task_id", in.TaskID, "turn", in.Turn)
 		return nil
 	}
 	return ex.interrupt(ctx)
+}
+
+// takeInterrupt reports, once, whether an interrupt is recorded for the turn.
+func (a *Activities) takeInterrupt(taskID string, turn int) bool {
+	a.interruptsMu.Lock()
+	defer a.interruptsMu.Unlock()
+	t, ok := a.interrupts[taskID]
+	if !ok || t < turn {
+		return false
+	}
+	if t == turn {
+		delete(a.interrupts, taskID)
+	}
+	return t == turn
 }
 
 // StopExecutor stops the task's CLI process on this host, if any.

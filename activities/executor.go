@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/drover-run/drover/claudecode"
@@ -38,6 +39,7 @@ type executor struct {
 	outcome   chan turnOutcome
 	turnErr   *events.ErrorInfo
 	busy      bool
+	turn      int    // the running turn, while busy
 	sessionID string // the session the process serves
 	// position is the transcript uuid the session stands at after the last
 	// committed turn; only a process at the committed position may be reused.
@@ -63,27 +65,38 @@ func startExecutor(ctx context.Context, taskID string, spec processSpec, logger 
 		stopTO: spec.stopTimeout,
 		clean:  true,
 	}
-	ex.adapter = streamjson.New(streamjson.Config{
-		Sink:             streamjson.SinkFunc(ex.emit),
-		ResumedSessionID: spec.resumeSessionID,
-		PartialMessages:  spec.cmd.IncludePartialMessages,
+	adapter, err := streamjson.New(streamjson.Config{
+		Sink:              streamjson.SinkFunc(ex.emit),
+		ResumedSessionID:  spec.resumeSessionID,
+		PartialMessages:   spec.cmd.IncludePartialMessages,
 		PriorTotalCostUSD: spec.priorTotalCostUSD,
-		Logger:           logger,
+		Logger:            logger,
 	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the adapter: %w", err)
+	}
+	ex.adapter = adapter
 	ex.sessionID = spec.sessionID
 	ex.position = spec.resumeAt
 	if spec.debug != nil {
 		ex.debug = spec.debug
 	}
-	cmd, err := spec.cmd.Build(ctx)
+	cmd, err := spec.cmd.Build(context.WithoutCancel(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("building the claude command: %w", err)
 	}
-	clientCfg := claudecode.ClientConfig{Handler: spec.handler, Logger: logger}
-	if ex.debug != nil {
-		clientCfg.Tap = ex.debug.RawLine
+	// The CLI dies with the worker even when the worker is killed outright.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	pcfg := claudecode.ProcessConfig{
+		Client:      claudecode.ClientConfig{Handler: spec.handler, Logger: logger},
+		StopTimeout: spec.stopTimeout,
+		TermTimeout: spec.stopTimeout,
 	}
-	proc, err := claudecode.Start(context.WithoutCancel(ctx), cmd, clientCfg)
+	if ex.debug != nil {
+		pcfg.Client.Tap = ex.debug.RawLine
+	}
+	// The process outlives this turn's context; the executor stops it.
+	proc, err := claudecode.Start(context.WithoutCancel(ctx), cmd, pcfg)
 	if err != nil {
 		return nil, fmt.Errorf("starting claude: %w", err)
 	}
@@ -97,19 +110,13 @@ func (ex *executor) pid() int { return ex.proc.Pid() }
 // loop reads the CLI until its output ends, feeding the adapter.
 func (ex *executor) loop() {
 	defer close(ex.exited)
-	client := ex.proc.Client()
 	for {
-		msg, err := client.Recv(context.Background())
+		msg, err := ex.proc.Recv(context.Background())
 		if err != nil {
-			waitErr := ex.proc.Wait()
-			switch {
-			case waitErr != nil:
-				ex.exitErr = waitErr
-			case errors.Is(err, io.EOF):
-				ex.exitErr = errors.New("claude closed its output")
-			default:
-				ex.exitErr = err
+			if errors.Is(err, io.EOF) {
+				err = errors.New("claude exited")
 			}
+			ex.exitErr = err
 			return
 		}
 		ex.adapterMu.Lock()
@@ -159,8 +166,15 @@ func (ex *executor) initialize(ctx context.Context, req claudecode.InitializeReq
 	return nil
 }
 
+// runningTurn reports whether the process runs the given turn now.
+func (ex *executor) runningTurn(turn int) bool {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	return ex.busy && ex.turn == turn
+}
+
 // beginTurn attaches the turn's sink. It fails when a turn already runs.
-func (ex *executor) beginTurn(sink streamjson.Sink) (<-chan turnOutcome, error) {
+func (ex *executor) beginTurn(turn int, sink streamjson.Sink) (<-chan turnOutcome, error) {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	if ex.busy {
@@ -171,6 +185,7 @@ func (ex *executor) beginTurn(sink streamjson.Sink) (<-chan turnOutcome, error) 
 		ex.idleTimer = nil
 	}
 	ex.busy = true
+	ex.turn = turn
 	ex.sink = sink
 	ex.turnErr = nil
 	ex.outcome = make(chan turnOutcome, 1)

@@ -37,6 +37,14 @@ func (a *Activities) RunTurn(ctx context.Context, in task.RunTurnInput) (task.Ru
 	defer span.End()
 
 	res, err := a.runTurn(ctx, in, attempt, execID, log)
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.Type() == task.ErrTypeResumeRejected {
+		// The session cannot continue: forget it, so the next prompt starts a
+		// new one instead of being refused the same way.
+		if cerr := store.ClearResumePoint(context.WithoutCancel(ctx), a.cfg.DB, in.TaskID, execID, appErr.Error()); cerr != nil {
+			log.Warn("clearing the rejected resume point", "error", cerr)
+		}
+	}
 	if err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
@@ -86,7 +94,11 @@ func (a *Activities) runTurn(ctx context.Context, in task.RunTurnInput, attempt 
 		// An earlier attempt committed this turn, but its completion never
 		// reached the workflow (the worker died in between). Answer from the record.
 		log.Info("turn already committed by an earlier attempt")
-		return resultFromRecord(rec, attempt), nil
+		res := resultFromRecord(rec, attempt)
+		if ex, err := store.GetExecutor(ctx, a.cfg.DB, in.TaskID); err == nil {
+			res.SessionID = ex.SessionID
+		}
+		return res, nil
 	}
 	sessionID, resumeAt = rec.ResumeSessionID, rec.ResumeFromUUID
 
@@ -124,7 +136,7 @@ func (a *Activities) runTurn(ctx context.Context, in task.RunTurnInput, attempt 
 		return out, fmt.Errorf("marking the executor running: %w", err)
 	}
 
-	outcome, err := ex.beginTurn(elog)
+	outcome, err := ex.beginTurn(in.Turn, elog)
 	if err != nil {
 		a.dropExecutor(ctx, ex, err.Error())
 		return out, retryable(task.ErrTypeCLI, err)
@@ -135,6 +147,13 @@ func (a *Activities) runTurn(ctx context.Context, in task.RunTurnInput, attempt 
 		a.dropExecutor(ctx, ex, "prompt not sent")
 		_ = elog.Flush(ctx)
 		return out, retryable(task.ErrTypeCLI, err)
+	}
+
+	if a.takeInterrupt(in.TaskID, in.Turn) {
+		log.Info("interrupting the turn as asked before it started")
+		if err := ex.interrupt(ctx); err != nil {
+			log.Warn("interrupting the turn", "error", err)
+		}
 	}
 
 	hbDone := make(chan struct{})
@@ -306,7 +325,7 @@ func errorKindAndMessage(e *events.ErrorInfo, c *events.Completion) (events.Erro
 
 func resultFromRecord(rec store.TurnRecord, attempt int) task.RunTurnResult {
 	out := task.RunTurnResult{
-		Attempt: attempt, SessionID: rec.SessionID(), LastMessageUUID: rec.LastMessageUUID, ResultUUID: rec.ResultUUID,
+		Attempt: attempt, LastMessageUUID: rec.LastMessageUUID, ResultUUID: rec.ResultUUID,
 		CostUSD: rec.CostUSD, InputTokens: rec.InputTokens, OutputTokens: rec.OutputTokens,
 		DurationMS: rec.DurationMS, NumTurns: rec.NumTurns, Error: rec.Error, Counted: true,
 	}

@@ -210,7 +210,9 @@ type AssistantMessage struct {
 	// Error is set on a synthetic message standing for an API error (Message.Model "<synthetic>"):
 	// authentication_failed, rate_limit, overloaded, invalid_request, server_error, unknown, …
 	Error             string `json:"error,omitempty"`
-	IsAPIErrorMessage bool   `json:"isApiErrorMessage,omitempty"`
+	IsAPIErrorMessage bool   `json:"is_api_error_message,omitempty"`
+	APIErrorStatus    int64  `json:"api_error_status,omitempty"`
+	APIErrorType      string `json:"api_error_type,omitempty"` // api_error, overloaded_error, …
 	RequestID         string `json:"request_id,omitempty"`
 	UserMessageUUID   string `json:"user_message_uuid,omitempty"`
 }
@@ -339,6 +341,8 @@ type StreamEvent struct {
 	UUID            string   `json:"uuid"`
 	SessionID       string   `json:"session_id"`
 	TTFTMS          int64    `json:"ttft_ms,omitempty"`
+	// APIMessageID is the API's msg_… id of the response the event belongs to (absent on pings).
+	APIMessageID string `json:"api_message_id,omitempty"`
 }
 
 // Type returns "stream_event".
@@ -400,12 +404,15 @@ type RateLimitInfo struct {
 	OverageStatus  string  `json:"overageStatus,omitempty"`
 }
 
-// CommandLifecycle reports the state of a prompt we sent with a uuid (queued, started, completed,
-// cancelled, …).
+// CommandLifecycle reports the state of a prompt we sent with a uuid: queued, started, completed or
+// cancelled.
 type CommandLifecycle struct {
 	line
+	// CommandUUID is the uuid we gave the prompt.
+	CommandUUID string `json:"command_uuid"`
+	State       string `json:"state"`
+	// UUID is this frame's own uuid, not a transcript entry.
 	UUID      string `json:"uuid"`
-	State     string `json:"state"`
 	SessionID string `json:"session_id,omitempty"`
 }
 

@@ -107,6 +107,9 @@ type Adapter struct {
 
 	turn turnState
 
+	// panics counts recovered panics (tests assert it stays zero).
+	panics int
+
 	// Remembered across results, bounded by MaxPending.
 	tools       map[string]*openTool // tool_use_id → open tool call
 	prompts     map[string]bool      // prompts announced by PromptSent, by uuid or text
@@ -221,6 +224,7 @@ func (a *Adapter) Handle(msg claudecode.Message) {
 		// The adapter must survive any input. A panic here is a bug; it is reported as a
 		// protocol error event rather than taking the session down.
 		if r := recover(); r != nil {
+			a.panics++
 			a.log.Error("streamjson: panic handling a message", "type", msgType(msg), "panic", r)
 			a.emit(events.AgentEvent{Type: events.TypeError, Error: &events.ErrorInfo{
 				Kind: events.ErrorProtocol, Message: fmt.Sprintf("internal error handling a %q message", msgType(msg)),

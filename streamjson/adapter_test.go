@@ -624,11 +624,10 @@ func TestSubagentTaskEvents(t *testing.T) {
 	want := []string{
 		"toolu_42|task_started|aee8|local_agent|Investigate||||",
 		`toolu_42|task_progress|aee8||Running echo from-sub|||Bash|{"total_tokens":66,"tool_uses":1,"duration_ms":259}`,
-		"toolu_42|task_updated|aee8||||||",
+		"toolu_42|task_updated|aee8|||completed|||",
 		`toolu_42|task_notification|aee8|||completed|sub result text||{"total_tokens":85}`,
 		"|task_updated|aee8|||killed|||", // the task was forgotten at its notification
 	}
-	want[2] = "toolu_42|task_updated|aee8|||completed|||"
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("subagent events\n got %q\nwant %q", got, want)
 	}

@@ -15,8 +15,8 @@ func (a *Adapter) toolCall(id, name string, input []byte, parent string) {
 		return
 	}
 	if len(a.tools) >= a.cfg.MaxPending {
-		// Bound memory over a long session: give up on the oldest open calls, which at this
-		// size can only be subagent calls whose end the CLI never reported.
+		// Bound memory over a long session: give up on every open call. At this size they can
+		// only be subagent calls whose end the CLI never reported.
 		a.closeTools(func(*openTool) bool { return true }, events.ToolError, "no result: too many open tool calls")
 	}
 	p, title := normalizeToolCall(name, input)
