@@ -116,13 +116,15 @@ func (a *Activities) command(in task.RunTurnInput, workspace string) claudecode.
 	return c
 }
 
-// childEnv is the CLI's environment: the worker's, minus anything that would
-// point the CLI elsewhere or leak credentials, plus the configured values.
+// childEnv is the CLI's environment: the worker's, minus what drover sets
+// itself (the API address and credentials, the config folder) and its own
+// settings, plus the configured values. CLI knobs such as
+// CLAUDE_CODE_MAX_RETRIES set on the worker reach the CLI.
 func (a *Activities) childEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(k, "ANTHROPIC_") || strings.HasPrefix(k, "CLAUDE_") || strings.HasPrefix(k, "DROVER_") {
+		if strings.HasPrefix(k, "ANTHROPIC_") || k == "CLAUDE_CONFIG_DIR" || strings.HasPrefix(k, "DROVER_") {
 			continue
 		}
 		if k == "HOME" && a.cfg.Claude.Home != "" {

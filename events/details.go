@@ -119,7 +119,7 @@ const (
 type Compaction struct {
 	Phase string `json:"phase"`
 	// Trigger is "manual" or "auto" when the CLI says so.
-	Trigger   string `json:"trigger,omitempty"`
+	Trigger    string `json:"trigger,omitempty"`
 	PreTokens  int64  `json:"pre_tokens,omitempty"`
 	PostTokens int64  `json:"post_tokens,omitempty"`
 	// Result is "success" or "failed" when a compaction finished.

@@ -95,6 +95,10 @@ func ClaimExecutor(ctx context.Context, db DB, c Claim) (Executor, error) {
 	if metadata == nil {
 		metadata = json.RawMessage("{}")
 	}
+	var object map[string]json.RawMessage
+	if err := json.Unmarshal(metadata, &object); err != nil || object == nil {
+		return Executor{}, fmt.Errorf("claiming executor for task %s: metadata is not a JSON object", c.TaskID)
+	}
 	row := db.QueryRow(ctx, `
 		INSERT INTO executors_running AS x
 			(task_id, execution_id, executor_id, worktree_path, model, metadata, status)
@@ -142,7 +146,7 @@ func SetExecutorRunning(ctx context.Context, db DB, taskID, executionID string, 
 			session_id = CASE WHEN $4 = '' THEN session_id ELSE $4 END,
 			error_message = '',
 			updated_at = now()
-		WHERE task_id = $1 AND $2 <> ''`,
+		WHERE task_id = $1 AND execution_id = $2`,
 		taskID, executionID, pid, sessionID)
 	if err != nil {
 		return fmt.Errorf("setting executor for task %s running: %w", taskID, err)

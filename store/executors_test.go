@@ -168,4 +168,12 @@ func TestExecutorErrors(t *testing.T) {
 	if _, err := store.ClaimExecutor(ctx, db, store.Claim{TaskID: "t"}); err == nil {
 		t.Error("ClaimExecutor accepted an empty execution id")
 	}
+	for _, bad := range []string{`null`, `[1]`, `"s"`, `{`} {
+		if _, err := store.ClaimExecutor(ctx, db, store.Claim{TaskID: "t", ExecutionID: "e2", Metadata: json.RawMessage(bad)}); err == nil {
+			t.Errorf("ClaimExecutor accepted metadata %s", bad)
+		}
+	}
+	if e, err := store.GetExecutor(ctx, db, "t"); err != nil || e.ExecutionID != "e" {
+		t.Errorf("refused claims changed the owner: %+v, %v", e, err)
+	}
 }

@@ -93,7 +93,7 @@ func Watch(ctx context.Context, pool *pgxpool.Pool, cfg WatchConfig, fn func(Eve
 			return ctx.Err()
 		}
 		var lost *connLostError
-		if errors.As(err, &lost) || true {
+		if !errors.As(err, &lost) {
 			return fmt.Errorf("watching events of task %s: %w", cfg.TaskID, err)
 		}
 		cfg.Logger.WarnContext(ctx, "event watch lost its connection; reconnecting",

@@ -26,20 +26,23 @@ const never = time.Hour
 
 // watch runs store.Watch in a goroutine. fn fails the watch on any event that is not the next
 // one expected for the task (a gap, a duplicate, a reordering or another task's event) and
-// forwards the rest to the returned channel. Stop by cancelling; the result arrives on done.
+// forwards the rest to the events channel. Stop by cancelling; finished closes when Watch has
+// returned err.
 type watch struct {
-	events chan store.Event
-	done   chan error
-	cancel context.CancelFunc
+	events   chan store.Event
+	finished chan struct{}
+	err      error
+	cancel   context.CancelFunc
 }
 
 func startWatch(t *testing.T, pool *pgxpool.Pool, cfg store.WatchConfig) *watch {
 	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
-	w := &watch{events: make(chan store.Event, 1000), done: make(chan error, 1), cancel: cancel}
+	w := &watch{events: make(chan store.Event, 1000), finished: make(chan struct{}), cancel: cancel}
 	next := cfg.AfterSeq + 1
 	go func() {
-		w.done <- store.Watch(ctx, pool, cfg, func(e store.Event) error {
+		defer close(w.finished)
+		w.err = store.Watch(ctx, pool, cfg, func(e store.Event) error {
 			if e.TaskID != cfg.TaskID || e.Seq != next {
 				return fmt.Errorf("got event %s/%d, want %s/%d", e.TaskID, e.Seq, cfg.TaskID, next)
 			}
@@ -50,7 +53,7 @@ func startWatch(t *testing.T, pool *pgxpool.Pool, cfg store.WatchConfig) *watch 
 	}()
 	t.Cleanup(func() {
 		cancel()
-		<-w.done
+		<-w.finished
 	})
 	return w
 }
@@ -66,8 +69,8 @@ func (w *watch) expect(t *testing.T, from, to int64) {
 			if e.Seq != seq {
 				t.Fatalf("delivered seq %d, want %d", e.Seq, seq)
 			}
-		case err := <-w.done:
-			t.Fatalf("watch ended before seq %d: %v", seq, err)
+		case <-w.finished:
+			t.Fatalf("watch ended before seq %d: %v", seq, w.err)
 		case <-timer.C:
 			t.Fatalf("seq %d not delivered within %v", seq, liveness)
 		}
@@ -79,9 +82,8 @@ func (w *watch) stop(t *testing.T) error {
 	t.Helper()
 	w.cancel()
 	select {
-	case err := <-w.done:
-		w.done <- err // for the cleanup
-		return err
+	case <-w.finished:
+		return w.err
 	case <-time.After(liveness):
 		t.Fatal("watch did not return after cancel")
 		return nil

@@ -30,8 +30,9 @@ type transcript struct {
 	cfg  transcriptConfig
 }
 
-// transcripts lists the recorded CLI transcripts: the shared ones of package claudecode and the
-// adapter's own (prefixed "recorded-").
+// transcripts lists the recorded CLI transcripts (stdout, verbatim): the shared ones of package
+// claudecode and the adapter's own (prefixed "recorded-"). <name>.stdin.jsonl files beside them
+// hold what was written to the CLI and are skipped.
 func transcripts(t testing.TB) []transcript {
 	t.Helper()
 	var out []transcript
@@ -44,6 +45,9 @@ func transcripts(t testing.TB) []transcript {
 			t.Fatal(err)
 		}
 		for _, p := range paths {
+			if strings.HasSuffix(p, ".stdin.jsonl") {
+				continue // what was written to the CLI, not its output
+			}
 			tr := transcript{name: src.prefix + strings.TrimSuffix(filepath.Base(p), ".jsonl"), path: p}
 			if b, err := os.ReadFile(strings.TrimSuffix(p, ".jsonl") + ".config.json"); err == nil {
 				if err := json.Unmarshal(b, &tr.cfg); err != nil {

@@ -67,8 +67,8 @@ type (
 		Status  string `json:"status"`
 	}
 	agentResult struct {
-		Status  string      `json:"status"`
-		AgentID string      `json:"agentId"`
+		Status  string            `json:"status"`
+		AgentID string            `json:"agentId"`
 		Content []resultTextBlock `json:"content"`
 	}
 	resultTextBlock struct {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/drover-run/drover/activities"
 	"github.com/drover-run/drover/internal/tools"
+	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/worker"
 )
 
@@ -16,6 +17,7 @@ type env struct {
 	databaseURL     string
 	temporalAddress string
 	namespace       string
+	taskQueue       string
 	executorID      string
 	claudeBin       string
 	claudeConfigDir string
@@ -30,6 +32,7 @@ func loadEnv() env {
 		databaseURL:     getenv("DROVER_DATABASE_URL", defaultDatabaseURL),
 		temporalAddress: getenv("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
 		namespace:       getenv("TEMPORAL_NAMESPACE", "default"),
+		taskQueue:       getenv("DROVER_TASK_QUEUE", task.SharedQueue),
 		executorID:      os.Getenv("DROVER_EXECUTOR_ID"),
 		claudeBin:       os.Getenv("DROVER_CLAUDE_BIN"),
 		claudeConfigDir: os.Getenv("DROVER_CLAUDE_CONFIG_DIR"),
@@ -60,6 +63,7 @@ func (e env) workerConfig() worker.Config {
 	return worker.Config{
 		TemporalAddress: e.temporalAddress,
 		Namespace:       e.namespace,
+		TaskQueue:       e.taskQueue,
 		ExecutorID:      e.executorID,
 		DatabaseURL:     e.databaseURL,
 		WorkspaceRoot:   e.workspaceRoot,

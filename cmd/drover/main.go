@@ -48,6 +48,7 @@ Environment:
   DROVER_DATABASE_URL      Postgres (default postgres://postgres@127.0.0.1:5432/drover?sslmode=disable)
   TEMPORAL_ADDRESS         Temporal frontend (default 127.0.0.1:7233)
   TEMPORAL_NAMESPACE       Temporal namespace (default "default")
+  DROVER_TASK_QUEUE        the shared task queue (default "drover")
   DROVER_EXECUTOR_ID       this host's stable identity (default: the host name)
   DROVER_CLAUDE_BIN        the claude binary (default: the one scripts/tools.sh installs, else PATH)
   DROVER_CLAUDE_CONFIG_DIR where the CLI keeps session transcripts (must survive restarts)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -53,7 +52,7 @@ func withClient(ctx context.Context, e env, log *slog.Logger, fn func(*taskclien
 		return err
 	}
 	defer c.Close()
-	return fn(&taskclient.Client{Temporal: c})
+	return fn(&taskclient.Client{Temporal: c, TaskQueue: e.taskQueue})
 }
 
 // quiet keeps the SDK's connection chatter out of interactive commands.
@@ -264,5 +263,3 @@ func clip(s string, n int) string {
 	}
 	return string([]rune(s)[:n-1]) + "…"
 }
-
-var _ = os.Stdout

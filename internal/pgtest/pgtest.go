@@ -47,7 +47,11 @@ func AdminURL() string {
 // a pool on it) have run.
 func NewDatabase(t testing.TB) (dsn string) {
 	t.Helper()
-	admin := AdminURL()
+	return newDatabase(t, AdminURL())
+}
+
+func newDatabase(t testing.TB, admin string) (dsn string) {
+	t.Helper()
 	cfg, err := pgx.ParseConfig(admin)
 	if err != nil {
 		t.Fatalf("pgtest: %s is not a valid DSN: %v", EnvAdminURL, err)

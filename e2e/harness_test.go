@@ -1,0 +1,400 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/google/uuid"
+
+	"github.com/drover-run/drover/events"
+	"github.com/drover-run/drover/internal/devserver"
+	"github.com/drover-run/drover/internal/fakeanthropic"
+	"github.com/drover-run/drover/internal/pgtest"
+	"github.com/drover-run/drover/internal/tools"
+	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/task"
+	"github.com/drover-run/drover/taskclient"
+	"github.com/drover-run/drover/worker"
+)
+
+// suite is shared by every test of the package: one Temporal dev server, one
+// database, one drover binary. Tests isolate themselves by task queue.
+var suite struct {
+	once      sync.Once
+	err       error
+	temporal  *devserver.Server
+	drover    string
+	claudeBin string
+	dir       string
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if suite.temporal != nil {
+		_ = suite.temporal.Stop()
+	}
+	if suite.dir != "" {
+		_ = os.RemoveAll(suite.dir)
+	}
+	os.Exit(code)
+}
+
+// setup starts the shared parts once, or skips when the pinned tools are absent.
+func setup(t *testing.T) {
+	t.Helper()
+	claude, err := tools.ClaudeBin()
+	if err != nil {
+		t.Skipf("the real Claude CLI is not installed (%v): run scripts/tools.sh", err)
+	}
+	temporalBin, err := tools.TemporalBin()
+	if err != nil {
+		t.Skipf("the temporal CLI is not installed (%v): run scripts/tools.sh", err)
+	}
+	suite.once.Do(func() {
+		suite.claudeBin = claude
+		suite.dir, suite.err = os.MkdirTemp("", "drover-e2e-")
+		if suite.err != nil {
+			return
+		}
+		suite.drover = filepath.Join(suite.dir, "drover")
+		build := exec.Command("go", "build", "-o", suite.drover, "../cmd/drover")
+		if out, err := build.CombinedOutput(); err != nil {
+			suite.err = fmt.Errorf("building drover: %v\n%s", err, out)
+			return
+		}
+		sa := map[string]string{}
+		for k, v := range map[string]string{task.SearchStatus: "Keyword", task.SearchCostUSD: "Double",
+			task.SearchTurns: "Int", task.SearchModel: "Keyword", task.SearchWorkspace: "Keyword"} {
+			sa[k] = v
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		suite.temporal, suite.err = devserver.Start(ctx, devserver.Config{
+			Bin: temporalBin, Headless: true, SearchAttributes: sa,
+			DBFile: filepath.Join(suite.dir, "temporal.db"),
+		})
+	})
+	if suite.err != nil {
+		t.Fatal(suite.err)
+	}
+}
+
+// env is one test's world: its own database, fake Messages API, task queue,
+// CLI config folder and workspace, and the workers it starts.
+type env struct {
+	t         *testing.T
+	ctx       context.Context
+	dsn       string
+	pool      *pgxpool.Pool
+	fake      *fakeanthropic.Server
+	queue     string
+	home      string
+	configDir string
+	workspace string
+	tc        *taskclient.Client
+
+	respondMu sync.Mutex
+	respond   func(*fakeanthropic.Request) (fakeanthropic.Response, bool)
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	t.Cleanup(cancel)
+	e := &env{t: t, ctx: ctx, queue: "e2e-" + uuid.NewString()[:8]}
+	e.dsn = pgtest.NewDatabase(t)
+	root := t.TempDir()
+	e.home = filepath.Join(root, "home")
+	e.configDir = filepath.Join(root, "claude")
+	e.workspace = filepath.Join(root, "workspace")
+	for _, d := range []string{e.home, e.configDir, e.workspace} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fake, err := fakeanthropic.Start(fakeanthropic.Config{Responder: e.responder})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fake.Close() })
+	e.fake = fake
+
+	c, err := worker.Dial(ctx, suite.temporal.Address(), suite.temporal.Namespace(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	e.tc = &taskclient.Client{Temporal: c, TaskQueue: e.queue}
+	return e
+}
+
+func (e *env) responder(r *fakeanthropic.Request) (fakeanthropic.Response, bool) {
+	e.respondMu.Lock()
+	fn := e.respond
+	e.respondMu.Unlock()
+	if fn == nil {
+		return fakeanthropic.Response{}, false
+	}
+	return fn(r)
+}
+
+// setResponder answers requests the queues do not cover.
+func (e *env) setResponder(fn func(*fakeanthropic.Request) (fakeanthropic.Response, bool)) {
+	e.respondMu.Lock()
+	e.respond = fn
+	e.respondMu.Unlock()
+}
+
+// db opens (once) a pool on the test's database, migrated by the first worker.
+func (e *env) db() *pgxpool.Pool {
+	if e.pool == nil {
+		p, err := store.Connect(e.ctx, e.dsn)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		e.t.Cleanup(p.Close)
+		e.pool = p
+	}
+	return e.pool
+}
+
+// workerProc is a `drover worker` process.
+type workerProc struct {
+	cmd  *exec.Cmd
+	done chan struct{}
+	log  *lockedBuffer
+}
+
+// startWorker runs `drover worker` as host executorID.
+func (e *env) startWorker(executorID string, extraEnv ...string) *workerProc {
+	e.t.Helper()
+	cmd := exec.Command(suite.drover, "worker", "--keep-alive", "2m")
+	cmd.Env = append([]string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + e.home,
+		"DROVER_DATABASE_URL=" + e.dsn,
+		"TEMPORAL_ADDRESS=" + suite.temporal.Address(),
+		"TEMPORAL_NAMESPACE=" + suite.temporal.Namespace(),
+		"DROVER_TASK_QUEUE=" + e.queue,
+		"DROVER_EXECUTOR_ID=" + executorID,
+		"DROVER_CLAUDE_BIN=" + suite.claudeBin,
+		"DROVER_CLAUDE_CONFIG_DIR=" + e.configDir,
+		"DROVER_LOG_LEVEL=debug",
+		"ANTHROPIC_BASE_URL=" + e.fake.URL(),
+		"ANTHROPIC_API_KEY=sk-ant-e2e-secret-value",
+		"DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1", "DISABLE_AUTOUPDATER=1",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"CLAUDE_CODE_MAX_RETRIES=0",
+	}, extraEnv...)
+	w := &workerProc{cmd: cmd, done: make(chan struct{}), log: &lockedBuffer{}}
+	cmd.Stdout, cmd.Stderr = w.log, w.log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		e.t.Fatal(err)
+	}
+	go func() { _ = cmd.Wait(); close(w.done) }()
+	e.t.Cleanup(func() {
+		w.stop()
+		if e.t.Failed() {
+			e.t.Logf("worker %s log:\n%s", executorID, w.log.String())
+		}
+		if strings.Contains(w.log.String(), "sk-ant-e2e-secret-value") {
+			e.t.Errorf("worker %s logged the API key", executorID)
+		}
+	})
+	return w
+}
+
+// kill ends the worker with SIGKILL, as a crash would.
+func (w *workerProc) kill() {
+	_ = w.cmd.Process.Kill()
+	<-w.done
+}
+
+// stop ends the worker gracefully.
+func (w *workerProc) stop() {
+	select {
+	case <-w.done:
+		return
+	default:
+	}
+	_ = w.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-w.done:
+	case <-time.After(40 * time.Second):
+		_ = w.cmd.Process.Kill()
+		<-w.done
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// params are a task's parameters in the test's workspace.
+func (e *env) params() task.Params {
+	return task.Params{Workspace: e.workspace, Profile: task.Profile{PermissionMode: task.Autonomous}, MaxAttempts: 3}
+}
+
+// waitFor polls cond until it holds.
+func (e *env) waitFor(what string, cond func() bool) {
+	e.t.Helper()
+	for !cond() {
+		select {
+		case <-e.ctx.Done():
+			e.t.Fatalf("timed out waiting for %s", what)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// waitTurns waits until the task has ended n turns and is idle.
+func (e *env) waitTurns(taskID string, n int) task.State {
+	e.t.Helper()
+	var st task.State
+	e.waitFor(fmt.Sprintf("task %s to end %d turns", taskID, n), func() bool {
+		var err error
+		st, err = e.tc.State(e.ctx, taskID)
+		return err == nil && st.Totals.Turns >= n && st.RunningTurn == 0 && len(st.Pending) == 0
+	})
+	return st
+}
+
+// events returns the task's logged events, decoded.
+func (e *env) events(taskID string) []loggedEvent {
+	e.t.Helper()
+	evs, err := store.ListEvents(e.ctx, e.db(), taskID, 0, 100000)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out := make([]loggedEvent, len(evs))
+	for i, ev := range evs {
+		out[i].Event = ev
+		if err := json.Unmarshal(ev.Payload, &out[i].Agent); err != nil {
+			e.t.Fatalf("event %d: %v", ev.Seq, err)
+		}
+	}
+	return out
+}
+
+type loggedEvent struct {
+	store.Event
+	Agent events.AgentEvent
+}
+
+// executorPID is the pid the executor row records for the task.
+func (e *env) executorPID(taskID string) int {
+	x, err := store.GetExecutor(e.ctx, e.db(), taskID)
+	if err != nil {
+		return 0
+	}
+	return x.PID
+}
+
+// alive reports whether pid runs (and is not a zombie).
+func alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name in parentheses.
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] != 'Z'
+	}
+	return true
+}
+
+// transcriptEntries reads the session's transcript file from the CLI's config folder.
+func (e *env) transcriptEntries(sessionID string) []map[string]any {
+	e.t.Helper()
+	matches, _ := filepath.Glob(filepath.Join(e.configDir, "projects", "*", sessionID+".jsonl"))
+	if len(matches) != 1 {
+		e.t.Fatalf("transcript of session %s: found %v", sessionID, matches)
+	}
+	f, err := os.Open(matches[0])
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer f.Close()
+	var out []map[string]any
+	r := bufio.NewReader(f)
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(strings.TrimSpace(string(line))) > 0 {
+			var m map[string]any
+			if json.Unmarshal(line, &m) == nil {
+				out = append(out, m)
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	return out
+}
+
+// promptCount counts the user entries of the transcript whose text is prompt.
+func promptCount(entries []map[string]any, prompt string) int {
+	n := 0
+	for _, m := range entries {
+		if m["type"] != "user" {
+			continue
+		}
+		msg, _ := m["message"].(map[string]any)
+		b, _ := json.Marshal(msg["content"])
+		if strings.Contains(string(b), prompt) {
+			n++
+		}
+	}
+	return n
+}
+
+// chainTo returns the transcript entries from the first one to leaf, following
+// parentUuid links back from leaf: the conversation as the CLI resumes it.
+func chainTo(entries []map[string]any, leaf string) []map[string]any {
+	byUUID := map[string]map[string]any{}
+	for _, m := range entries {
+		if u, ok := m["uuid"].(string); ok && u != "" {
+			byUUID[u] = m
+		}
+	}
+	var chain []map[string]any
+	for u := leaf; u != ""; {
+		m, ok := byUUID[u]
+		if !ok || len(chain) > len(entries) {
+			break
+		}
+		chain = append([]map[string]any{m}, chain...)
+		u, _ = m["parentUuid"].(string)
+	}
+	return chain
+}

@@ -1,0 +1,103 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/drover-run/drover/events"
+	fa "github.com/drover-run/drover/internal/fakeanthropic"
+	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/task"
+)
+
+// A task runs three turns in one session; the second and third prompts arrive
+// while the first turn still runs, and wait their turn.
+func TestThreeTurnsWithQueuedPrompts(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.startWorker("host-" + e.queue)
+	release := make(chan struct{})
+	e.fake.Enqueue(
+		fa.Reply(fa.Text("one")).WithHold(0, release),
+		fa.Reply(fa.Text("two")),
+		fa.Reply(fa.Text("three")),
+	)
+	const id = "three-turns"
+	if _, err := e.tc.Start(e.ctx, id, e.params(), task.Prompt{Text: "first prompt"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the first request", func() bool { return len(e.fake.MainRequests()) >= 1 })
+	for _, p := range []string{"second prompt", "third prompt"} {
+		acc, err := e.tc.Prompt(e.ctx, id, task.Prompt{Text: p}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if acc.Queued < 1 {
+			t.Errorf("%q: queued behind %d, want a running turn ahead of it", p, acc.Queued)
+		}
+	}
+	close(release)
+	st := e.waitTurns(id, 3)
+
+	if st.Totals.Turns != 3 || st.Totals.FailedTurns != 0 || st.LastError != "" {
+		t.Fatalf("state after three turns: %+v", st)
+	}
+	// The model saw the prompts in order, each turn with the earlier exchanges.
+	reqs := e.fake.MainRequests()
+	if len(reqs) != 3 {
+		t.Fatalf("main requests = %d, want 3", len(reqs))
+	}
+	for i, want := range []string{"first prompt", "second prompt", "third prompt"} {
+		if got := reqs[i].LastUserText(); !strings.Contains(got, want) {
+			t.Errorf("request %d ends with %q, want %q", i, got, want)
+		}
+	}
+	if n := len(reqs[2].Messages); n < 5 {
+		t.Errorf("third request carries %d messages, want the two earlier exchanges too", n)
+	}
+
+	// One complete per turn, in turn order, with costs adding up.
+	var completes []events.AgentEvent
+	var users []string
+	for _, ev := range e.events(id) {
+		switch ev.Agent.Type {
+		case events.TypeComplete:
+			if ev.Turn != len(completes)+1 {
+				t.Errorf("complete #%d logged for turn %d", len(completes)+1, ev.Turn)
+			}
+			completes = append(completes, ev.Agent)
+		case events.TypeUserMessage:
+			users = append(users, ev.Agent.Text)
+		}
+	}
+	if len(completes) != 3 {
+		t.Fatalf("complete events = %d, want 3", len(completes))
+	}
+	if strings.Join(users, "|") != "first prompt|second prompt|third prompt" {
+		t.Errorf("user messages in the log: %q", users)
+	}
+	var sum float64
+	for _, c := range completes {
+		sum += c.Data.CostUSD
+	}
+	totals, err := store.TaskTotals(e.ctx, e.db(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !near(totals.CostUSD, sum) || !near(st.Totals.CostUSD, sum) || sum <= 0 {
+		t.Errorf("cost: events %.6f, turns table %.6f, workflow %.6f", sum, totals.CostUSD, st.Totals.CostUSD)
+	}
+	// All three turns ran in one session.
+	last := completes[2].Data
+	if last.SessionID == "" || last.SessionID != completes[0].Data.SessionID || st.SessionID != last.SessionID {
+		t.Errorf("sessions: %s, %s, state %s", completes[0].Data.SessionID, last.SessionID, st.SessionID)
+	}
+	if st.LastMessageUUID != last.LastMessageUUID {
+		t.Errorf("state resume point %s, last complete %s", st.LastMessageUUID, last.LastMessageUUID)
+	}
+}
+
+func near(a, b float64) bool {
+	d := a - b
+	return d < 1e-9 && d > -1e-9
+}
