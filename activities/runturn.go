@@ -45,6 +45,13 @@ func (a *Activities) RunTurn(ctx context.Context, in task.RunTurnInput) (task.Ru
 			log.Warn("clearing the rejected resume point", "error", cerr)
 		}
 	}
+	if err != nil && lastAttempt(ctx, err) {
+		// No attempt follows: close the turn's record as failed, so that it
+		// does not stay "running" forever.
+		if _, aerr := store.AbandonTurn(context.WithoutCancel(ctx), a.cfg.DB, in.TaskID, in.Turn, err.Error()); aerr != nil {
+			log.Warn("closing the failed turn's record", "error", aerr)
+		}
+	}
 	if err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
@@ -276,6 +283,23 @@ func (a *Activities) heartbeat(ctx context.Context, elog *eventLog, done <-chan 
 			activity.RecordHeartbeat(ctx, elog.LastSeq())
 		}
 	}
+}
+
+// lastAttempt reports whether Temporal will not retry after err: the error is
+// not retryable, or the retry policy's attempts are used up.
+func lastAttempt(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false // cancelled: the workflow decides what follows
+	}
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.NonRetryable() {
+		return true
+	}
+	info := activity.GetInfo(ctx)
+	if p := info.RetryPolicy; p != nil && p.MaximumAttempts > 0 {
+		return info.Attempt >= p.MaximumAttempts
+	}
+	return false
 }
 
 func validateInput(in task.RunTurnInput) error {

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/drover-run/drover/events"
 	"github.com/drover-run/drover/internal/devserver"

@@ -143,7 +143,7 @@ type TurnState struct {
 	// LastMessageUUID is the last transcript entry that is safe to resume at
 	// (--resume-session-at). See the package documentation for the rule.
 	LastMessageUUID string
-	// InTurn is true from the start of a turn until its result.
+	// InTurn is true from the first message of a turn (of the main agent) until its result.
 	InTurn bool
 	// Last is the accounting of the last completed turn; nil before the first result.
 	Last *events.Completion
@@ -296,11 +296,9 @@ func (a *Adapter) noteSession(id string) {
 	}
 }
 
-// startTurn marks the beginning of a turn (the first message after a result).
+// startTurn marks the beginning of a turn: the first message of the main agent after a result.
+// (A background subagent's messages may come between turns.)
 func (a *Adapter) startTurn() {
-	if a.turn.active {
-		return
-	}
 	a.turn.active = true
 }
 

@@ -759,4 +759,14 @@ func TestTurnStateInTurn(t *testing.T) {
 	if a.TurnState().Last.CostUSD != 0.5 {
 		t.Error("TurnState exposes the adapter's own completion")
 	}
+	// A background subagent speaking after the result does not start a turn.
+	feed(t, a, assistantLine("msg_s", "u-s", "toolu_task", textBlock("still working")),
+		toolResultLine("u-st", "toolu_x", "toolu_task", "x", false, ""))
+	if a.TurnState().InTurn {
+		t.Error("a subagent's messages started a turn")
+	}
+	feed(t, a, toolResultLine("u-main", "toolu_y", "", "x", false, ""))
+	if !a.TurnState().InTurn {
+		t.Error("a main-agent message did not start a turn")
+	}
 }

@@ -8,8 +8,10 @@ import (
 // handleAssistant handles one assistant frame: one content block of a model message.
 func (a *Adapter) handleAssistant(m *claudecode.AssistantMessage) {
 	a.noteSession(m.SessionID)
-	a.startTurn()
 	main := m.ParentToolUseID == ""
+	if main {
+		a.startTurn()
+	}
 	synthetic := m.Message.Model == syntheticModel
 	apiError := m.IsAPIErrorMessage || (synthetic && m.Error != "")
 	id := m.Message.ID
@@ -84,9 +86,11 @@ func (a *Adapter) handleStreamEvent(m *claudecode.StreamEvent) {
 	if !a.cfg.PartialMessages {
 		return
 	}
-	a.startTurn()
 	ev := &m.Event
 	parent := m.ParentToolUseID
+	if parent == "" {
+		a.startTurn()
+	}
 	switch ev.Type {
 	case "message_start":
 		if ev.Message != nil {

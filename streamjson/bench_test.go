@@ -16,7 +16,8 @@ import (
 
 const benchTranscriptSize = 50 << 20
 
-var benchData = sync.OnceValues(func() ([]byte, error) {
+// benchUnit is one copy of every recorded session; benchData repeats it.
+var benchUnit = sync.OnceValues(func() ([]byte, error) {
 	paths, err := filepath.Glob("testdata/recorded/*.jsonl")
 	if err != nil || len(paths) == 0 {
 		return nil, errors.Join(err, errors.New("no recorded transcripts"))
@@ -30,18 +31,27 @@ var benchData = sync.OnceValues(func() ([]byte, error) {
 		one.Write(bytes.TrimRight(b, "\n"))
 		one.WriteByte('\n')
 	}
+	return one.Bytes(), nil
+})
+
+var benchData = sync.OnceValues(func() ([]byte, error) {
+	one, err := benchUnit()
+	if err != nil {
+		return nil, err
+	}
 	// Realistic lines: every recorded session, back to back, until the size is reached.
-	out := make([]byte, 0, benchTranscriptSize+one.Len())
+	out := make([]byte, 0, benchTranscriptSize+len(one))
 	for len(out) < benchTranscriptSize {
-		out = append(out, one.Bytes()...)
+		out = append(out, one...)
 	}
 	return out, nil
 })
 
 // BenchmarkAdapter measures decoding plus the adapter over a transcript of ≥ 50 MB built from the
 // recorded sessions. "decode" is the NDJSON reader and Decode alone, "adapter" adds the adapter
-// (events counted, not encoded), "normalize" adds JSON encoding of the events: the ratio of
-// adapter to decode is the adapter's share.
+// (events counted, not encoded), "adapter-only" runs the adapter over the same messages decoded
+// in advance, and "normalize" adds JSON encoding of the events. adapter-only against decode is
+// the adapter's cost relative to decoding.
 func BenchmarkAdapter(b *testing.B) {
 	data, err := benchData()
 	if err != nil {
@@ -86,6 +96,43 @@ func BenchmarkAdapter(b *testing.B) {
 			b.Fatal(err)
 		}
 		run(b, a.Handle, func() int { return n })
+	})
+	b.Run("adapter-only", func(b *testing.B) {
+		one, err := benchUnit()
+		if err != nil {
+			b.Fatal(err)
+		}
+		var msgs []claudecode.Message
+		rd := claudecode.NewReader(bytes.NewReader(one))
+		for {
+			m, err := rd.ReadMessage()
+			if err != nil {
+				break
+			}
+			msgs = append(msgs, m)
+		}
+		reps := (len(data) + len(one) - 1) / len(one)
+		n := 0
+		a, err := New(Config{Sink: SinkFunc(func(events.AgentEvent) { n++ }), PartialMessages: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.SetBytes(int64(reps * len(one)))
+		b.ReportAllocs()
+		var ms0, ms1 runtime.MemStats
+		runtime.ReadMemStats(&ms0)
+		b.ResetTimer()
+		for b.Loop() {
+			for range reps {
+				for _, m := range msgs {
+					a.Handle(m)
+				}
+			}
+		}
+		b.StopTimer()
+		runtime.ReadMemStats(&ms1)
+		b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(b.N)/float64(reps*len(msgs)), "allocs/line")
+		b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "events/s")
 	})
 	b.Run("normalize", func(b *testing.B) {
 		b.SetBytes(int64(len(data)))

@@ -11,8 +11,10 @@ import (
 // commands, interrupt notes and subagent prompts.
 func (a *Adapter) handleUser(m *claudecode.UserMessage) {
 	a.noteSession(m.SessionID)
-	a.startTurn()
 	main := m.ParentToolUseID == ""
+	if main {
+		a.startTurn()
+	}
 	content := &m.Message.Content
 	results := 0
 	for i := range content.Blocks {

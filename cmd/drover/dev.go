@@ -245,4 +245,3 @@ func redactURL(u string) string {
 	}
 	return u
 }
-

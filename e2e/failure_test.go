@@ -1,0 +1,127 @@
+package e2e
+
+import (
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"github.com/drover-run/drover/events"
+	fa "github.com/drover-run/drover/internal/fakeanthropic"
+	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/task"
+)
+
+// The model API fails every request of a turn: the turn's attempts all fail,
+// the task says why and stays usable for the next prompt.
+func TestPersistentAPIErrorLeavesTaskUsable(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.startWorker("host-" + e.queue)
+	var failing atomic.Bool
+	var failures atomic.Int32
+	failing.Store(true)
+	e.setResponder(func(r *fa.Request) (fa.Response, bool) {
+		if r.Class != fa.ClassMain {
+			return fa.Response{}, false
+		}
+		if failing.Load() {
+			failures.Add(1)
+			return fa.Fail(529, "overloaded_error", 0), true
+		}
+		return fa.Reply(fa.Text("recovered: " + r.LastUserText())), true
+	})
+	const id = "api-down"
+	if _, err := e.tc.Start(e.ctx, id, e.params(), task.Prompt{Text: "doomed prompt"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	st := e.waitTurns(id, 1)
+	if st.Totals.FailedTurns != 1 || st.Status != task.StatusIdle {
+		t.Fatalf("after the failing turn: %+v", st)
+	}
+	if !strings.Contains(st.LastError, "529") && !strings.Contains(strings.ToLower(st.LastError), "overloaded") {
+		t.Errorf("last error does not say what failed: %q", st.LastError)
+	}
+	if got := failures.Load(); got < 3 {
+		t.Errorf("the API saw %d failing requests, want one per attempt (3)", got)
+	}
+	var errorEvents int
+	for _, ev := range e.events(id) {
+		if ev.Agent.Type == events.TypeError && ev.Agent.Error != nil && ev.Agent.Error.Kind == events.ErrorAPI {
+			errorEvents++
+		}
+	}
+	if errorEvents < 3 {
+		t.Errorf("api_error events in the log = %d, want one per attempt", errorEvents)
+	}
+	rec, err := store.GetTurn(e.ctx, e.db(), id, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Attempts != 3 || rec.CostUSD != 0 {
+		t.Errorf("turn 1 record: attempts %d cost %.6f", rec.Attempts, rec.CostUSD)
+	}
+
+	// The API comes back: the next prompt works, in a conversation that does
+	// not carry the failed turn.
+	failing.Store(false)
+	if _, err := e.tc.Prompt(e.ctx, id, task.Prompt{Text: "second chance"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	st = e.waitTurns(id, 2)
+	if st.Totals.FailedTurns != 1 || st.Totals.CostUSD <= 0 {
+		t.Fatalf("after the good turn: %+v", st)
+	}
+	reqs := e.fake.MainRequests()
+	last := reqs[len(reqs)-1]
+	var all strings.Builder
+	for _, m := range last.Messages {
+		all.WriteString(m.Text())
+	}
+	if !strings.Contains(all.String(), "second chance") {
+		t.Errorf("the good turn's request lacks its prompt")
+	}
+}
+
+// Cancelling a task stops its running turn and leaves no claude process.
+func TestCancelLeavesNoProcess(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.startWorker("host-" + e.queue)
+	release := make(chan struct{})
+	defer close(release)
+	e.fake.Enqueue(fa.Reply(fa.Text("working on it"), fa.Text("more")).WithHold(1, release))
+	const id = "cancel-me"
+	if _, err := e.tc.Start(e.ctx, id, e.params(), task.Prompt{Text: "a long job"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	e.waitFor("the CLI to run the turn", func() bool {
+		pid = e.executorPID(id)
+		return alive(pid) && len(e.fake.MainRequests()) > 0
+	})
+	if err := e.tc.Cancel(e.ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the claude process to end", func() bool { return !alive(pid) })
+	// Nothing of its process group survives it (tools' children included).
+	e.waitFor("the claude process group to be gone", func() bool { return syscall.Kill(-pid, 0) != nil })
+	desc, err := e.tc.Temporal.DescribeWorkflowExecution(e.ctx, id, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the workflow to close", func() bool {
+		desc, err = e.tc.Temporal.DescribeWorkflowExecution(e.ctx, id, "")
+		return err == nil && desc.GetWorkflowExecutionInfo().GetCloseTime() != nil
+	})
+	if s := desc.GetWorkflowExecutionInfo().GetStatus().String(); !strings.Contains(strings.ToUpper(s), "CANCEL") {
+		t.Errorf("workflow status %s, want canceled", s)
+	}
+	x, err := store.GetExecutor(e.ctx, e.db(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.PID != 0 || x.Status == store.ExecutorRunning {
+		t.Errorf("executor row after cancel: status %s pid %d", x.Status, x.PID)
+	}
+}
