@@ -143,7 +143,9 @@ func (a *Activities) runTurn(ctx context.Context, in task.RunTurnInput, attempt 
 		return out, fmt.Errorf("marking the executor running: %w", err)
 	}
 
-	outcome, err := ex.beginTurn(in.Turn, elog)
+	sink := newTracingSink(ctx, a.cfg.Tracer, elog)
+	defer sink.close()
+	outcome, err := ex.beginTurn(in.Turn, sink)
 	if err != nil {
 		a.dropExecutor(ctx, ex, err.Error())
 		return out, retryable(task.ErrTypeCLI, err)
