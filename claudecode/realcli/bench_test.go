@@ -38,8 +38,9 @@ func BenchmarkColdStart(b *testing.B) {
 	for b.Loop() {
 		h := clitest.New(b, clitest.Options{})
 		h.Fake.Enqueue(fakeanthropic.Reply(fakeanthropic.Text("Cold.")))
-		if res, ok := h.RunTurn(ctx, "Hello.")[0:].([]claudecode.Message), true; ok {
-			_ = res
+		msgs := h.RunTurn(ctx, "Hello.")
+		if r, ok := msgs[len(msgs)-1].(*claudecode.ResultMessage); !ok || r.IsError {
+			b.Fatalf("turn failed: %v", msgs[len(msgs)-1])
 		}
 		inits = append(inits, h.ColdStart())
 		b.StopTimer()
