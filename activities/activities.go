@@ -58,6 +58,10 @@ type Config struct {
 	KeepAlive time.Duration
 	// HeartbeatInterval is how often a running turn heartbeats. Defaults to 2s.
 	HeartbeatInterval time.Duration
+	// BackgroundWait is how long a turn whose result came while subagents or
+	// background shells still run waits for them (the CLI reports their end
+	// in a turn of its own). Defaults to 15 minutes.
+	BackgroundWait time.Duration
 	// StopTimeout bounds each step of stopping a CLI process. Defaults to 5s.
 	StopTimeout time.Duration
 	// DebugDir, when set and DROVER_DEBUG_AGENT_MESSAGES=true, receives raw and
@@ -75,6 +79,9 @@ func (c *Config) withDefaults() {
 	}
 	if c.HeartbeatInterval <= 0 {
 		c.HeartbeatInterval = 2 * time.Second
+	}
+	if c.BackgroundWait <= 0 {
+		c.BackgroundWait = 15 * time.Minute
 	}
 	if c.StopTimeout <= 0 {
 		c.StopTimeout = 5 * time.Second

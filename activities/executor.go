@@ -49,6 +49,15 @@ type executor struct {
 	clean     bool
 	idleTimer *time.Timer
 
+	// background holds the subagents and background shells the session
+	// started and that have not reported back. While any runs, a result is not
+	// the end of the drover turn: the CLI starts a turn of its own when they
+	// finish, and that turn's output and cost belong to this one.
+	background map[string]struct{}
+	pending    *events.Completion // accumulated results while background work runs
+	bgTimer    *time.Timer
+	bgWait     time.Duration
+
 	exited  chan struct{}
 	exitErr error
 
@@ -64,6 +73,9 @@ func startExecutor(ctx context.Context, taskID string, spec processSpec, logger 
 		exited: make(chan struct{}),
 		stopTO: spec.stopTimeout,
 		clean:  true,
+		bgWait: spec.backgroundWait,
+
+		background: make(map[string]struct{}),
 	}
 	adapter, err := streamjson.New(streamjson.Config{
 		Sink:              streamjson.SinkFunc(ex.emit),
@@ -137,12 +149,16 @@ func (ex *executor) emit(ev events.AgentEvent) {
 		if ex.busy && ev.Error != nil {
 			ex.turnErr = ev.Error
 		}
+	case events.TypeSubagentTask:
+		ex.trackBackground(ev)
 	case events.TypeComplete:
 		if ex.busy && ev.Data != nil && ev.Data.Completion != nil && ev.ParentToolCallID == "" {
-			out := turnOutcome{complete: ev.Data.Completion, err: ex.turnErr}
-			select {
-			case ex.outcome <- out:
-			default:
+			ex.pending = addCompletion(ex.pending, ev.Data.Completion)
+			if len(ex.background) == 0 {
+				ex.deliverLocked()
+			} else if ex.bgTimer == nil {
+				ex.logger.Info("the turn waits for background work", "task_id", ex.taskID, "running", len(ex.background))
+				ex.bgTimer = time.AfterFunc(ex.bgWait, ex.giveUpOnBackground)
 			}
 		}
 	}
@@ -152,6 +168,74 @@ func (ex *executor) emit(ev events.AgentEvent) {
 	} else if ev.Type != events.TypeContextWindow {
 		ex.logger.Debug("event between turns", "task_id", ex.taskID, "type", ev.Type)
 	}
+}
+
+// maxBackground bounds the background work one process tracks.
+const maxBackground = 1024
+
+// trackBackground follows the session's subagents and background shells.
+func (ex *executor) trackBackground(ev events.AgentEvent) {
+	sp := ev.Subagent
+	if sp == nil || sp.TaskID == "" {
+		return
+	}
+	switch sp.Phase {
+	case events.SubagentStarted:
+		if len(ex.background) < maxBackground {
+			ex.background[sp.TaskID] = struct{}{}
+		}
+	case events.SubagentNotification:
+		delete(ex.background, sp.TaskID)
+	}
+}
+
+// deliverLocked ends the turn with what the results said. ex.mu is held.
+func (ex *executor) deliverLocked() {
+	if ex.bgTimer != nil {
+		ex.bgTimer.Stop()
+		ex.bgTimer = nil
+	}
+	if ex.pending == nil || ex.outcome == nil {
+		return
+	}
+	out := turnOutcome{complete: ex.pending, err: ex.turnErr}
+	ex.pending = nil
+	select {
+	case ex.outcome <- out:
+	default:
+	}
+}
+
+// giveUpOnBackground ends a turn whose background work outlived bgWait.
+func (ex *executor) giveUpOnBackground() {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	if ex.busy && ex.pending != nil {
+		ex.logger.Warn("background work still runs; the turn ends without it", "task_id", ex.taskID, "running", len(ex.background))
+		ex.deliverLocked()
+	}
+}
+
+// addCompletion adds a result to the ones already seen in this turn: costs,
+// tokens and durations add up; positions and outcome are the latest result's.
+func addCompletion(acc, c *events.Completion) *events.Completion {
+	if acc == nil {
+		cp := *c
+		return &cp
+	}
+	sum := *c
+	sum.CostUSD += acc.CostUSD
+	sum.DurationMS += acc.DurationMS
+	sum.NumTurns += acc.NumTurns
+	sum.InputTokens += acc.InputTokens
+	sum.OutputTokens += acc.OutputTokens
+	sum.CacheCreationInputTokens += acc.CacheCreationInputTokens
+	sum.CacheReadInputTokens += acc.CacheReadInputTokens
+	sum.Models = nil
+	if sum.LastMessageUUID == "" {
+		sum.LastMessageUUID = acc.LastMessageUUID
+	}
+	return &sum
 }
 
 // initialize sends the initialize request and hands its answer to the adapter.
@@ -186,6 +270,7 @@ func (ex *executor) beginTurn(turn int, sink streamjson.Sink) (<-chan turnOutcom
 	}
 	ex.busy = true
 	ex.turn = turn
+	ex.pending = nil
 	ex.sink = sink
 	ex.turnErr = nil
 	ex.outcome = make(chan turnOutcome, 1)
@@ -200,6 +285,11 @@ func (ex *executor) endTurn(sessionID, committed string) {
 	defer ex.mu.Unlock()
 	ex.busy = false
 	ex.sink = nil
+	ex.pending = nil
+	if ex.bgTimer != nil {
+		ex.bgTimer.Stop()
+		ex.bgTimer = nil
+	}
 	if committed == "" {
 		ex.clean = false
 		return

@@ -27,6 +27,7 @@ type processSpec struct {
 	handler           claudecode.Handler
 	debug             *streamjson.DebugCapture
 	stopTimeout       time.Duration
+	backgroundWait    time.Duration
 }
 
 // executorFor returns a process for the task standing exactly at the resume
@@ -41,7 +42,7 @@ func (a *Activities) executorFor(ctx context.Context, in task.RunTurnInput, work
 		a.dropExecutor(ctx, ex, "not at the committed resume point")
 	}
 
-	spec := processSpec{stopTimeout: a.cfg.StopTimeout}
+	spec := processSpec{stopTimeout: a.cfg.StopTimeout, backgroundWait: a.cfg.BackgroundWait}
 	spec.cmd = a.command(in, workspace)
 	if sessionID != "" && resumeAt != "" {
 		spec.cmd.Resume = sessionID

@@ -151,9 +151,7 @@ func TestClientTypedRequests(t *testing.T) {
 	f := newFakeCLI(t, ClientConfig{})
 	ctx := context.Background()
 
-	answer := func(payload string) {
-		id, _, _ := f.heardRequest()
-		_ = id
+	answer := func(id, payload string) {
 		f.say(`{"type":"control_response","response":{"subtype":"success","request_id":"` + id + `","response":` + payload + `}}`)
 	}
 
@@ -182,44 +180,34 @@ func TestClientTypedRequests(t *testing.T) {
 	}
 
 	go func() { done <- f.client.SetPermissionMode(ctx, PermissionPlan) }()
-	_, st, body := f.heardRequest()
+	id, st, body := f.heardRequest()
 	if st != RequestSetPermission || body["mode"] != "plan" {
 		t.Errorf("set_permission_mode body = %v", body)
 	}
-	f.say(`{"type":"control_response","response":{"subtype":"error","request_id":"` + lastID(f) + `","error":"bad mode"}}`)
+	f.say(`{"type":"control_response","response":{"subtype":"error","request_id":"` + id + `","error":"bad mode"}}`)
 	var re *RequestError
 	if err := <-done; !errors.As(err, &re) || re.Message != "bad mode" || re.Subtype != RequestSetPermission {
 		t.Errorf("SetPermissionMode error = %v, want RequestError(bad mode)", err)
 	}
 
 	go func() { done <- f.client.SetModel(ctx, "claude-opus-4-1") }()
-	_, _, body = f.heardRequest()
+	id, _, body = f.heardRequest()
 	if body["model"] != "claude-opus-4-1" {
 		t.Errorf("set_model body = %v", body)
 	}
-	answer(`{}`)
+	answer(id, `{}`)
 	if err := <-done; err != nil {
 		t.Error(err)
 	}
 	go func() { done <- f.client.SetModel(ctx, "") }()
-	_, _, body = f.heardRequest()
+	id, _, body = f.heardRequest()
 	if v, ok := body["model"]; !ok || v != nil {
 		t.Errorf("set_model default body = %v, want model:null", body)
 	}
-	answer(`{}`)
+	answer(id, `{}`)
 	if err := <-done; err != nil {
 		t.Error(err)
 	}
-}
-
-// lastID is a helper for tests that answer the request they just read: it peeks at the pending map.
-func lastID(f *fakeCLI) string {
-	f.client.mu.Lock()
-	defer f.client.mu.Unlock()
-	for id := range f.client.pending {
-		return id
-	}
-	return ""
 }
 
 func TestClientRequestTimeoutAndContext(t *testing.T) {

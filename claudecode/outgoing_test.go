@@ -154,7 +154,7 @@ func TestIsUUID(t *testing.T) {
 		"11111111-2222-4333-8444-55555555555":  false,
 		"11111111x2222-4333-8444-555555555555": false,
 		"g1111111-2222-4333-8444-555555555555": false,
-		"": false,
+		"":                                     false,
 	} {
 		if IsUUID(s) != want {
 			t.Errorf("IsUUID(%q) = %v", s, !want)

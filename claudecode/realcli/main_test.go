@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -12,9 +11,16 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/drover-run/drover/claudecode"
 	"github.com/drover-run/drover/internal/clitest"
+	"github.com/drover-run/drover/internal/fakeanthropic"
 )
+
+// TestMain fails the run if a goroutine (a client reader, a handler, a process waiter, the fake's
+// server) outlives the tests.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 var update = flag.Bool("update", false, "rewrite the recorded transcripts in ../testdata/transcripts")
 
@@ -157,4 +163,11 @@ func finish(t *testing.T, h *clitest.Harness) error {
 	return err
 }
 
-var _ = io.EOF
+// roles renders a request's messages as role:blocktypes, for logs.
+func roles(r fakeanthropic.Request) string {
+	var parts []string
+	for _, m := range r.Messages {
+		parts = append(parts, m.Role+":"+strings.Join(m.BlockTypes(), "+"))
+	}
+	return strings.Join(parts, " ")
+}

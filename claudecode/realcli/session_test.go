@@ -183,7 +183,10 @@ func TestResumeSessionAt(t *testing.T) {
 }
 
 // TestResumeSessionAtUnknown: --resume-session-at a uuid that is not in the transcript makes the
-// CLI exit 1; claudecode reports it as *ResumeRejectedError, and the fake is never asked.
+// CLI fail at start-up, before reading any prompt: one zeroed error_during_execution result, exit
+// 1, and claudecode reports *ResumeRejectedError. The fake is never asked.
+//
+// No prompt is sent: the CLI may already be gone, and the write would fail with a broken pipe.
 func TestResumeSessionAtUnknown(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
@@ -196,14 +199,52 @@ func TestResumeSessionAtUnknown(t *testing.T) {
 
 	const unknown = "00000000-0000-4000-8000-000000000042"
 	h.Resume(ctx, r1.SessionID, unknown)
-	h.Send(ctx, claudecode.Prompt{Text: "Prompt after a bad resume."})
 	msgs, err := h.ReadUntil(ctx, func(claudecode.Message) bool { return false })
+	rejected := checkRejected(t, err, unknown)
+	if rejected != nil && !strings.Contains(rejected.Reason, "No message found with message.uuid") {
+		t.Errorf("reason %q", rejected.Reason)
+	}
+	results := ofType[*claudecode.ResultMessage](msgs)
+	if len(msgs) != 1 || len(results) != 1 || !results[0].IsError || results[0].Subtype != claudecode.SubtypeErrorDuringExec ||
+		results[0].NumTurns != 0 || results[0].SessionID != r1.SessionID || len(results[0].Errors) != 1 {
+		t.Errorf("output of the rejected resume: %d messages, results %+v", len(msgs), results)
+	}
+	if n := len(h.Fake.MainRequests()); n != 1 {
+		t.Errorf("%d main requests, want 1 (the rejected process must not call the API)", n)
+	}
+	record(t, h, "resume-rejected")
+	recordConfig(t, "resume-rejected", map[string]any{"resumed_session_id": r1.SessionID, "prior_total_cost_usd": r1.TotalCostUSD})
+}
+
+// TestResumeUnknownSession: --resume of a session that does not exist fails the same way.
+func TestResumeUnknownSession(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	const unknown = "00000000-0000-4000-8000-000000000043"
+	h := start(t, clitest.Options{Command: claudecode.Command{Resume: unknown}})
+	msgs, err := h.ReadUntil(ctx, func(claudecode.Message) bool { return false })
+	if rejected := checkRejected(t, err, unknown); rejected != nil && !strings.Contains(rejected.Reason, "No conversation found") {
+		t.Errorf("reason %q", rejected.Reason)
+	}
+	if results := ofType[*claudecode.ResultMessage](msgs); len(results) != 1 || !results[0].IsError || results[0].SessionID != unknown {
+		t.Errorf("results %+v", results)
+	}
+	if n := len(h.Fake.Requests()); n != 0 {
+		t.Errorf("%d API requests", n)
+	}
+}
+
+// checkRejected asserts that err, the end of a process's output, is a *ResumeRejectedError naming
+// id and wrapping an exit with code 1.
+func checkRejected(t *testing.T, err error, id string) *claudecode.ResumeRejectedError {
+	t.Helper()
 	var rejected *claudecode.ResumeRejectedError
 	if !errors.As(err, &rejected) {
-		t.Fatalf("end of output: %v (%T), want *ResumeRejectedError\n%s", err, err, h.Dump())
+		t.Errorf("end of output: %v (%T), want *ResumeRejectedError", err, err)
+		return nil
 	}
-	if !strings.Contains(rejected.Reason, unknown) {
-		t.Errorf("reason %q does not name the uuid", rejected.Reason)
+	if !strings.Contains(rejected.Reason, id) {
+		t.Errorf("reason %q does not name %s", rejected.Reason, id)
 	}
 	var exit *claudecode.ExitError
 	if !errors.As(err, &exit) || exit.Code != 1 {
@@ -212,16 +253,5 @@ func TestResumeSessionAtUnknown(t *testing.T) {
 	if errors.Is(err, io.EOF) {
 		t.Errorf("a rejected resume must not look like a clean end")
 	}
-	results := ofType[*claudecode.ResultMessage](msgs)
-	for _, r := range results {
-		t.Logf("result of the rejected resume: subtype %q is_error %v errors %q session %q", r.Subtype, r.IsError, r.Errors, r.SessionID)
-	}
-	if len(results) != 1 || !results[0].IsError || results[0].Subtype != claudecode.SubtypeErrorDuringExec {
-		t.Errorf("%d results, want one error_during_execution", len(results))
-	}
-	if n := len(h.Fake.MainRequests()); n != 1 {
-		t.Errorf("%d main requests, want 1 (the rejected process must not call the API)", n)
-	}
-	record(t, h, "resume-rejected")
-	recordConfig(t, "resume-rejected", map[string]any{"resumed_session_id": r1.SessionID, "prior_total_cost_usd": r1.TotalCostUSD})
+	return rejected
 }

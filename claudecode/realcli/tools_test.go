@@ -190,15 +190,6 @@ func TestBashDenyInterrupt(t *testing.T) {
 	record(t, h, "bash-deny-interrupt")
 }
 
-// roles renders a request's messages as role:blocktypes, for logs.
-func roles(r fakeanthropic.Request) string {
-	var parts []string
-	for _, m := range r.Messages {
-		parts = append(parts, m.Role+":"+strings.Join(m.BlockTypes(), "+"))
-	}
-	return strings.Join(parts, " ")
-}
-
 // TestWriteEdit: Write and Edit, both allowed through can_use_tool, change the file on disk.
 func TestWriteEdit(t *testing.T) {
 	t.Parallel()

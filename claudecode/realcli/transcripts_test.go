@@ -17,8 +17,9 @@ var secretPattern = regexp.MustCompile(`sk-ant-[A-Za-z0-9_-]+`)
 
 // TestTranscripts checks every recorded transcript: each stdout line decodes with claudecode.Decode;
 // there is exactly one result per prompt we sent, not counting the turns the CLI starts by itself
-// (results with an origin, such as a background agent's task-notification); no line holds an API
-// key or an unnormalized temporary path.
+// (results with an origin, such as a background agent's task-notification) nor the result of a
+// start-up failure (a result before any system/init, as for a rejected resume); no line holds an
+// API key or an unnormalized temporary path.
 func TestTranscripts(t *testing.T) {
 	if *update {
 		t.Skip("the transcripts are being rewritten; run again without -update to check them")
@@ -41,7 +42,8 @@ func TestTranscripts(t *testing.T) {
 			if len(out) == 0 {
 				t.Fatalf("empty transcript")
 			}
-			var results int
+			var results, startupFailures int
+			var inited bool
 			for i, line := range out {
 				m, err := claudecode.Decode(line)
 				if err != nil {
@@ -51,8 +53,16 @@ func TestTranscripts(t *testing.T) {
 				if !bytes.Equal(m.Raw(), line) {
 					t.Errorf("line %d: Raw differs from the line", i+1)
 				}
-				if r, ok := m.(*claudecode.ResultMessage); ok && clitest.Object(r.Raw())["origin"] == nil {
-					results++
+				switch m := m.(type) {
+				case *claudecode.SystemInit:
+					inited = true
+				case *claudecode.ResultMessage:
+					switch {
+					case !inited:
+						startupFailures++
+					case clitest.Object(m.Raw())["origin"] == nil:
+						results++
+					}
 				}
 			}
 			var prompts int
@@ -65,8 +75,8 @@ func TestTranscripts(t *testing.T) {
 					t.Errorf("stdin line %d is not a prompt, control request or control response: %.100s", i+1, line)
 				}
 			}
-			if prompts == 0 || results != prompts {
-				t.Errorf("%d results for %d prompts, want one per prompt", results, prompts)
+			if results != prompts || results+startupFailures == 0 {
+				t.Errorf("%d results for %d prompts (and %d start-up failures), want one per prompt", results, prompts, startupFailures)
 			}
 			for i, line := range append(out, in...) {
 				if secretPattern.Match(line) {

@@ -1,0 +1,575 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/drover-run/drover/claudecode"
+	"github.com/drover-run/drover/events"
+	"github.com/drover-run/drover/internal/devserver"
+	fa "github.com/drover-run/drover/internal/fakeanthropic"
+	"github.com/drover-run/drover/internal/pgtest"
+	"github.com/drover-run/drover/internal/tools"
+	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/task"
+	"github.com/drover-run/drover/taskclient"
+	"github.com/drover-run/drover/worker"
+)
+
+// The harness of harness_test.go is written for *testing.T; benchmarks get the
+// same world here, built for testing.TB, on the same shared suite.
+
+// benchReply is what the fake Messages API answers to every main request of a
+// benchmark: a short text.
+const benchReply = "Done."
+
+// setupTB is setup for any testing.TB: it starts the shared parts once (the
+// same suite the tests use), or skips when the pinned tools are absent.
+func setupTB(tb testing.TB) {
+	tb.Helper()
+	claude, err := tools.ClaudeBin()
+	if err != nil {
+		tb.Skipf("the real Claude CLI is not installed (%v): run scripts/tools.sh", err)
+	}
+	temporalBin, err := tools.TemporalBin()
+	if err != nil {
+		tb.Skipf("the temporal CLI is not installed (%v): run scripts/tools.sh", err)
+	}
+	suite.once.Do(func() {
+		suite.claudeBin = claude
+		suite.dir, suite.err = os.MkdirTemp("", "drover-e2e-")
+		if suite.err != nil {
+			return
+		}
+		suite.drover = filepath.Join(suite.dir, "drover")
+		build := exec.Command("go", "build", "-o", suite.drover, "../cmd/drover")
+		if out, err := build.CombinedOutput(); err != nil {
+			suite.err = fmt.Errorf("building drover: %v\n%s", err, out)
+			return
+		}
+		sa := map[string]string{task.SearchStatus: "Keyword", task.SearchCostUSD: "Double",
+			task.SearchTurns: "Int", task.SearchModel: "Keyword", task.SearchWorkspace: "Keyword"}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		suite.temporal, suite.err = devserver.Start(ctx, devserver.Config{
+			Bin: temporalBin, Headless: true, SearchAttributes: sa,
+			DBFile: filepath.Join(suite.dir, "temporal.db"),
+		})
+	})
+	if suite.err != nil {
+		tb.Fatal(suite.err)
+	}
+}
+
+// benchEnv is one benchmark's world, like env: its own database (migrated),
+// fake Messages API (always answering benchReply), task queue, CLI config
+// folder and workspace.
+//
+// A parent benchmark owns the world and sets it up once; its sub-benchmarks,
+// which the testing package runs more than once, use it through in(b), so that
+// a failure stops the goroutine that runs them while what outlives one run
+// (a worker, a warm CLI process) is cleaned up with the owner.
+type benchEnv struct {
+	owner     testing.TB // cleanups of what lasts
+	tb        testing.TB // the running benchmark: failures, per-run cleanups
+	ctx       context.Context
+	dsn       string
+	pool      *pgxpool.Pool
+	fake      *fa.Server
+	queue     string
+	home      string
+	configDir string
+	workspace string
+	tc        *taskclient.Client
+}
+
+func newBenchEnv(tb testing.TB) *benchEnv {
+	tb.Helper()
+	setupTB(tb)
+	// A guard against a hung part, not a timing assertion.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	tb.Cleanup(cancel)
+	e := &benchEnv{owner: tb, tb: tb, ctx: ctx, queue: "bench-" + uuid.NewString()[:8]}
+	e.dsn = pgtest.NewDatabase(tb)
+	pool, err := store.Connect(ctx, e.dsn)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(pool.Close)
+	if _, err := store.Migrate(ctx, pool, nil); err != nil {
+		tb.Fatal(err)
+	}
+	e.pool = pool
+	root := tb.TempDir()
+	e.home = filepath.Join(root, "home")
+	e.configDir = filepath.Join(root, "claude")
+	e.workspace = filepath.Join(root, "workspace")
+	for _, d := range []string{e.home, e.configDir, e.workspace} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	fake, err := fa.Start(fa.Config{Responder: func(r *fa.Request) (fa.Response, bool) {
+		if r.Class != fa.ClassMain {
+			return fa.Response{}, false // auxiliary requests get the automatic answer
+		}
+		return fa.Reply(fa.Text(benchReply)), true
+	}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = fake.Close() })
+	e.fake = fake
+
+	c, err := worker.Dial(ctx, suite.temporal.Address(), suite.temporal.Namespace(), nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(c.Close)
+	e.tc = &taskclient.Client{Temporal: c, TaskQueue: e.queue}
+	return e
+}
+
+// in returns the world as seen from the running (sub-)benchmark tb.
+func (e *benchEnv) in(tb testing.TB) *benchEnv {
+	c := *e
+	c.tb = tb
+	return &c
+}
+
+// workerEnv is the environment of `drover worker` as executorID: the one
+// startWorker in harness_test.go gives, at log level info.
+func (e *benchEnv) workerEnv(executorID string) []string {
+	return []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + e.home,
+		"DROVER_DATABASE_URL=" + e.dsn,
+		"TEMPORAL_ADDRESS=" + suite.temporal.Address(),
+		"TEMPORAL_NAMESPACE=" + suite.temporal.Namespace(),
+		"DROVER_TASK_QUEUE=" + e.queue,
+		"DROVER_EXECUTOR_ID=" + executorID,
+		"DROVER_CLAUDE_BIN=" + suite.claudeBin,
+		"DROVER_CLAUDE_CONFIG_DIR=" + e.configDir,
+		"DROVER_LOG_LEVEL=info",
+		"ANTHROPIC_BASE_URL=" + e.fake.URL(),
+		"ANTHROPIC_API_KEY=sk-ant-e2e-secret-value",
+		"DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1", "DISABLE_AUTOUPDATER=1",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"CLAUDE_CODE_MAX_RETRIES=0",
+	}
+}
+
+// startWorker runs `drover worker` as host executorID, stopped when the
+// owner ends.
+func (e *benchEnv) startWorker(executorID string) *workerProc {
+	e.tb.Helper()
+	cmd := exec.Command(suite.drover, "worker")
+	cmd.Env = e.workerEnv(executorID)
+	w := &workerProc{cmd: cmd, done: make(chan struct{}), log: &lockedBuffer{}}
+	cmd.Stdout, cmd.Stderr = w.log, w.log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		e.tb.Fatal(err)
+	}
+	go func() { _ = cmd.Wait(); close(w.done) }()
+	e.owner.Cleanup(func() {
+		w.stop()
+		if e.owner.Failed() {
+			e.owner.Logf("worker %s log:\n%s", executorID, w.log.String())
+		}
+		if strings.Contains(w.log.String(), "sk-ant-e2e-secret-value") {
+			e.owner.Errorf("worker %s logged the API key", executorID)
+		}
+	})
+	return w
+}
+
+// claudeCommand is the command the worker's activities would build for a new
+// session of an autonomous task in the workspace (activities.command and
+// childEnv applied to workerEnv).
+func (e *benchEnv) claudeCommand() claudecode.Command {
+	var env []string
+	for _, kv := range e.workerEnv("direct") {
+		k, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(k, "ANTHROPIC_") || k == "CLAUDE_CONFIG_DIR" || strings.HasPrefix(k, "DROVER_") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env, "CLAUDE_CONFIG_DIR="+e.configDir)
+	return claudecode.Command{
+		Path:                       suite.claudeBin,
+		Dir:                        e.workspace,
+		APIKey:                     "sk-ant-e2e-secret-value",
+		BaseURL:                    e.fake.URL(),
+		Env:                        env,
+		DangerouslySkipPermissions: true,
+		SessionID:                  uuid.NewString(),
+	}
+}
+
+// params are a task's parameters in the benchmark's workspace.
+func (e *benchEnv) params() task.Params {
+	return task.Params{Workspace: e.workspace, Profile: task.Profile{PermissionMode: task.Autonomous}, MaxAttempts: 3}
+}
+
+// waitIdle waits until the task runs no turn and has no prompt queued.
+func (e *benchEnv) waitIdle(taskID string) task.State {
+	e.tb.Helper()
+	st, err := e.tc.WaitIdle(e.ctx, taskID, 10*time.Millisecond)
+	if err != nil {
+		e.tb.Fatal(err)
+	}
+	return st
+}
+
+// closeTask closes the task and waits for its workflow to end (its CLI
+// process is stopped by then).
+func (e *benchEnv) closeTask(taskID string) error {
+	if err := e.tc.Close(e.ctx, taskID); err != nil {
+		return err
+	}
+	if err := e.tc.Temporal.GetWorkflow(e.ctx, taskID, "").Get(e.ctx, nil); err != nil {
+		return fmt.Errorf("task %s ended with %w", taskID, err)
+	}
+	return nil
+}
+
+// seenComplete is a complete event of the main agent, and when Watch
+// delivered it.
+type seenComplete struct {
+	turn int
+	at   time.Time
+}
+
+// completions watches the task's log from its start and sends every complete
+// event of the main agent. stop ends the watch and waits for it.
+func (e *benchEnv) completions(taskID string) (seen <-chan seenComplete, stop func()) {
+	ctx, cancel := context.WithCancel(e.ctx)
+	ch := make(chan seenComplete, 64)
+	done := make(chan error, 1)
+	go func() {
+		done <- store.Watch(ctx, e.pool, store.WatchConfig{TaskID: taskID}, func(ev store.Event) error {
+			if ev.Type != string(events.TypeComplete) {
+				return nil
+			}
+			at := time.Now()
+			var agent events.AgentEvent
+			if err := json.Unmarshal(ev.Payload, &agent); err != nil {
+				return err
+			}
+			if agent.ParentToolCallID != "" {
+				return nil
+			}
+			select {
+			case ch <- seenComplete{turn: ev.Turn, at: at}:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil && ctx.Err() == nil {
+				e.tb.Errorf("watching task %s: %v", taskID, err)
+			}
+		})
+	}
+	e.tb.Cleanup(stop)
+	return ch, stop
+}
+
+// waitComplete waits for the complete event of the turn and returns when it
+// was delivered.
+func (e *benchEnv) waitComplete(seen <-chan seenComplete, taskID string, turn int) time.Time {
+	e.tb.Helper()
+	for {
+		select {
+		case c := <-seen:
+			if c.turn == turn {
+				return c.at
+			}
+			if c.turn > turn {
+				e.tb.Fatalf("task %s: complete of turn %d before that of turn %d", taskID, c.turn, turn)
+			}
+		case <-e.ctx.Done():
+			e.tb.Fatalf("task %s: no complete event for turn %d: %v", taskID, turn, e.ctx.Err())
+		}
+	}
+}
+
+// startClaude starts cmd as the activities do (own process group, dying with
+// this process) and sends initialize.
+func startClaude(ctx context.Context, cmd claudecode.Command) (*claudecode.Process, error) {
+	c, err := cmd.Build(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	p, err := claudecode.Start(ctx, c, claudecode.ProcessConfig{})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.Client().Initialize(ctx, claudecode.InitializeRequest{}); err != nil {
+		_ = p.Stop(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("initializing claude: %w (stderr: %s)", err, strings.Join(p.Stderr(), " | "))
+	}
+	return p, nil
+}
+
+// claudeTurn sends a prompt with its own uuid, as RunTurn does, and reads
+// until the turn's result, which must be a success carrying benchReply.
+func claudeTurn(ctx context.Context, p *claudecode.Process, prompt string) error {
+	if err := p.Client().SendUser(ctx, claudecode.Prompt{Text: prompt, UUID: uuid.NewString()}); err != nil {
+		return fmt.Errorf("sending the prompt: %w", err)
+	}
+	for {
+		msg, err := p.Recv(ctx)
+		if err != nil {
+			return fmt.Errorf("reading claude: %w (stderr: %s)", err, strings.Join(p.Stderr(), " | "))
+		}
+		if r, ok := msg.(*claudecode.ResultMessage); ok {
+			if r.IsError || r.Subtype != "success" || r.Result != benchReply {
+				return fmt.Errorf("turn ended with %s (is_error %v): %q", r.Subtype, r.IsError, r.Result)
+			}
+			return nil
+		}
+	}
+}
+
+// latencies collects per-iteration durations and reports their mean and
+// percentiles.
+type latencies []time.Duration
+
+// report adds ms/op (mean), p50-ms and, with p99, p99-ms to the benchmark's
+// metrics.
+func (l latencies) report(b *testing.B, p99 bool) {
+	if len(l) == 0 {
+		return
+	}
+	var sum time.Duration
+	for _, d := range l {
+		sum += d
+	}
+	b.ReportMetric(ms(sum)/float64(len(l)), "ms/op")
+	b.ReportMetric(ms(l.percentile(50)), "p50-ms")
+	if p99 {
+		b.ReportMetric(ms(l.percentile(99)), "p99-ms")
+	}
+}
+
+// percentile is the nearest-rank p-th percentile.
+func (l latencies) percentile(p float64) time.Duration {
+	if len(l) == 0 {
+		return 0
+	}
+	s := slices.Clone(l)
+	slices.Sort(s)
+	i := int(math.Ceil(p/100*float64(len(s)))) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// procStatusKB reads a "Name:   123 kB" field of /proc/<pid>/status, in kB;
+// 0 when the process or the field is gone.
+func procStatusKB(pid int, field string) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		name, rest, ok := strings.Cut(line, ":")
+		if !ok || name != field {
+			continue
+		}
+		n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+		return n
+	}
+	return 0
+}
+
+// descendants returns the pids of every live process below pid.
+func descendants(pid int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	children := map[int][]int{}
+	for _, ent := range entries {
+		p, err := strconv.Atoi(ent.Name())
+		if err != nil {
+			continue
+		}
+		if pp := procPPid(p); pp > 0 {
+			children[pp] = append(children[pp], p)
+		}
+	}
+	var out []int
+	queue := []int{pid}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			out = append(out, c)
+			queue = append(queue, c)
+		}
+	}
+	return out
+}
+
+// procPPid is the parent pid of pid, from /proc/<pid>/stat; 0 if unknown.
+func procPPid(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:]) // state, ppid, …
+	if len(f) < 2 {
+		return 0
+	}
+	pp, _ := strconv.Atoi(f[1])
+	return pp
+}
+
+// forEachTask runs fn for the tasks prefix00, prefix01, … at once and returns
+// a function that waits for them all and returns the first error.
+func forEachTask(n int, prefix string, fn func(taskID string) error) (wait func() error) {
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for k := range n {
+		wg.Go(func() { errs[k] = fn(fmt.Sprintf("%s%02d", prefix, k)) })
+	}
+	return func() error {
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// waitAllComplete polls the log every 10ms until the tasks whose id starts
+// with prefix have want complete events of the main agent between them. A
+// turn that failed for good ends the wait with a failure.
+func (e *benchEnv) waitAllComplete(prefix string, want int) {
+	e.tb.Helper()
+	for {
+		var completes, failed int
+		err := e.pool.QueryRow(e.ctx, `
+			SELECT
+				(SELECT count(*) FROM task_events WHERE task_id LIKE $1 || '%' AND type = $2
+					AND coalesce(payload->>'parent_tool_call_id', '') = ''),
+				(SELECT count(*) FROM task_turns WHERE task_id LIKE $1 || '%' AND status = 'failed')`,
+			prefix, string(events.TypeComplete)).Scan(&completes, &failed)
+		switch {
+		case err != nil:
+			e.tb.Fatalf("counting complete events: %v", err)
+		case failed > 0:
+			e.tb.Fatalf("%d turns of %s* failed", failed, prefix)
+		case completes >= want:
+			return
+		}
+		select {
+		case <-e.ctx.Done():
+			e.tb.Fatalf("%d of %d turns of %s* complete: %v", completes, want, prefix, e.ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// rowCounts are the rows some tasks left in Postgres.
+type rowCounts struct {
+	events, turns, executors, completedTurns int
+}
+
+func (r *rowCounts) add(o rowCounts) {
+	r.events += o.events
+	r.turns += o.turns
+	r.executors += o.executors
+	r.completedTurns += o.completedTurns
+}
+
+// countRows counts the rows of the tasks whose id starts with prefix.
+func (e *benchEnv) countRows(prefix string) rowCounts {
+	e.tb.Helper()
+	var r rowCounts
+	err := e.pool.QueryRow(e.ctx, `
+		SELECT
+			(SELECT count(*) FROM task_events WHERE task_id LIKE $1 || '%'),
+			(SELECT count(*) FROM task_turns WHERE task_id LIKE $1 || '%'),
+			(SELECT count(*) FROM executors_running WHERE task_id LIKE $1 || '%'),
+			(SELECT count(*) FROM task_turns WHERE task_id LIKE $1 || '%' AND status = 'completed')`,
+		prefix).Scan(&r.events, &r.turns, &r.executors, &r.completedTurns)
+	if err != nil {
+		e.tb.Fatalf("counting rows: %v", err)
+	}
+	return r
+}
+
+// childSampler samples, every 20ms, the summed RSS of the processes below a
+// pid and keeps the peak.
+type childSampler struct {
+	done     chan struct{}
+	finished chan struct{}
+	peakKB   int64
+	maxProcs int64
+}
+
+func sampleChildren(pid int) *childSampler {
+	s := &childSampler{done: make(chan struct{}), finished: make(chan struct{})}
+	go func() {
+		defer close(s.finished)
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			var sum, n int64
+			for _, c := range descendants(pid) {
+				if kb := procStatusKB(c, "VmRSS"); kb > 0 {
+					sum += kb
+					n++
+				}
+			}
+			s.peakKB, s.maxProcs = max(s.peakKB, sum), max(s.maxProcs, n)
+			select {
+			case <-s.done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return s
+}
+
+// stop ends the sampling and returns the peak summed RSS in kB and the most
+// processes seen at once.
+func (s *childSampler) stop() (peakKB, maxProcs int64) {
+	close(s.done)
+	<-s.finished
+	return s.peakKB, s.maxProcs
+}

@@ -1,0 +1,370 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/drover-run/drover/claudecode"
+	"github.com/drover-run/drover/internal/pgtest"
+	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/task"
+)
+
+// Benchmarks of drover against the same parts the tests use: the real CLI
+// against the fake Messages API (which answers every prompt with a short
+// text), a real Temporal dev server, real Postgres and `drover worker` as a
+// subprocess. They measure; they never assert timings. Run them one at a
+// time, for example:
+//
+//	go test ./e2e -run '^$' -bench BenchmarkTurnLatency -benchtime 20x
+//	go test ./e2e -run '^$' -bench BenchmarkColdFirstTurn -benchtime 5x
+//	go test ./e2e -run '^$' -bench BenchmarkConcurrentTasks -benchtime 1x
+//	go test ./e2e -run '^$' -bench BenchmarkWatchLatency -benchtime 2000x
+
+// BenchmarkTurnLatency compares one more text turn on a warm CLI process:
+// driven directly with package claudecode (prompt → result), and through
+// drover (Prompt Update → the turn's complete event delivered by store.Watch).
+// Each reports ms/op (mean) and p50-ms; the parent logs the p50 ratio.
+func BenchmarkTurnLatency(b *testing.B) {
+	e := newBenchEnv(b)
+	var p50Direct, p50Drover time.Duration
+
+	var proc *claudecode.Process
+	b.Run("direct", func(b *testing.B) {
+		e := e.in(b)
+		if proc == nil {
+			p, err := startClaude(e.ctx, e.claudeCommand())
+			if err != nil {
+				b.Fatal(err)
+			}
+			e.owner.Cleanup(func() { _ = p.Stop(context.Background()) })
+			if err := claudeTurn(e.ctx, p, "warm-up prompt"); err != nil {
+				b.Fatal(err)
+			}
+			proc = p
+		}
+		lat := make(latencies, 0, b.N)
+		b.ResetTimer()
+		for i := range b.N {
+			t0 := time.Now()
+			if err := claudeTurn(e.ctx, proc, fmt.Sprintf("direct prompt %d", i)); err != nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, time.Since(t0))
+		}
+		b.StopTimer()
+		lat.report(b, false)
+		p50Direct = lat.percentile(50)
+	})
+	if proc != nil {
+		_ = proc.Stop(context.Background()) // idle from here on; out of the way of the drover run
+	}
+
+	const id = "turn-latency"
+	var turns int // the turns the task has ended
+	b.Run("drover", func(b *testing.B) {
+		e := e.in(b)
+		seen, stop := e.completions(id)
+		defer stop()
+		if turns == 0 {
+			e.startWorker("host-" + e.queue)
+			if _, err := e.tc.Start(e.ctx, id, e.params(), task.Prompt{Text: "warm-up prompt"}, ""); err != nil {
+				b.Fatal(err)
+			}
+			turns = 1
+		}
+		// A new watch delivers the log from its start: skip what is known.
+		e.waitComplete(seen, id, turns)
+		e.waitIdle(id)
+		lat := make(latencies, 0, b.N)
+		b.ResetTimer()
+		for i := range b.N {
+			t0 := time.Now()
+			if _, err := e.tc.Prompt(e.ctx, id, task.Prompt{Text: fmt.Sprintf("drover prompt %d", i)}, ""); err != nil {
+				b.Fatal(err)
+			}
+			turns++
+			at := e.waitComplete(seen, id, turns)
+			lat = append(lat, at.Sub(t0))
+			b.StopTimer()
+			e.waitIdle(id) // the turn's commit and the workflow's bookkeeping are not timed
+			b.StartTimer()
+		}
+		b.StopTimer()
+		lat.report(b, false)
+		p50Drover = lat.percentile(50)
+		if st := e.waitIdle(id); st.Totals.Turns != turns || st.Totals.FailedTurns != 0 {
+			b.Fatalf("task state after %d turns: %+v", turns, st)
+		}
+	})
+	logRatio(b, "drover/direct", p50Drover, p50Direct)
+}
+
+// BenchmarkColdFirstTurn compares a first turn from nothing: a fresh CLI
+// process started, initialized and run to its result (bare), and a new task's
+// first turn through drover (Update-with-Start → complete event delivered),
+// whose CLI process the worker starts. Stopping the process, or closing the
+// task, is not timed.
+func BenchmarkColdFirstTurn(b *testing.B) {
+	e := newBenchEnv(b)
+	var p50Bare, p50Drover time.Duration
+
+	bare := func(e *benchEnv, prompt string) time.Duration {
+		t0 := time.Now()
+		p, err := startClaude(e.ctx, e.claudeCommand())
+		if err != nil {
+			e.tb.Fatal(err)
+		}
+		defer func() { _ = p.Stop(context.Background()) }()
+		if err := claudeTurn(e.ctx, p, prompt); err != nil {
+			e.tb.Fatal(err)
+		}
+		return time.Since(t0)
+	}
+	warmBare := false
+	b.Run("bare", func(b *testing.B) {
+		e := e.in(b)
+		if !warmBare {
+			bare(e, "warm-up prompt") // the binary into the page cache
+			warmBare = true
+		}
+		lat := make(latencies, 0, b.N)
+		b.ResetTimer()
+		for i := range b.N {
+			d := bare(e, fmt.Sprintf("bare prompt %d", i))
+			lat = append(lat, d)
+		}
+		b.StopTimer()
+		lat.report(b, false)
+		p50Bare = lat.percentile(50)
+	})
+
+	firstTurn := func(b *testing.B, e *benchEnv, id string) time.Duration {
+		seen, stop := e.completions(id)
+		defer stop()
+		t0 := time.Now()
+		if _, err := e.tc.Start(e.ctx, id, e.params(), task.Prompt{Text: "first prompt of " + id}, ""); err != nil {
+			b.Fatal(err)
+		}
+		d := e.waitComplete(seen, id, 1).Sub(t0)
+		b.StopTimer()
+		stop()
+		if err := e.closeTask(id); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		return d
+	}
+	var w *workerProc
+	b.Run("drover", func(b *testing.B) {
+		e := e.in(b)
+		if w == nil {
+			w = e.startWorker("host-" + e.queue)
+			firstTurn(b, e, "cold-warm-up") // the worker's connections and caches
+		}
+		lat := make(latencies, 0, b.N)
+		b.ResetTimer()
+		for range b.N {
+			lat = append(lat, firstTurn(b, e, "cold-"+uuid.NewString()[:8]))
+		}
+		b.StopTimer()
+		lat.report(b, false)
+		p50Drover = lat.percentile(50)
+	})
+	logRatio(b, "drover/bare", p50Drover, p50Bare)
+}
+
+// BenchmarkConcurrentTasks starts 20 tasks at once on one worker, each with
+// three prompts (the first through Update-with-Start, two more queued behind
+// it), and reports per round: turns/s (turns over wall time until the last
+// complete event), the worker's peak RSS (VmHWM), the summed RSS of its CLI
+// processes at their peak, and the rows the round left in Postgres.
+func BenchmarkConcurrentTasks(b *testing.B) {
+	const tasks, prompts = 20, 3
+	e := newBenchEnv(b)
+	var w *workerProc
+	b.Run(fmt.Sprintf("tasks=%d", tasks), func(b *testing.B) {
+		e := e.in(b)
+		if w == nil {
+			w = e.startWorker("host-" + e.queue)
+			// One task first, so that the round does not pay for the worker's
+			// first workflow and activity.
+			seen, stop := e.completions("concurrent-warm-up")
+			if _, err := e.tc.Start(e.ctx, "concurrent-warm-up", e.params(), task.Prompt{Text: "warm-up"}, ""); err != nil {
+				b.Fatal(err)
+			}
+			e.waitComplete(seen, "concurrent-warm-up", 1)
+			stop()
+			if err := e.closeTask("concurrent-warm-up"); err != nil {
+				b.Fatal(err)
+			}
+		}
+		var wall time.Duration
+		var peakChildren, peakProcs int64
+		var rows rowCounts
+		b.ResetTimer()
+		for range b.N {
+			prefix := "round-" + uuid.NewString()[:8] + "-"
+			sampler := sampleChildren(w.cmd.Process.Pid)
+			t0 := time.Now()
+			sent := forEachTask(tasks, prefix, func(id string) error {
+				if _, err := e.tc.Start(e.ctx, id, e.params(), task.Prompt{Text: "prompt 1 of " + id}, ""); err != nil {
+					return err
+				}
+				for p := 2; p <= prompts; p++ {
+					if _, err := e.tc.Prompt(e.ctx, id, task.Prompt{Text: fmt.Sprintf("prompt %d of %s", p, id)}, ""); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			e.waitAllComplete(prefix, tasks*prompts)
+			wall += time.Since(t0)
+			b.StopTimer()
+			if err := sent(); err != nil {
+				b.Fatal(err)
+			}
+			rss, procs := sampler.stop()
+			peakChildren, peakProcs = max(peakChildren, rss), max(peakProcs, procs)
+			if err := forEachTask(tasks, prefix, e.closeTask)(); err != nil {
+				b.Fatal(err)
+			}
+			r := e.countRows(prefix)
+			if r.completedTurns != tasks*prompts {
+				b.Fatalf("round %s: %d turns completed, want %d", prefix, r.completedTurns, tasks*prompts)
+			}
+			rows.add(r)
+			b.StartTimer()
+		}
+		b.StopTimer()
+		n := float64(b.N)
+		b.ReportMetric(float64(b.N*tasks*prompts)/wall.Seconds(), "turns/s")
+		b.ReportMetric(float64(procStatusKB(w.cmd.Process.Pid, "VmHWM"))/1024, "worker-hwm-MB")
+		b.ReportMetric(float64(peakChildren)/1024, "claude-peak-rss-MB")
+		b.ReportMetric(float64(peakProcs), "claude-peak-procs")
+		b.ReportMetric(float64(rows.events)/n, "task_events-rows")
+		b.ReportMetric(float64(rows.turns)/n, "task_turns-rows")
+		b.ReportMetric(float64(rows.executors)/n, "executors_running-rows")
+	})
+}
+
+// BenchmarkWatchLatency measures store.Watch: per-event latency from just
+// before AppendEvents (batches of 1) to Watch's callback, and the append rate.
+// sequential waits for each event's delivery before the next append (latency
+// alone); stream appends back to back while the watch follows (latency under
+// load and throughput). It needs only Postgres.
+func BenchmarkWatchLatency(b *testing.B) {
+	pool := pgtest.NewPool(b)
+	payload := json.RawMessage(`{"type":"message_chunk","text":"The quick brown fox jumps over the lazy dog."}`)
+	batch := []store.EventInput{{Turn: 1, Attempt: 1, Type: "message_chunk", Payload: payload}}
+
+	// watch delivers the task's events to fn (called on Watch's goroutine)
+	// until the returned stop is called.
+	watch := func(b *testing.B, taskID string, fn func(seq int64, at time.Time)) (stop func()) {
+		ctx, cancel := context.WithCancel(b.Context())
+		done := make(chan error, 1)
+		go func() {
+			done <- store.Watch(ctx, pool, store.WatchConfig{TaskID: taskID}, func(ev store.Event) error {
+				fn(ev.Seq, time.Now())
+				return nil
+			})
+		}()
+		return func() {
+			cancel()
+			if err := <-done; ctx.Err() == nil {
+				b.Errorf("watch ended early: %v", err)
+			}
+		}
+	}
+
+	b.Run("sequential", func(b *testing.B) {
+		ctx, taskID := b.Context(), "watch-seq-"+uuid.NewString()
+		type delivery struct {
+			seq int64
+			at  time.Time
+		}
+		got := make(chan delivery, 1)
+		stop := watch(b, taskID, func(seq int64, at time.Time) { got <- delivery{seq, at} })
+		defer stop()
+		lat := make(latencies, 0, b.N)
+		for i := range b.N + 1 { // the first one, not counted, waits for the watch to start
+			t0 := time.Now()
+			_, last, err := store.AppendEvents(ctx, pool, taskID, batch)
+			if err != nil {
+				b.Fatal(err)
+			}
+			d := <-got
+			if d.seq != last {
+				b.Fatalf("delivered seq %d after appending %d", d.seq, last)
+			}
+			if i == 0 {
+				b.ResetTimer()
+				continue
+			}
+			lat = append(lat, d.at.Sub(t0))
+		}
+		b.StopTimer()
+		lat.report(b, true)
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	})
+
+	b.Run("stream", func(b *testing.B) {
+		ctx, taskID := b.Context(), "watch-stream-"+uuid.NewString()
+		n := int64(b.N) + 1 // seq 1 waits for the watch to start
+		starts := make([]atomic.Int64, n+1)
+		lat := make(latencies, n+1)
+		var first, all sync.WaitGroup
+		first.Add(1)
+		all.Add(1)
+		var lastAt time.Time
+		stop := watch(b, taskID, func(seq int64, at time.Time) {
+			if seq < 1 || seq > n {
+				b.Errorf("unexpected seq %d", seq)
+				return
+			}
+			lat[seq] = at.Sub(time.Unix(0, starts[seq].Load()))
+			switch seq {
+			case 1:
+				first.Done()
+			case n:
+				lastAt = at
+				all.Done()
+			}
+		})
+		defer stop()
+		starts[1].Store(time.Now().UnixNano())
+		if _, _, err := store.AppendEvents(ctx, pool, taskID, batch); err != nil {
+			b.Fatal(err)
+		}
+		first.Wait()
+		b.ResetTimer()
+		t0 := time.Now()
+		for seq := int64(2); seq <= n; seq++ {
+			starts[seq].Store(time.Now().UnixNano())
+			if _, last, err := store.AppendEvents(ctx, pool, taskID, batch); err != nil || last != seq {
+				b.Fatalf("appending seq %d: got %d, %v", seq, last, err)
+			}
+		}
+		appended := time.Since(t0)
+		all.Wait()
+		b.StopTimer()
+		measured := lat[2 : n+1]
+		measured.report(b, true)
+		b.ReportMetric(float64(b.N)/appended.Seconds(), "events/s")
+		b.ReportMetric(float64(b.N)/lastAt.Sub(t0).Seconds(), "delivered/s")
+	})
+}
+
+// logRatio logs num/den of two p50 latencies.
+func logRatio(b *testing.B, name string, num, den time.Duration) {
+	if num > 0 && den > 0 {
+		b.Logf("p50 %s = %.2f ms / %.2f ms = %.2f", name, ms(num), ms(den), float64(num)/float64(den))
+	}
+}

@@ -1,0 +1,73 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/drover-run/drover/events"
+	fa "github.com/drover-run/drover/internal/fakeanthropic"
+	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/task"
+)
+
+// Interrupting a task stops its running turn, which ends as interrupted, and
+// the task takes the next prompt in the same session.
+func TestInterruptRunningTurn(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.startWorker("host-" + e.queue)
+	release := make(chan struct{})
+	defer close(release)
+	e.fake.Enqueue(
+		fa.Reply(fa.Text("STARTED-LONG-ANSWER"), fa.Text("rest")).WithHold(1, release),
+		fa.Reply(fa.Text("after the interrupt")),
+	)
+	const id = "interrupted"
+	if _, err := e.tc.Start(e.ctx, id, e.params(), task.Prompt{Text: "long question"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the turn to stream", func() bool {
+		for _, ev := range e.events(id) {
+			if strings.Contains(ev.Agent.Text, "STARTED-LONG-ANSWER") {
+				return true
+			}
+		}
+		return false
+	})
+	r, err := e.tc.Interrupt(e.ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Interrupted || r.Turn != 1 {
+		t.Fatalf("interrupt answered %+v", r)
+	}
+	st := e.waitTurns(id, 1)
+	rec, err := store.GetTurn(e.ctx, e.db(), id, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != store.TurnInterrupted || rec.Attempts != 1 {
+		t.Errorf("turn 1 record: status %s attempts %d, want interrupted after one attempt", rec.Status, rec.Attempts)
+	}
+	var interrupted bool
+	for _, ev := range e.events(id) {
+		if ev.Agent.Type == events.TypeInterrupted || (ev.Agent.Type == events.TypeError && ev.Agent.Error != nil && ev.Agent.Error.Kind == events.ErrorInterrupted) {
+			interrupted = true
+		}
+	}
+	if !interrupted {
+		t.Error("the log does not say the turn was interrupted")
+	}
+
+	if _, err := e.tc.Prompt(e.ctx, id, task.Prompt{Text: "next question"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	st2 := e.waitTurns(id, 2)
+	if st2.SessionID != st.SessionID || st2.Totals.FailedTurns != 0 {
+		t.Errorf("after the interrupt: %+v (session before %s)", st2, st.SessionID)
+	}
+	reqs := e.fake.MainRequests()
+	if last := reqs[len(reqs)-1].LastUserText(); !strings.Contains(last, "next question") {
+		t.Errorf("the next turn sent %q", last)
+	}
+}
