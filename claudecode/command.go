@@ -264,21 +264,18 @@ func (c *Command) Build(ctx context.Context) (*exec.Cmd, error) {
 	cmd.Dir = c.Dir
 	cmd.Env = c.Environ()
 	cmd.WaitDelay = c.WaitDelay
-	if cmd.WaitDelay <= 0 {
-		cmd.WaitDelay = defaultWaitDelay
-	}
 	prepareCmd(cmd)
+	cmd.Cancel = func() error { return killGroup(cmd, syscall.SIGKILL) }
 	return cmd, nil
 }
 
-// prepareCmd puts cmd in its own process group and makes a cancelled context kill the whole group.
+// prepareCmd puts cmd in its own process group and bounds Wait.
 func prepareCmd(cmd *exec.Cmd) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = true
 	cmd.SysProcAttr.Pgid = 0
-	cmd.Cancel = func() error { return killGroup(cmd, syscall.SIGKILL) }
 	if cmd.WaitDelay <= 0 {
 		cmd.WaitDelay = defaultWaitDelay
 	}

@@ -12,7 +12,7 @@ import (
 
 // ansiEscape matches terminal escape sequences: CSI (colours, cursor), OSC (titles, links) and
 // two-byte escapes.
-var ansiEscape = regexp.MustCompile(`\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]`)
+var ansiEscape = regexp.MustCompile(`\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[()*+][0-~]|\x1b[@-Z\\-_]`)
 
 // stripANSI removes terminal escape sequences and carriage returns.
 func stripANSI(s string) string {

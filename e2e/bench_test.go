@@ -116,29 +116,33 @@ func BenchmarkColdFirstTurn(b *testing.B) {
 	e := newBenchEnv(b)
 	var p50Bare, p50Drover time.Duration
 
-	bare := func(e *benchEnv, prompt string) time.Duration {
+	bare := func(b *testing.B, e *benchEnv, prompt string) time.Duration {
 		t0 := time.Now()
 		p, err := startClaude(e.ctx, e.claudeCommand())
 		if err != nil {
-			e.tb.Fatal(err)
+			b.Fatal(err)
 		}
-		defer func() { _ = p.Stop(context.Background()) }()
-		if err := claudeTurn(e.ctx, p, prompt); err != nil {
-			e.tb.Fatal(err)
+		err = claudeTurn(e.ctx, p, prompt)
+		d := time.Since(t0)
+		b.StopTimer()
+		_ = p.Stop(context.Background())
+		b.StartTimer()
+		if err != nil {
+			b.Fatal(err)
 		}
-		return time.Since(t0)
+		return d
 	}
 	warmBare := false
 	b.Run("bare", func(b *testing.B) {
 		e := e.in(b)
 		if !warmBare {
-			bare(e, "warm-up prompt") // the binary into the page cache
+			bare(b, e, "warm-up prompt") // the binary into the page cache
 			warmBare = true
 		}
 		lat := make(latencies, 0, b.N)
 		b.ResetTimer()
 		for i := range b.N {
-			d := bare(e, fmt.Sprintf("bare prompt %d", i))
+			d := bare(b, e, fmt.Sprintf("bare prompt %d", i))
 			lat = append(lat, d)
 		}
 		b.StopTimer()

@@ -58,8 +58,9 @@ func TestPersistentAPIErrorLeavesTaskUsable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Attempts != 3 || rec.CostUSD != 0 {
-		t.Errorf("turn 1 record: attempts %d cost %.6f", rec.Attempts, rec.CostUSD)
+	if rec.Attempts != 3 || rec.CostUSD != 0 || rec.Status != store.TurnFailed || rec.Error == "" {
+		t.Errorf("turn 1 record: status %s attempts %d cost %.6f error %q, want failed after 3 attempts",
+			rec.Status, rec.Attempts, rec.CostUSD, rec.Error)
 	}
 
 	// The API comes back: the next prompt works, in a conversation that does
