@@ -62,6 +62,13 @@ type Config struct {
 	// background shells still run waits for them (the CLI reports their end
 	// in a turn of its own). Defaults to 15 minutes.
 	BackgroundWait time.Duration
+	// StallTimeout stops a CLI that prints nothing for this long during a
+	// turn; the attempt fails and is retried. Defaults to 30 minutes (the
+	// CLI's own tools time out well before).
+	StallTimeout time.Duration
+	// CommitRetry is how long a finished turn keeps trying to commit through
+	// database failures before the attempt fails. Defaults to 2 minutes.
+	CommitRetry time.Duration
 	// StopTimeout bounds each step of stopping a CLI process. Defaults to 5s.
 	StopTimeout time.Duration
 	// DebugDir, when set and DROVER_DEBUG_AGENT_MESSAGES=true, receives raw and
@@ -82,6 +89,12 @@ func (c *Config) withDefaults() {
 	}
 	if c.BackgroundWait <= 0 {
 		c.BackgroundWait = 15 * time.Minute
+	}
+	if c.StallTimeout <= 0 {
+		c.StallTimeout = 30 * time.Minute
+	}
+	if c.CommitRetry <= 0 {
+		c.CommitRetry = 2 * time.Minute
 	}
 	if c.StopTimeout <= 0 {
 		c.StopTimeout = 5 * time.Second

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -57,6 +58,8 @@ type executor struct {
 	pending    *events.Completion // accumulated results while background work runs
 	bgTimer    *time.Timer
 	bgWait     time.Duration
+
+	lastSeen atomic.Int64 // unix nanoseconds of the last line read
 
 	exited  chan struct{}
 	exitErr error
@@ -131,6 +134,7 @@ func (ex *executor) loop() {
 			ex.exitErr = err
 			return
 		}
+		ex.lastSeen.Store(time.Now().UnixNano())
 		ex.adapterMu.Lock()
 		ex.adapter.Handle(msg)
 		ex.adapterMu.Unlock()
@@ -250,6 +254,11 @@ func (ex *executor) initialize(ctx context.Context, req claudecode.InitializeReq
 	return nil
 }
 
+// quietFor is how long the CLI has printed nothing.
+func (ex *executor) quietFor() time.Duration {
+	return time.Since(time.Unix(0, ex.lastSeen.Load()))
+}
+
 // runningTurn reports whether the process runs the given turn now.
 func (ex *executor) runningTurn(turn int) bool {
 	ex.mu.Lock()
@@ -269,6 +278,7 @@ func (ex *executor) beginTurn(turn int, sink streamjson.Sink) (<-chan turnOutcom
 		ex.idleTimer = nil
 	}
 	ex.busy = true
+	ex.lastSeen.Store(time.Now().UnixNano())
 	ex.turn = turn
 	ex.pending = nil
 	ex.sink = sink

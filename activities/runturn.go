@@ -169,32 +169,47 @@ func (a *Activities) runTurn(ctx context.Context, in task.RunTurnInput, attempt 
 	defer close(hbDone)
 	go a.heartbeat(ctx, elog, hbDone)
 
-	select {
-	case o := <-outcome:
-		return a.finishTurn(ctx, in, attempt, execID, ex, elog, o, log)
+	stall := time.NewTicker(min(a.cfg.StallTimeout/4, time.Minute))
+	defer stall.Stop()
+	for {
+		select {
+		case <-stall.C:
+			if idle := ex.quietFor(); idle >= a.cfg.StallTimeout {
+				ex.endTurn("", "")
+				a.dropExecutor(ctx, ex, "stalled")
+				_ = elog.Flush(ctx)
+				err := retryable(task.ErrTypeCLI, fmt.Errorf("claude printed nothing for %s; stopped it", idle.Round(time.Second)))
+				a.markFailed(ctx, in.TaskID, execID, err)
+				return out, err
+			}
+			continue
+		case o := <-outcome:
+			return a.finishTurn(ctx, in, attempt, execID, ex, elog, o, log)
 
-	case <-ex.exited:
-		ex.endTurn("", "")
-		a.dropExecutor(ctx, ex, "claude exited")
-		flushErr := elog.Flush(ctx)
-		err := classifyExit(ex.exitErr)
-		a.markFailed(ctx, in.TaskID, execID, err)
-		return out, errors.Join(err, flushErr)
+		case <-ex.exited:
+			ex.endTurn("", "")
+			a.dropExecutor(ctx, ex, "claude exited")
+			flushErr := elog.Flush(ctx)
+			err := classifyExit(ex.exitErr)
+			a.markFailed(ctx, in.TaskID, execID, err)
+			return out, errors.Join(err, flushErr)
 
-	case <-ctx.Done():
-		// Cancelled (the task was cancelled, or the attempt timed out): stop
-		// the turn, then the process; the cleanup must run whatever ctx says.
-		cause := context.Cause(ctx)
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*a.cfg.StopTimeout)
-		defer cancel()
-		ictx, icancel := context.WithTimeout(cctx, a.cfg.StopTimeout)
-		_ = ex.interrupt(ictx)
-		icancel()
-		ex.endTurn("", "")
-		a.dropExecutor(cctx, ex, "turn cancelled")
-		_ = elog.Flush(cctx)
-		a.markStopped(cctx, in.TaskID, execID, cause)
-		return out, fmt.Errorf("turn %d cancelled: %w", in.Turn, cause)
+		case <-ctx.Done():
+			// Cancelled (the task was cancelled, or the attempt timed out):
+			// stop the turn, then the process; the cleanup must run whatever
+			// ctx says.
+			cause := context.Cause(ctx)
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*a.cfg.StopTimeout)
+			defer cancel()
+			ictx, icancel := context.WithTimeout(cctx, a.cfg.StopTimeout)
+			_ = ex.interrupt(ictx)
+			icancel()
+			ex.endTurn("", "")
+			a.dropExecutor(cctx, ex, "turn cancelled")
+			_ = elog.Flush(cctx)
+			a.markStopped(cctx, in.TaskID, execID, cause)
+			return out, fmt.Errorf("turn %d cancelled: %w", in.Turn, cause)
+		}
 	}
 }
 
@@ -247,7 +262,7 @@ func (a *Activities) finishTurn(ctx context.Context, in task.RunTurnInput, attem
 		return out, retryable(task.ErrTypeCLI, errors.New("the turn ended without a transcript position to resume at"))
 	}
 
-	applied, err := store.CommitTurn(ctx, a.cfg.DB, store.TurnCommit{
+	applied, err := a.commitWithRetry(ctx, store.TurnCommit{
 		TaskID: in.TaskID, Turn: in.Turn, ExecutionID: execID,
 		SessionID: out.SessionID, LastMessageUUID: out.LastMessageUUID, ResultUUID: out.ResultUUID,
 		Status: status, CostUSD: c.CostUSD, InputTokens: c.InputTokens, OutputTokens: c.OutputTokens,
@@ -268,6 +283,27 @@ func (a *Activities) finishTurn(ctx context.Context, in task.RunTurnInput, attem
 	ex.endTurn(out.SessionID, out.LastMessageUUID)
 	a.keepOrStop(ctx, ex)
 	return out, nil
+}
+
+// commitWithRetry commits a turn whose result is in hand, riding out a
+// Postgres restart: transient failures are retried with backoff for up to
+// CommitRetry (or until ctx ends). Ownership and validation errors are final.
+func (a *Activities) commitWithRetry(ctx context.Context, c store.TurnCommit) (bool, error) {
+	deadline := time.Now().Add(a.cfg.CommitRetry)
+	backoff := 100 * time.Millisecond
+	for {
+		applied, err := store.CommitTurn(ctx, a.cfg.DB, c)
+		if err == nil || errors.Is(err, store.ErrStaleExecution) || errors.Is(err, store.ErrNotFound) || time.Now().After(deadline) {
+			return applied, err
+		}
+		a.cfg.Logger.Warn("committing the turn failed; retrying", "task_id", c.TaskID, "turn", c.Turn, "error", err)
+		select {
+		case <-ctx.Done():
+			return false, fmt.Errorf("%w (then: %w)", err, context.Cause(ctx))
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
 }
 
 // heartbeat reports progress (the last stored event) until done or ctx ends.

@@ -26,6 +26,10 @@ type ClientConfig struct {
 	// and malformed lines included. It runs on the reader goroutine and must not block; the slice is
 	// only valid during the call.
 	Tap func(line []byte)
+	// InputTap, if set, sees every line written to the CLI's stdin (prompts, our control requests and
+	// answers), without its newline, in the order written. It is called while the write lock is held,
+	// so it must not block or write to the Client; the slice is only valid during the call.
+	InputTap func(line []byte)
 	// Logger receives debug and error logs. Nil means silent.
 	Logger *slog.Logger
 }
@@ -115,7 +119,7 @@ func NewClient(r io.Reader, w io.WriteCloser, cfg ClientConfig) *Client {
 		log:        cfg.Logger,
 		r:          r,
 		w:          w,
-		out:        NewWriter(w),
+		out:        &Writer{w: w, onWrite: cfg.InputTap},
 		queue:      newQueue(),
 		prefix:     "drover-" + hex.EncodeToString(b[:]),
 		base:       base,

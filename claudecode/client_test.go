@@ -382,10 +382,14 @@ func TestClientCancelRequest(t *testing.T) {
 func TestClientTapAndPrompt(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
-	var tapped []string
+	var tapped, input []string
 	f := newFakeCLI(t, ClientConfig{Tap: func(l []byte) {
 		mu.Lock()
 		tapped = append(tapped, string(l))
+		mu.Unlock()
+	}, InputTap: func(l []byte) {
+		mu.Lock()
+		input = append(input, string(l))
 		mu.Unlock()
 	}})
 	ctx := context.Background()
@@ -403,6 +407,19 @@ func TestClientTapAndPrompt(t *testing.T) {
 	mu.Unlock()
 	if want := lineCtlResp + "|garbage|" + lineResult; got != want {
 		t.Errorf("tap saw %q, want %q", got, want)
+	}
+	// The input tap saw the prompt, then the answer to a control request, byte for byte.
+	f.say(lineHookCB)
+	answer := f.heard()
+	var gotIn []string
+	eventually(t, "input tap call", func() bool { // the tap runs just after the pipe write returns
+		mu.Lock()
+		defer mu.Unlock()
+		gotIn = append([]string(nil), input...)
+		return len(gotIn) >= 2
+	})
+	if len(gotIn) != 2 || !strings.HasPrefix(gotIn[0], `{"type":"user"`) || gotIn[1] != answer {
+		t.Errorf("input tap saw %q, want the prompt and %q", gotIn, answer)
 	}
 
 	if err := f.client.CloseInput(); err != nil {

@@ -43,24 +43,6 @@ type ContentBlock struct {
 	Raw json.RawMessage `json:"-"`
 }
 
-// UnmarshalJSON decodes a block, keeping Raw for unmodelled types. It never fails on a field of an
-// unexpected type.
-func (b *ContentBlock) UnmarshalJSON(data []byte) error {
-	if firstByte(data) != '{' {
-		return nil
-	}
-	type plain ContentBlock
-	if err := tolerate(json.Unmarshal(data, (*plain)(b))); err != nil {
-		return err
-	}
-	switch b.Type {
-	case BlockText, BlockThinking, BlockRedactedThinking, BlockToolUse, BlockToolResult, BlockImage:
-	default:
-		b.Raw = append(json.RawMessage(nil), data...)
-	}
-	return nil
-}
-
 // ImageSource is the source of an image block.
 type ImageSource struct {
 	Type      string `json:"type"` // base64 or url
@@ -95,19 +77,6 @@ func (c Content) String() string {
 		sb.WriteString(c.Blocks[i].Text)
 	}
 	return sb.String()
-}
-
-// UnmarshalJSON accepts a string, an array of blocks or null. Any other JSON value leaves c zero.
-func (c *Content) UnmarshalJSON(data []byte) error {
-	*c = Content{}
-	switch firstByte(data) {
-	case '"':
-		return tolerate(json.Unmarshal(data, &c.Text))
-	case '[':
-		c.Blocks = []ContentBlock{}
-		return tolerate(json.Unmarshal(data, &c.Blocks))
-	}
-	return nil
 }
 
 // MarshalJSON writes Blocks as an array when non-nil, else Text as a string.

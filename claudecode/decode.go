@@ -24,7 +24,11 @@ func Decode(line []byte) (Message, error) {
 		}
 		return nil, fmt.Errorf("decoding message: %w", ErrNotObject)
 	}
-	raw := append([]byte(nil), line...)
+	return decodeOwned(append([]byte(nil), line...), typ, sub)
+}
+
+// decodeOwned decodes raw, which the returned message keeps, given the probe's type and subtype.
+func decodeOwned(raw []byte, typ, sub string) (Message, error) {
 	var (
 		msg Message
 		dst any
@@ -34,8 +38,12 @@ func Decode(line []byte) (Message, error) {
 		m := &AssistantMessage{}
 		msg, dst = m, m
 	case TypeUser:
-		m := &UserMessage{}
-		msg, dst = m, m
+		if !validJSON(raw) {
+			return nil, fmt.Errorf("decoding message: %w", syntaxError(raw))
+		}
+		m := &UserMessage{line: line{raw: raw}}
+		m.decode(raw)
+		return m, nil
 	case TypeResult:
 		m := &ResultMessage{}
 		msg, dst = m, m

@@ -60,11 +60,27 @@ func (r *Reader) ReadMessage() (Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := Decode(b)
+	typ, sub, isObject := probe(b)
+	if !isObject {
+		_, err := Decode(b) // for its error
+		return newMalformed(b, r.line, err), nil
+	}
+	raw := b
+	if r.owned(b) {
+		r.buf = nil // the message takes the assembled line; no copy
+	} else {
+		raw = append([]byte(nil), b...)
+	}
+	m, err := decodeOwned(raw, typ, sub)
 	if err != nil {
 		return newMalformed(b, r.line, err), nil
 	}
 	return m, nil
+}
+
+// owned reports whether b lies in the Reader's own assembly buffer (rather than in bufio's).
+func (r *Reader) owned(b []byte) bool {
+	return len(b) > 0 && len(r.buf) > 0 && &b[0] == &r.buf[0]
 }
 
 // readRaw returns the next physical line including its terminator.
@@ -125,9 +141,10 @@ func prefix(b []byte) string {
 // Writer writes newline-delimited JSON. It is safe for concurrent use: each call writes one whole line
 // with a single Write to the underlying writer, so lines never interleave.
 type Writer struct {
-	mu  sync.Mutex
-	w   io.Writer
-	buf []byte
+	mu      sync.Mutex
+	w       io.Writer
+	buf     []byte
+	onWrite func([]byte) // called with each line written, under mu
 }
 
 // NewWriter returns a Writer writing to w.
@@ -142,6 +159,9 @@ func (w *Writer) WriteLine(line []byte) error {
 	defer w.mu.Unlock()
 	w.buf = append(append(w.buf[:0], line...), '\n')
 	_, err := w.w.Write(w.buf)
+	if err == nil && w.onWrite != nil {
+		w.onWrite(w.buf[:len(w.buf)-1])
+	}
 	if cap(w.buf) > maxRetainedBuffer {
 		w.buf = nil
 	}

@@ -126,3 +126,39 @@ func TestCancelLeavesNoProcess(t *testing.T) {
 		t.Errorf("executor row after cancel: status %s pid %d", x.Status, x.PID)
 	}
 }
+
+// A CLI that goes silent (here: the model's answer never comes) is stopped
+// after the stall timeout, and the turn is retried from where it began.
+func TestStalledCLIIsRetried(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.startWorker("host-"+e.queue, "--stall-timeout", "3s")
+	never := make(chan struct{})
+	defer close(never)
+	e.fake.Enqueue(
+		fa.Reply(fa.Text("this answer never finishes")).WithHold(0, never),
+		fa.Reply(fa.Text("second attempt answers")),
+	)
+	const id = "stalled"
+	if _, err := e.tc.Start(e.ctx, id, e.params(), task.Prompt{Text: "are you there?"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	st := e.waitTurns(id, 1)
+	if st.Totals.FailedTurns != 0 {
+		t.Fatalf("state: %+v", st)
+	}
+	rec, err := store.GetTurn(e.ctx, e.db(), id, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != store.TurnCompleted || rec.Attempts != 2 {
+		t.Errorf("turn record: status %s attempts %d, want completed on the second attempt", rec.Status, rec.Attempts)
+	}
+	var retry bool
+	for _, ev := range e.events(id) {
+		retry = retry || ev.Agent.Type == events.TypeTurnRetry
+	}
+	if !retry {
+		t.Error("no turn_retry event for the stalled attempt")
+	}
+}

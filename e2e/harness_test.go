@@ -178,10 +178,10 @@ type workerProc struct {
 }
 
 // startWorker runs `drover worker` as host executorID.
-func (e *env) startWorker(executorID string, extraEnv ...string) *workerProc {
+func (e *env) startWorker(executorID string, extraArgs ...string) *workerProc {
 	e.t.Helper()
-	cmd := exec.Command(suite.drover, "worker", "--keep-alive", "2m")
-	cmd.Env = append([]string{
+	cmd := exec.Command(suite.drover, append([]string{"worker", "--keep-alive", "2m"}, extraArgs...)...)
+	cmd.Env = []string{
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + e.home,
 		"DROVER_DATABASE_URL=" + e.dsn,
@@ -197,7 +197,7 @@ func (e *env) startWorker(executorID string, extraEnv ...string) *workerProc {
 		"DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1", "DISABLE_AUTOUPDATER=1",
 		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
 		"CLAUDE_CODE_MAX_RETRIES=0",
-	}, extraEnv...)
+	}
 	w := &workerProc{cmd: cmd, done: make(chan struct{}), log: &lockedBuffer{}}
 	cmd.Stdout, cmd.Stderr = w.log, w.log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

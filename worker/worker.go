@@ -44,6 +44,9 @@ type Config struct {
 	// KeepAlive is how long a task's CLI waits for its next turn. Defaults to
 	// 10 minutes; negative stops it after every turn.
 	KeepAlive time.Duration
+	// StallTimeout stops a CLI that prints nothing for this long during a
+	// turn, and retries the turn. Defaults to 30 minutes.
+	StallTimeout time.Duration
 	// MaxConcurrentTurns bounds the turns this host runs at once. Defaults to 32.
 	MaxConcurrentTurns int
 	// RegisterSearchAttributes adds drover's search attributes to the namespace
@@ -148,6 +151,7 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 		Claude:        cfg.Claude,
 		WorkspaceRoot: cfg.WorkspaceRoot,
 		KeepAlive:     cfg.KeepAlive,
+		StallTimeout:  cfg.StallTimeout,
 		DebugDir:      cfg.DebugDir,
 		Logger:        log,
 	})
