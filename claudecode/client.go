@@ -153,7 +153,8 @@ func (c *Client) Err() error {
 }
 
 // CloseInput closes the CLI's stdin: the running turn finishes and the CLI exits. Further writes fail
-// with ErrInputClosed. It is idempotent.
+// with ErrInputClosed, answers to the CLI's control requests included, so close the input only once
+// no answer is still needed (after the turn's result). It is idempotent.
 func (c *Client) CloseInput() error {
 	c.mu.Lock()
 	if c.inputClosed {
@@ -169,7 +170,8 @@ func (c *Client) CloseInput() error {
 }
 
 // Close closes the CLI's stdin and, if the reader is an io.Closer, its output; then waits for the reader
-// and every handler to return (handlers see their context cancelled). Pending requests fail. Recv still
+// (a reader that is not an io.Closer must reach its end by itself) and every handler to return
+// (handlers see their context cancelled). Pending requests fail. Recv still
 // returns the messages read before, then the reader's end error (ErrClosed if the reader was still
 // running).
 func (c *Client) Close() error {

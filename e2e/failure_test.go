@@ -162,3 +162,64 @@ func TestStalledCLIIsRetried(t *testing.T) {
 		t.Error("no turn_retry event for the stalled attempt")
 	}
 }
+
+// Postgres drops every connection of the worker in the middle of a turn (as a
+// restart would): the turn still completes, its events all arrive in order,
+// and it is committed once.
+func TestDatabaseConnectionsDroppedMidTurn(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.startWorker("host-" + e.queue)
+	release := make(chan struct{})
+	e.fake.Enqueue(fa.Reply(fa.Text("before the drop"), fa.UseBash("echo after"), fa.Text("unused")).WithHold(1, release),
+		fa.Reply(fa.Text("done after the drop")))
+	const id = "pg-drop"
+	if _, err := e.tc.Start(e.ctx, id, e.params(), task.Prompt{Text: "keep going"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the first output", func() bool {
+		for _, ev := range e.events(id) {
+			if strings.Contains(ev.Agent.Text, "before the drop") {
+				return true
+			}
+		}
+		return false
+	})
+	var dropped int
+	err := e.db().QueryRow(e.ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid()`).Scan(&dropped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dropped == 0 {
+		t.Fatal("the worker held no connection to drop")
+	}
+	close(release)
+	st := e.waitTurns(id, 1)
+	if st.Totals.FailedTurns != 0 {
+		t.Fatalf("state: %+v", st)
+	}
+	evs := e.events(id)
+	var tools, completes int
+	for i, ev := range evs {
+		if ev.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d", i+1, ev.Seq)
+		}
+		switch ev.Agent.Type {
+		case events.TypeToolUpdate:
+			tools++
+		case events.TypeComplete:
+			completes++
+		}
+	}
+	if tools != 1 || completes != 1 {
+		t.Errorf("after the drop: %d tool updates, %d completes; want 1 and 1", tools, completes)
+	}
+	rec, err := store.GetTurn(e.ctx, e.db(), id, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Status != store.TurnCompleted || !near(rec.CostUSD, st.Totals.CostUSD) {
+		t.Errorf("turn record %s cost %.6f, workflow %.6f", rec.Status, rec.CostUSD, st.Totals.CostUSD)
+	}
+}
