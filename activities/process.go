@@ -106,14 +106,9 @@ func (a *Activities) command(in task.RunTurnInput, workspace string) claudecode.
 			c.MCPServers[name] = claudecode.MCPServer{Command: s.Command, Args: s.Args, Env: s.Env, Type: s.Type, URL: s.URL, Headers: s.Headers}
 		}
 	}
-	switch in.Profile.PermissionMode {
-	case task.Supervised, task.Plan:
-		// Human approval arrives over the control plane.
-		c.PermissionMode = "bypassPermissions"
-		c.PermissionPromptToolStdio = true
-	default:
-		c.DangerouslySkipPermissions = true
-	}
+	// Autonomous is the one mode that runs here (validateInput refuses the
+	// others until human approval is wired through the workflow).
+	c.DangerouslySkipPermissions = true
 	return c
 }
 

@@ -352,6 +352,8 @@ func validateInput(in task.RunTurnInput) error {
 		return fmt.Errorf("the prompt uuid %q is not a uuid", in.PromptUUID)
 	case !in.Profile.PermissionMode.Valid():
 		return fmt.Errorf("unknown permission mode %q", in.Profile.PermissionMode)
+	case in.Profile.PermissionMode != "" && in.Profile.PermissionMode != task.Autonomous:
+		return fmt.Errorf("permission mode %q is not available yet: tasks run autonomous", in.Profile.PermissionMode)
 	}
 	return nil
 }

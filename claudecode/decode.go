@@ -88,7 +88,7 @@ func newSystem(subtype string) (Message, any) {
 		m = &SystemAPIRetry{}
 	case SubtypeCompactBoundary:
 		m = &SystemCompactBoundary{}
-	case SubtypeTaskStarted, SubtypeTaskUpdated, SubtypeTaskNotification:
+	case SubtypeTaskStarted, SubtypeTaskProgress, SubtypeTaskUpdated, SubtypeTaskNotification:
 		m = &SystemTask{}
 	case SubtypeThinkingTokens:
 		m = &SystemThinkingTokens{}

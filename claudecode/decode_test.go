@@ -24,6 +24,7 @@ const (
 	lineTaskStarted = `{"type":"system","subtype":"task_started","task_id":"t1","tool_use_id":"toolu_9","description":"Explore","subagent_type":"general-purpose","task_type":"local_agent","prompt":"look","uuid":"u6","session_id":"s1"}`
 	lineTaskUpdated = `{"type":"system","subtype":"task_updated","task_id":"t1","patch":{"status":"running"},"uuid":"u7","session_id":"s1"}`
 	lineTaskNotif   = `{"type":"system","subtype":"task_notification","task_id":"t1","status":"completed","summary":"found it","output_file":"","usage":{"total_tokens":5},"uuid":"u8","session_id":"s1"}`
+	lineTaskProg    = `{"type":"system","subtype":"task_progress","task_id":"a846","run_id":"0mx6","tool_use_id":"toolu_fg","description":"Running echo","subagent_type":"general-purpose","usage":{"total_tokens":8184,"tool_uses":1,"duration_ms":119},"last_tool_name":"Bash","uuid":"6feeb4e9","session_id":"s1"}`
 	lineThinkTok    = `{"type":"system","subtype":"thinking_tokens","estimated_tokens":12,"estimated_tokens_delta":9,"session_id":"s1","uuid":"u9"}`
 	linePermDenied  = `{"type":"system","subtype":"permission_denied","tool_name":"Bash","tool_use_id":"toolu_1","decision_reason_type":"mode","decision_reason":"print mode","message":"denied","uuid":"u10","session_id":"s1"}`
 	lineHookStarted = `{"type":"system","subtype":"hook_started","hook_id":"h1","hook_name":"PreToolUse:Bash","hook_event":"PreToolUse","uuid":"u11","session_id":"s1"}`
@@ -124,6 +125,10 @@ func TestDecodeSystem(t *testing.T) {
 		t.Errorf("task_notification = %+v", tn)
 	}
 
+	tp := as[*SystemTask](t, lineTaskProg)
+	if tp.Subtype != SubtypeTaskProgress || tp.LastToolName != "Bash" || string(tp.Usage) != `{"total_tokens":8184,"tool_uses":1,"duration_ms":119}` {
+		t.Errorf("task_progress = %+v", tp)
+	}
 	if tt := as[*SystemThinkingTokens](t, lineThinkTok); tt.EstimatedTokens != 12 || tt.EstimatedTokensDelta != 9 {
 		t.Errorf("thinking_tokens = %+v", tt)
 	}
@@ -381,6 +386,11 @@ func TestDecodeErrors(t *testing.T) {
 	}
 }
 
+// knownUnmodelled are kinds the pinned CLI writes that this package leaves to Unknown on purpose.
+var knownUnmodelled = map[string]bool{
+	"system/background_tasks_changed": true, // the list of running background tasks; task_* frames say it all
+}
+
 // TestDecodeRecorded decodes stdout recorded from the pinned CLI: every line decodes, none of the known
 // kinds falls back to Unknown, and each file holds what its scenario must produce.
 func TestDecodeRecorded(t *testing.T) {
@@ -389,6 +399,8 @@ func TestDecodeRecorded(t *testing.T) {
 	if len(files) == 0 {
 		t.Fatal("no recorded CLI output in testdata/cli")
 	}
+	transcripts, _ := filepath.Glob(filepath.Join("testdata", "transcripts", "*.jsonl"))
+	files = append(files, transcripts...)
 	kinds := map[string]map[string]int{}
 	for _, f := range files {
 		b, err := os.ReadFile(f)
@@ -407,7 +419,7 @@ func TestDecodeRecorded(t *testing.T) {
 				t.Errorf("%s:%d: %v", name, mf.Line, mf.Err)
 				continue
 			}
-			if u, ok := m.(*Unknown); ok {
+			if u, ok := m.(*Unknown); ok && !knownUnmodelled[u.Type()+"/"+u.Subtype] {
 				t.Errorf("%s:%d: known kind decoded as Unknown: %.120s", name, rd.Line(), u.Raw())
 			}
 			kinds[name][reflect.TypeOf(m).Elem().Name()]++

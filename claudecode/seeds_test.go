@@ -13,7 +13,7 @@ func seedLines() [][]byte {
 	lines := [][]byte{}
 	for _, l := range []string{
 		lineInit, lineStatus, lineStatusReq, lineAPIRetry, lineAPIRetryNil, lineCompact, lineTaskStarted,
-		lineTaskUpdated, lineTaskNotif, lineThinkTok, linePermDenied, lineHookStarted, lineHookResp,
+		lineTaskUpdated, lineTaskNotif, lineTaskProg, lineThinkTok, linePermDenied, lineHookStarted, lineHookResp,
 		lineAssistText, lineAssistThink, lineAssistRedac, lineAssistTool, lineAssistOther, lineAssistErr,
 		lineAssistAbort, lineUserReplay, lineUserString, lineUserResult, lineUserResBlk, lineResult,
 		lineResultAPI, lineResultErr, lineStreamDelta, lineStreamStart, lineStreamMsgD, lineCanUseTool,

@@ -42,6 +42,7 @@ const (
 	SubtypeTaskStarted       = "task_started"
 	SubtypeTaskUpdated       = "task_updated"
 	SubtypeTaskNotification  = "task_notification"
+	SubtypeTaskProgress      = "task_progress"
 	SubtypeThinkingTokens    = "thinking_tokens"
 	SubtypePermissionDenied  = "permission_denied"
 	SubtypeHookStarted       = "hook_started"
@@ -146,8 +147,8 @@ type CompactMetadata struct {
 	UserContext        string `json:"user_context,omitempty"`
 }
 
-// SystemTask is system/task_started, system/task_updated or system/task_notification (Subtype tells
-// which): progress of a subagent or background task.
+// SystemTask is system/task_started, system/task_progress, system/task_updated or
+// system/task_notification (Subtype tells which): progress of a subagent or background task.
 type SystemTask struct {
 	SystemHeader
 	TaskID       string          `json:"task_id"`
@@ -162,6 +163,7 @@ type SystemTask struct {
 	OutputFile   string          `json:"output_file,omitempty"`
 	Patch        json.RawMessage `json:"patch,omitempty"` // task_updated: the fields that changed
 	Usage        json.RawMessage `json:"usage,omitempty"`
+	LastToolName string          `json:"last_tool_name,omitempty"` // task_progress
 }
 
 // SystemThinkingTokens is system/thinking_tokens: an estimate of thinking tokens so far.

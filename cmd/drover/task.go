@@ -65,7 +65,7 @@ func taskStart(ctx context.Context, args []string, e env, log *slog.Logger, stdo
 	id := fs.String("id", "", "task id (default: a new uuid); starting an existing task sends it the prompt")
 	workspace := fs.String("workspace", ".", "the folder the agent works in, on the worker's host")
 	model := fs.String("model", "", "model for the CLI's --model (default: the CLI's)")
-	mode := fs.String("mode", string(task.Autonomous), "permission mode: autonomous, supervised or plan")
+	mode := fs.String("mode", string(task.Autonomous), "permission mode (autonomous; supervised and plan are not available yet)")
 	maxTurns := fs.Int("max-turns", 0, "bound the agentic loop of each turn (0: none)")
 	idle := fs.Duration("idle-timeout", 0, "finish the task after this long without a prompt (0: never)")
 	attach := fs.String("attach", "", "comma-separated image paths, relative to the workspace")
@@ -76,8 +76,10 @@ func taskStart(ctx context.Context, args []string, e env, log *slog.Logger, stdo
 	if strings.TrimSpace(prompt) == "" {
 		return errors.New("task start: the prompt is empty")
 	}
-	if !task.PermissionMode(*mode).Valid() {
+	if m := task.PermissionMode(*mode); !m.Valid() {
 		return fmt.Errorf("task start: unknown permission mode %q", *mode)
+	} else if m != task.Autonomous {
+		return fmt.Errorf("task start: permission mode %q is not available yet; use autonomous", *mode)
 	}
 	ws, err := filepath.Abs(*workspace)
 	if err != nil {
