@@ -184,13 +184,15 @@ func (c *Client) Close() error {
 		c.handlers.Wait()
 		return nil
 	}
+	// Cancel first: the reader, seeing its stream end below, would otherwise
+	// give the handlers the cause "output ended" instead of "closed".
+	c.cancelBase(ErrClosed)
 	err := c.CloseInput()
 	if rc, ok := c.r.(io.Closer); ok {
 		if cerr := rc.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("closing claude output: %w", cerr)
 		}
 	}
-	c.cancelBase(ErrClosed)
 	<-c.done
 	c.handlers.Wait()
 	return err

@@ -298,9 +298,13 @@ func (e *benchEnv) completions(taskID string) (seen <-chan seenComplete, stop fu
 }
 
 // waitComplete waits for the complete event of the turn and returns when it
-// was delivered.
+// was delivered. A turn committed as completed whose complete event is still
+// not delivered 5s later fails the benchmark: an event lost.
 func (e *benchEnv) waitComplete(seen <-chan seenComplete, taskID string, turn int) time.Time {
 	e.tb.Helper()
+	check := time.NewTicker(500 * time.Millisecond)
+	defer check.Stop()
+	var committed time.Time
 	for {
 		select {
 		case c := <-seen:
@@ -310,8 +314,18 @@ func (e *benchEnv) waitComplete(seen <-chan seenComplete, taskID string, turn in
 			if c.turn > turn {
 				e.tb.Fatalf("task %s: complete of turn %d before that of turn %d", taskID, c.turn, turn)
 			}
+		case <-check.C:
+			rec, err := store.GetTurn(e.ctx, e.pool, taskID, turn)
+			switch {
+			case err != nil || rec.Status != store.TurnCompleted:
+			case committed.IsZero():
+				committed = time.Now()
+			case time.Since(committed) > 5*time.Second:
+				e.tb.Fatalf("task %s: turn %d is committed as completed but its complete event is not in the log:\n%s",
+					taskID, turn, e.turnReport(taskID))
+			}
 		case <-e.ctx.Done():
-			e.tb.Fatalf("task %s: no complete event for turn %d: %v", taskID, turn, e.ctx.Err())
+			e.tb.Fatalf("task %s: no complete event for turn %d: %v\n%s", taskID, turn, e.ctx.Err(), e.turnReport(taskID))
 		}
 	}
 }
@@ -474,33 +488,70 @@ func forEachTask(n int, prefix string, fn func(taskID string) error) (wait func(
 	}
 }
 
-// waitAllComplete polls the log every 10ms until the tasks whose id starts
-// with prefix have want complete events of the main agent between them. A
-// turn that failed for good ends the wait with a failure.
+// waitAllComplete polls every 10ms until the tasks whose id starts with
+// prefix have want complete events of the main agent between them. It fails
+// on a turn that failed for good, and on a turn committed as completed whose
+// complete event is still not in the log 5s later: an event lost.
 func (e *benchEnv) waitAllComplete(prefix string, want int) {
 	e.tb.Helper()
+	var allCommitted time.Time
 	for {
-		var completes, failed int
+		var completes, committed, failed int
 		err := e.pool.QueryRow(e.ctx, `
 			SELECT
 				(SELECT count(*) FROM task_events WHERE task_id LIKE $1 || '%' AND type = $2
 					AND coalesce(payload->>'parent_tool_call_id', '') = ''),
+				(SELECT count(*) FROM task_turns WHERE task_id LIKE $1 || '%' AND status = 'completed'),
 				(SELECT count(*) FROM task_turns WHERE task_id LIKE $1 || '%' AND status = 'failed')`,
-			prefix, string(events.TypeComplete)).Scan(&completes, &failed)
+			prefix, string(events.TypeComplete)).Scan(&completes, &committed, &failed)
 		switch {
 		case err != nil:
 			e.tb.Fatalf("counting complete events: %v", err)
 		case failed > 0:
-			e.tb.Fatalf("%d turns of %s* failed", failed, prefix)
+			e.tb.Fatalf("%d turns of %s* failed:\n%s", failed, prefix, e.turnReport(prefix))
 		case completes >= want:
 			return
+		case committed >= want && allCommitted.IsZero():
+			allCommitted = time.Now()
+		case !allCommitted.IsZero() && time.Since(allCommitted) > 5*time.Second:
+			e.tb.Fatalf("every turn of %s* is committed, but the log holds %d complete events for %d turns:\n%s",
+				prefix, completes, want, e.turnReport(prefix))
 		}
 		select {
 		case <-e.ctx.Done():
-			e.tb.Fatalf("%d of %d turns of %s* complete: %v", completes, want, prefix, e.ctx.Err())
+			e.tb.Fatalf("%d of %d turns of %s* complete: %v\n%s", completes, want, prefix, e.ctx.Err(), e.turnReport(prefix))
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// turnReport describes, for each turn of the tasks whose id starts with
+// prefix that lacks a complete event or did not complete, its record and the
+// types of its logged events by attempt.
+func (e *benchEnv) turnReport(prefix string) string {
+	ctx := context.WithoutCancel(e.ctx)
+	rows, err := e.pool.Query(ctx, `
+		SELECT t.task_id, t.turn, t.status, t.attempts, t.error,
+			coalesce((SELECT string_agg(ev.attempt || ':' || ev.type, ' ' ORDER BY ev.seq)
+				FROM task_events ev WHERE ev.task_id = t.task_id AND ev.turn = t.turn), '')
+		FROM task_turns t
+		WHERE t.task_id LIKE $1 || '%' AND (t.status <> 'completed' OR NOT EXISTS (
+			SELECT 1 FROM task_events ev WHERE ev.task_id = t.task_id AND ev.turn = t.turn AND ev.type = $2))
+		ORDER BY t.task_id, t.turn`, prefix, string(events.TypeComplete))
+	if err != nil {
+		return fmt.Sprintf("(report unavailable: %v)", err)
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var id, status, errText, evs string
+		var turn, attempts int
+		if err := rows.Scan(&id, &turn, &status, &attempts, &errText, &evs); err != nil {
+			return fmt.Sprintf("(report unavailable: %v)", err)
+		}
+		fmt.Fprintf(&b, "  %s turn %d: %s after %d attempts %q; events (attempt:type): %s\n", id, turn, status, attempts, errText, evs)
+	}
+	return b.String()
 }
 
 // rowCounts are the rows some tasks left in Postgres.

@@ -243,7 +243,7 @@ func (a *Adapter) Handle(msg claudecode.Message) {
 	case *claudecode.SystemTask:
 		a.handleTask(m.SessionID, taskInfo{
 			Subtype: m.Subtype, TaskID: m.TaskID, ToolUseID: m.ToolUseID, Description: m.Description,
-			TaskType: m.TaskType, Status: m.Status, Summary: m.Summary, Patch: m.Patch, Usage: m.Usage,
+			TaskType: m.TaskType, Status: m.Status, Summary: m.Summary, LastToolName: m.LastToolName, Patch: m.Patch, Usage: m.Usage,
 		})
 	case *claudecode.SystemPermissionDenied:
 		a.handlePermissionDenied(m)

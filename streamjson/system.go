@@ -78,16 +78,16 @@ func (a *Adapter) handleAPIRetry(m *claudecode.SystemAPIRetry) {
 
 // taskInfo is the part of system/task_* messages the adapter uses.
 type taskInfo struct {
-	Subtype      string          `json:"subtype"`
-	TaskID       string          `json:"task_id"`
-	ToolUseID    string          `json:"tool_use_id"`
-	Description  string          `json:"description"`
-	TaskType     string          `json:"task_type"`
-	Status       string          `json:"status"`
-	Summary      string          `json:"summary"`
-	LastToolName string          `json:"last_tool_name"`
-	Patch        json.RawMessage `json:"patch"`
-	Usage        json.RawMessage `json:"usage"`
+	Subtype      string
+	TaskID       string
+	ToolUseID    string
+	Description  string
+	TaskType     string
+	Status       string
+	Summary      string
+	LastToolName string
+	Patch        json.RawMessage
+	Usage        json.RawMessage
 }
 
 // handleTask handles system/task_started, task_progress, task_updated and task_notification:
@@ -136,16 +136,8 @@ func (a *Adapter) handlePermissionDenied(m *claudecode.SystemPermissionDenied) {
 	a.emit(ev)
 }
 
-// handleUnknown handles messages the wire package does not model. task_progress is read here
-// from the raw line; everything else is ignored.
+// handleUnknown handles messages the wire package does not model: they are ignored.
 func (a *Adapter) handleUnknown(m *claudecode.Unknown) {
 	a.noteSession(m.SessionID)
-	if m.MessageType == claudecode.TypeSystem && m.Subtype == events.SubagentProgressed {
-		var t taskInfo
-		if json.Unmarshal(m.Raw(), &t) == nil {
-			a.handleTask(m.SessionID, t)
-			return
-		}
-	}
 	a.log.Debug("streamjson: ignoring message", "type", m.MessageType, "subtype", m.Subtype)
 }
