@@ -179,7 +179,8 @@ func (e *benchEnv) workerEnv(executorID string) []string {
 func (e *benchEnv) startWorker(executorID string) *workerProc {
 	e.tb.Helper()
 	cmd := exec.Command(suite.drover, "worker")
-	cmd.Env = e.workerEnv(executorID)
+	cmd.Env = append(e.workerEnv(executorID), "DROVER_DEBUG_AGENT_MESSAGES=true")
+	cmd.Dir = "/tmp/benchdebug"
 	w := &workerProc{cmd: cmd, done: make(chan struct{}), log: &lockedBuffer{}}
 	cmd.Stdout, cmd.Stderr = w.log, w.log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
