@@ -36,7 +36,8 @@ type executor struct {
 	adapter   *streamjson.Adapter
 
 	mu        sync.Mutex
-	sink      streamjson.Sink // the running turn's; nil between turns
+	sink      streamjson.Sink     // the running turn's; nil between turns
+	held      []events.AgentEvent // emitted between turns, for the next one
 	outcome   chan turnOutcome
 	turnErr   *events.ErrorInfo
 	busy      bool
@@ -147,7 +148,18 @@ func (ex *executor) emit(ev events.AgentEvent) {
 		ex.debug.Event(ev)
 	}
 	ex.mu.Lock()
-	sink := ex.sink
+	defer ex.mu.Unlock()
+	// The event reaches the log before the turn can end on it: a complete
+	// handed over first could be committed without being stored.
+	if ex.sink != nil {
+		ex.sink.Emit(ev)
+	} else if len(ex.held) < maxHeld {
+		// Between turns (the initialize answer, late output): the next
+		// turn's log receives it first.
+		ex.held = append(ex.held, ev)
+	} else {
+		ex.logger.Warn("dropping an event between turns", "task_id", ex.taskID, "type", ev.Type)
+	}
 	switch ev.Type {
 	case events.TypeError:
 		if ex.busy && ev.Error != nil {
@@ -166,13 +178,10 @@ func (ex *executor) emit(ev events.AgentEvent) {
 			}
 		}
 	}
-	ex.mu.Unlock()
-	if sink != nil {
-		sink.Emit(ev)
-	} else if ev.Type != events.TypeContextWindow {
-		ex.logger.Debug("event between turns", "task_id", ex.taskID, "type", ev.Type)
-	}
 }
+
+// maxHeld bounds the events kept between two turns.
+const maxHeld = 256
 
 // maxBackground bounds the background work one process tracks.
 const maxBackground = 1024
@@ -282,6 +291,10 @@ func (ex *executor) beginTurn(turn int, sink streamjson.Sink) (<-chan turnOutcom
 	ex.turn = turn
 	ex.pending = nil
 	ex.sink = sink
+	for _, ev := range ex.held {
+		sink.Emit(ev)
+	}
+	ex.held = nil
 	ex.turnErr = nil
 	ex.outcome = make(chan turnOutcome, 1)
 	return ex.outcome, nil

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -68,6 +69,10 @@ func (a *Activities) RunTurn(ctx context.Context, in task.RunTurnInput) (task.Ru
 
 func (a *Activities) runTurn(ctx context.Context, in task.RunTurnInput, attempt int, execID string, log *slog.Logger) (task.RunTurnResult, error) {
 	out := task.RunTurnResult{Attempt: attempt}
+	// Heartbeat from the start: a CLI that is slow to start (many at once on
+	// a busy host) must not look like a lost worker.
+	hb := a.startHeartbeat(ctx)
+	defer hb.stop()
 	if err := validateInput(in); err != nil {
 		return out, nonRetryable(task.ErrTypeInvalidInput, err)
 	}
@@ -89,6 +94,13 @@ func (a *Activities) runTurn(ctx context.Context, in task.RunTurnInput, attempt 
 		}
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return out, fmt.Errorf("reading the executor row: %w", err)
+	}
+	// A turn before this one that is still "running" lost its last attempt
+	// with its worker: the workflow has moved on, so close its record.
+	if n, err := store.AbandonEarlierTurns(ctx, a.cfg.DB, in.TaskID, in.Turn, "the turn's last attempt was lost (worker gone); it was not completed"); err != nil {
+		log.Warn("closing earlier turns", "error", err)
+	} else if n > 0 {
+		log.Warn("closed earlier turns whose last attempt was lost", "turns", n)
 	}
 	rec, err := store.BeginTurn(ctx, a.cfg.DB, store.TurnStart{
 		TaskID: in.TaskID, Turn: in.Turn, Prompt: in.Prompt.Text, PromptUUID: in.PromptUUID,
@@ -120,9 +132,17 @@ func (a *Activities) runTurn(ctx context.Context, in task.RunTurnInput, attempt 
 	logCtx, stopLog := context.WithCancel(context.WithoutCancel(ctx))
 	var logDone sync.WaitGroup
 	logDone.Go(func() { elog.run(logCtx) })
+	hb.track(elog)
 	defer func() {
 		stopLog()
 		logDone.Wait()
+		// Whatever the turn printed after its last flush (frames that follow
+		// the result) is stored too.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := elog.Flush(fctx); err != nil {
+			log.Warn("storing the turn's last events", "error", err)
+		}
 	}()
 	if attempt > 1 {
 		elog.Emit(events.AgentEvent{
@@ -164,10 +184,6 @@ func (a *Activities) runTurn(ctx context.Context, in task.RunTurnInput, attempt 
 			log.Warn("interrupting the turn", "error", err)
 		}
 	}
-
-	hbDone := make(chan struct{})
-	defer close(hbDone)
-	go a.heartbeat(ctx, elog, hbDone)
 
 	stall := time.NewTicker(min(a.cfg.StallTimeout/4, time.Minute))
 	defer stall.Stop()
@@ -306,21 +322,42 @@ func (a *Activities) commitWithRetry(ctx context.Context, c store.TurnCommit) (b
 	}
 }
 
-// heartbeat reports progress (the last stored event) until done or ctx ends.
-func (a *Activities) heartbeat(ctx context.Context, elog *eventLog, done <-chan struct{}) {
-	t := time.NewTicker(a.cfg.HeartbeatInterval)
-	defer t.Stop()
-	activity.RecordHeartbeat(ctx, elog.LastSeq())
-	for {
-		select {
-		case <-done:
-			return
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			activity.RecordHeartbeat(ctx, elog.LastSeq())
+// heartbeater reports progress (the last stored event) to Temporal from a
+// ticker, so that a live attempt is never taken for a lost one.
+type heartbeater struct {
+	elog atomic.Pointer[eventLog]
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+func (a *Activities) startHeartbeat(ctx context.Context) *heartbeater {
+	h := &heartbeater{done: make(chan struct{})}
+	h.wg.Go(func() {
+		t := time.NewTicker(a.cfg.HeartbeatInterval)
+		defer t.Stop()
+		for {
+			var seq int64
+			if l := h.elog.Load(); l != nil {
+				seq = l.LastSeq()
+			}
+			activity.RecordHeartbeat(ctx, seq)
+			select {
+			case <-h.done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
 		}
-	}
+	})
+	return h
+}
+
+func (h *heartbeater) track(l *eventLog) { h.elog.Store(l) }
+
+func (h *heartbeater) stop() {
+	close(h.done)
+	h.wg.Wait()
 }
 
 // lastAttempt reports whether Temporal will not retry after err: the error is

@@ -179,8 +179,7 @@ func (e *benchEnv) workerEnv(executorID string) []string {
 func (e *benchEnv) startWorker(executorID string) *workerProc {
 	e.tb.Helper()
 	cmd := exec.Command(suite.drover, "worker")
-	cmd.Env = append(e.workerEnv(executorID), "DROVER_DEBUG_AGENT_MESSAGES=true")
-	cmd.Dir = "/tmp/benchdebug"
+	cmd.Env = e.workerEnv(executorID)
 	w := &workerProc{cmd: cmd, done: make(chan struct{}), log: &lockedBuffer{}}
 	cmd.Stdout, cmd.Stderr = w.log, w.log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -581,6 +580,16 @@ func (e *benchEnv) countRows(prefix string) rowCounts {
 	if err != nil {
 		e.tb.Fatalf("counting rows: %v", err)
 	}
+	var byType string
+	err = e.pool.QueryRow(e.ctx, `
+		SELECT coalesce(string_agg(type || ' ' || n, ', ' ORDER BY type), '')
+		FROM (SELECT type, count(*) AS n FROM task_events WHERE task_id LIKE $1 || '%' GROUP BY type) t`,
+		prefix).Scan(&byType)
+	if err != nil {
+		e.tb.Fatalf("counting events by type: %v", err)
+	}
+	e.tb.Logf("rows of %s*: task_events %d (%s), task_turns %d, executors_running %d",
+		prefix, r.events, byType, r.turns, r.executors)
 	return r
 }
 
@@ -589,11 +598,14 @@ func (e *benchEnv) countRows(prefix string) rowCounts {
 type childSampler struct {
 	done     chan struct{}
 	finished chan struct{}
+	once     sync.Once
 	peakKB   int64
 	maxProcs int64
 }
 
-func sampleChildren(pid int) *childSampler {
+// sampleChildren starts sampling the processes below pid until stop, or the
+// end of tb.
+func sampleChildren(tb testing.TB, pid int) *childSampler {
 	s := &childSampler{done: make(chan struct{}), finished: make(chan struct{})}
 	go func() {
 		defer close(s.finished)
@@ -615,13 +627,14 @@ func sampleChildren(pid int) *childSampler {
 			}
 		}
 	}()
+	tb.Cleanup(func() { s.stop() })
 	return s
 }
 
 // stop ends the sampling and returns the peak summed RSS in kB and the most
 // processes seen at once.
 func (s *childSampler) stop() (peakKB, maxProcs int64) {
-	close(s.done)
+	s.once.Do(func() { close(s.done) })
 	<-s.finished
 	return s.peakKB, s.maxProcs
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,13 +19,14 @@ import (
 // Benchmarks of drover against the same parts the tests use: the real CLI
 // against the fake Messages API (which answers every prompt with a short
 // text), a real Temporal dev server, real Postgres and `drover worker` as a
-// subprocess. They measure; they never assert timings. Run them one at a
-// time, for example:
+// subprocess. They measure; they never assert timings, but they do fail on a
+// wrong outcome (a failed turn, a complete event missing from the log). Run
+// them one at a time (-v shows the ratios and row breakdowns they log):
 //
-//	go test ./e2e -run '^$' -bench BenchmarkTurnLatency -benchtime 20x
-//	go test ./e2e -run '^$' -bench BenchmarkColdFirstTurn -benchtime 5x
-//	go test ./e2e -run '^$' -bench BenchmarkConcurrentTasks -benchtime 1x
-//	go test ./e2e -run '^$' -bench BenchmarkWatchLatency -benchtime 2000x
+//	go test ./e2e -run '^$' -bench '^BenchmarkTurnLatency$' -benchtime 30x -v
+//	go test ./e2e -run '^$' -bench '^BenchmarkColdFirstTurn$' -benchtime 10x -v
+//	go test ./e2e -run '^$' -bench '^BenchmarkConcurrentTasks$' -benchtime 1x -v
+//	go test ./e2e -run '^$' -bench '^BenchmarkWatchLatency$' -benchtime 10000x
 
 // BenchmarkTurnLatency compares one more text turn on a warm CLI process:
 // driven directly with package claudecode (prompt → result), and through
@@ -188,8 +188,9 @@ func BenchmarkColdFirstTurn(b *testing.B) {
 // BenchmarkConcurrentTasks starts 20 tasks at once on one worker, each with
 // three prompts (the first through Update-with-Start, two more queued behind
 // it), and reports per round: turns/s (turns over wall time until the last
-// complete event), the worker's peak RSS (VmHWM), the summed RSS of its CLI
-// processes at their peak, and the rows the round left in Postgres.
+// complete event), the worker's peak RSS (VmHWM), the peak summed RSS and
+// count of the processes below the worker (its CLI processes, and anything
+// they run), and the rows the round left in Postgres.
 func BenchmarkConcurrentTasks(b *testing.B) {
 	const tasks, prompts = 20, 3
 	e := newBenchEnv(b)
@@ -216,7 +217,7 @@ func BenchmarkConcurrentTasks(b *testing.B) {
 		b.ResetTimer()
 		for range b.N {
 			prefix := "round-" + uuid.NewString()[:8] + "-"
-			sampler := sampleChildren(w.cmd.Process.Pid)
+			sampler := sampleChildren(b, w.cmd.Process.Pid)
 			t0 := time.Now()
 			sent := forEachTask(tasks, prefix, func(id string) error {
 				if _, err := e.tc.Start(e.ctx, id, e.params(), task.Prompt{Text: "prompt 1 of " + id}, ""); err != nil {
@@ -304,7 +305,12 @@ func BenchmarkWatchLatency(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			d := <-got
+			var d delivery
+			select {
+			case d = <-got:
+			case <-time.After(watchGuard):
+				b.Fatalf("event %d not delivered", last)
+			}
 			if d.seq != last {
 				b.Fatalf("delivered seq %d after appending %d", d.seq, last)
 			}
@@ -324,9 +330,7 @@ func BenchmarkWatchLatency(b *testing.B) {
 		n := int64(b.N) + 1 // seq 1 waits for the watch to start
 		starts := make([]atomic.Int64, n+1)
 		lat := make(latencies, n+1)
-		var first, all sync.WaitGroup
-		first.Add(1)
-		all.Add(1)
+		first, all := make(chan struct{}), make(chan struct{})
 		var lastAt time.Time
 		stop := watch(b, taskID, func(seq int64, at time.Time) {
 			if seq < 1 || seq > n {
@@ -336,10 +340,10 @@ func BenchmarkWatchLatency(b *testing.B) {
 			lat[seq] = at.Sub(time.Unix(0, starts[seq].Load()))
 			switch seq {
 			case 1:
-				first.Done()
+				close(first)
 			case n:
 				lastAt = at
-				all.Done()
+				close(all)
 			}
 		})
 		defer stop()
@@ -347,7 +351,7 @@ func BenchmarkWatchLatency(b *testing.B) {
 		if _, _, err := store.AppendEvents(ctx, pool, taskID, batch); err != nil {
 			b.Fatal(err)
 		}
-		first.Wait()
+		awaitDelivery(b, first, 1)
 		b.ResetTimer()
 		t0 := time.Now()
 		for seq := int64(2); seq <= n; seq++ {
@@ -357,13 +361,27 @@ func BenchmarkWatchLatency(b *testing.B) {
 			}
 		}
 		appended := time.Since(t0)
-		all.Wait()
+		awaitDelivery(b, all, n)
 		b.StopTimer()
 		measured := lat[2 : n+1]
 		measured.report(b, true)
 		b.ReportMetric(float64(b.N)/appended.Seconds(), "events/s")
 		b.ReportMetric(float64(b.N)/lastAt.Sub(t0).Seconds(), "delivered/s")
 	})
+}
+
+// watchGuard bounds the wait for a delivery: a guard against a dead watch,
+// not a timing assertion.
+const watchGuard = time.Minute
+
+// awaitDelivery waits until done is closed, the delivery of event seq.
+func awaitDelivery(b *testing.B, done <-chan struct{}, seq int64) {
+	b.Helper()
+	select {
+	case <-done:
+	case <-time.After(watchGuard):
+		b.Fatalf("event %d not delivered", seq)
+	}
 }
 
 // logRatio logs num/den of two p50 latencies.

@@ -73,6 +73,15 @@ func TestThreeTurnsWithQueuedPrompts(t *testing.T) {
 	if len(completes) != 3 {
 		t.Fatalf("complete events = %d, want 3", len(completes))
 	}
+	// What the CLI said before the first prompt (its slash commands, in the
+	// answer to initialize) is in the log too.
+	var commands bool
+	for _, ev := range e.events(id) {
+		commands = commands || (ev.Agent.Type == events.TypeAvailableCommands && ev.Turn == 1 && len(ev.Agent.AvailableCommands) > 0)
+	}
+	if !commands {
+		t.Error("no available_commands event in turn 1")
+	}
 	if strings.Join(users, "|") != "first prompt|second prompt|third prompt" {
 		t.Errorf("user messages in the log: %q", users)
 	}

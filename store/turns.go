@@ -284,3 +284,18 @@ func TaskTotals(ctx context.Context, db DB, taskID string) (Totals, error) {
 	}
 	return t, nil
 }
+
+// AbandonEarlierTurns closes, as failed, every turn of the task before turn
+// that is still running. Turns run one at a time, so such a turn's attempts
+// are over: the last one was lost (its worker died) and nothing will commit
+// it. It returns how many turns it closed.
+func AbandonEarlierTurns(ctx context.Context, db DB, taskID string, turn int, errMsg string) (int64, error) {
+	tag, err := db.Exec(ctx, `
+		UPDATE task_turns SET status = 'failed', is_error = true, error = $3, finished_at = now()
+		WHERE task_id = $1 AND turn < $2 AND status = 'running'`,
+		taskID, turn, errMsg)
+	if err != nil {
+		return 0, fmt.Errorf("abandoning turns of task %s before %d: %w", taskID, turn, err)
+	}
+	return tag.RowsAffected(), nil
+}

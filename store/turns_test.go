@@ -1,7 +1,9 @@
 package store_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -241,5 +243,29 @@ func TestAbandonTurn(t *testing.T) {
 	}
 	if _, err := store.AbandonTurn(ctx, db, "t", 9, "x"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("AbandonTurn(unknown) = %v, want ErrNotFound", err)
+	}
+}
+
+func TestAbandonEarlierTurns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	for turn := 1; turn <= 3; turn++ {
+		if _, err := store.BeginTurn(ctx, pool, store.TurnStart{TaskID: "t", Turn: turn, Prompt: "p", PromptUUID: fmt.Sprintf("00000000-0000-4000-8000-00000000000%d", turn)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := store.AbandonEarlierTurns(ctx, pool, "t", 3, "lost")
+	if err != nil || n != 2 {
+		t.Fatalf("abandoned %d, err %v; want 2", n, err)
+	}
+	for turn, want := range map[int]store.TurnStatus{1: store.TurnFailed, 2: store.TurnFailed, 3: store.TurnRunning} {
+		r, err := store.GetTurn(ctx, pool, "t", turn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Status != want || (want == store.TurnFailed && r.Error != "lost") {
+			t.Errorf("turn %d: %s %q, want %s", turn, r.Status, r.Error, want)
+		}
 	}
 }
