@@ -7,7 +7,6 @@ import (
 	"math"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,10 +20,7 @@ import (
 
 	"github.com/drover-run/drover/claudecode"
 	"github.com/drover-run/drover/events"
-	"github.com/drover-run/drover/internal/devserver"
 	fa "github.com/drover-run/drover/internal/fakeanthropic"
-	"github.com/drover-run/drover/internal/pgtest"
-	"github.com/drover-run/drover/internal/tools"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/taskclient"
@@ -38,44 +34,6 @@ import (
 // benchmark: a short text.
 const benchReply = "Done."
 
-// setupTB is setup for any testing.TB: it starts the shared parts once (the
-// same suite the tests use), or skips when the pinned tools are absent.
-func setupTB(tb testing.TB) {
-	tb.Helper()
-	claude, err := tools.ClaudeBin()
-	if err != nil {
-		tb.Skipf("the real Claude CLI is not installed (%v): run scripts/tools.sh", err)
-	}
-	temporalBin, err := tools.TemporalBin()
-	if err != nil {
-		tb.Skipf("the temporal CLI is not installed (%v): run scripts/tools.sh", err)
-	}
-	suite.once.Do(func() {
-		suite.claudeBin = claude
-		suite.dir, suite.err = os.MkdirTemp("", "drover-e2e-")
-		if suite.err != nil {
-			return
-		}
-		suite.drover = filepath.Join(suite.dir, "drover")
-		build := exec.Command("go", "build", "-o", suite.drover, "../cmd/drover")
-		if out, err := build.CombinedOutput(); err != nil {
-			suite.err = fmt.Errorf("building drover: %v\n%s", err, out)
-			return
-		}
-		sa := map[string]string{task.SearchStatus: "Keyword", task.SearchCostUSD: "Double",
-			task.SearchTurns: "Int", task.SearchModel: "Keyword", task.SearchWorkspace: "Keyword"}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		suite.temporal, suite.err = devserver.Start(ctx, devserver.Config{
-			Bin: temporalBin, Headless: true, SearchAttributes: sa,
-			DBFile: filepath.Join(suite.dir, "temporal.db"),
-		})
-	})
-	if suite.err != nil {
-		tb.Fatal(suite.err)
-	}
-}
-
 // benchEnv is one benchmark's world, like env: its own database (migrated),
 // fake Messages API (always answering benchReply), task queue, CLI config
 // folder and workspace.
@@ -85,27 +43,27 @@ func setupTB(tb testing.TB) {
 // a failure stops the goroutine that runs them while what outlives one run
 // (a worker, a warm CLI process) is cleaned up with the owner.
 type benchEnv struct {
-	owner     testing.TB // cleanups of what lasts
-	tb        testing.TB // the running benchmark: failures, per-run cleanups
-	ctx       context.Context
-	dsn       string
-	pool      *pgxpool.Pool
-	fake      *fa.Server
-	queue     string
-	home      string
-	configDir string
-	workspace string
-	tc        *taskclient.Client
+	world
+	owner testing.TB // cleanups of what lasts
+	tb    testing.TB // the running benchmark: failures, per-run cleanups
+	ctx   context.Context
+	pool  *pgxpool.Pool
+	tc    *taskclient.Client
 }
 
 func newBenchEnv(tb testing.TB) *benchEnv {
 	tb.Helper()
-	setupTB(tb)
+	setup(tb)
 	// A guard against a hung part, not a timing assertion.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	tb.Cleanup(cancel)
-	e := &benchEnv{owner: tb, tb: tb, ctx: ctx, queue: "bench-" + uuid.NewString()[:8]}
-	e.dsn = pgtest.NewDatabase(tb)
+	e := &benchEnv{owner: tb, tb: tb, ctx: ctx}
+	e.world = newWorld(tb, "bench-", fa.Config{Responder: func(r *fa.Request) (fa.Response, bool) {
+		if r.Class != fa.ClassMain {
+			return fa.Response{}, false // auxiliary requests get the automatic answer
+		}
+		return fa.Reply(fa.Text(benchReply)), true
+	}})
 	pool, err := store.Connect(ctx, e.dsn)
 	if err != nil {
 		tb.Fatal(err)
@@ -115,26 +73,6 @@ func newBenchEnv(tb testing.TB) *benchEnv {
 		tb.Fatal(err)
 	}
 	e.pool = pool
-	root := tb.TempDir()
-	e.home = filepath.Join(root, "home")
-	e.configDir = filepath.Join(root, "claude")
-	e.workspace = filepath.Join(root, "workspace")
-	for _, d := range []string{e.home, e.configDir, e.workspace} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			tb.Fatal(err)
-		}
-	}
-	fake, err := fa.Start(fa.Config{Responder: func(r *fa.Request) (fa.Response, bool) {
-		if r.Class != fa.ClassMain {
-			return fa.Response{}, false // auxiliary requests get the automatic answer
-		}
-		return fa.Reply(fa.Text(benchReply)), true
-	}})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = fake.Close() })
-	e.fake = fake
 
 	c, err := worker.Dial(ctx, suite.temporal.Address(), suite.temporal.Namespace(), nil)
 	if err != nil {
@@ -152,51 +90,13 @@ func (e *benchEnv) in(tb testing.TB) *benchEnv {
 	return &c
 }
 
-// workerEnv is the environment of `drover worker` as executorID: the one
-// startWorker in harness_test.go gives, at log level info.
-func (e *benchEnv) workerEnv(executorID string) []string {
-	return []string{
-		"PATH=" + os.Getenv("PATH"),
-		"HOME=" + e.home,
-		"DROVER_DATABASE_URL=" + e.dsn,
-		"TEMPORAL_ADDRESS=" + suite.temporal.Address(),
-		"TEMPORAL_NAMESPACE=" + suite.temporal.Namespace(),
-		"DROVER_TASK_QUEUE=" + e.queue,
-		"DROVER_EXECUTOR_ID=" + executorID,
-		"DROVER_CLAUDE_BIN=" + suite.claudeBin,
-		"DROVER_CLAUDE_CONFIG_DIR=" + e.configDir,
-		"DROVER_LOG_LEVEL=info",
-		"ANTHROPIC_BASE_URL=" + e.fake.URL(),
-		"ANTHROPIC_API_KEY=sk-ant-e2e-secret-value",
-		"DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1", "DISABLE_AUTOUPDATER=1",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-		"CLAUDE_CODE_MAX_RETRIES=0",
-	}
-}
-
 // startWorker runs `drover worker` as host executorID, stopped when the
 // owner ends.
 func (e *benchEnv) startWorker(executorID string) *workerProc {
 	e.tb.Helper()
 	cmd := exec.Command(suite.drover, "worker")
-	cmd.Env = e.workerEnv(executorID)
-	w := &workerProc{cmd: cmd, done: make(chan struct{}), log: &lockedBuffer{}}
-	cmd.Stdout, cmd.Stderr = w.log, w.log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		e.tb.Fatal(err)
-	}
-	go func() { _ = cmd.Wait(); close(w.done) }()
-	e.owner.Cleanup(func() {
-		w.stop()
-		if e.owner.Failed() {
-			e.owner.Logf("worker %s log:\n%s", executorID, w.log.String())
-		}
-		if strings.Contains(w.log.String(), "sk-ant-e2e-secret-value") {
-			e.owner.Errorf("worker %s logged the API key", executorID)
-		}
-	})
-	return w
+	cmd.Env = e.workerEnv(executorID, "info")
+	return launchWorker(e.owner, e.tb, executorID, cmd)
 }
 
 // claudeCommand is the command the worker's activities would build for a new
@@ -204,7 +104,7 @@ func (e *benchEnv) startWorker(executorID string) *workerProc {
 // childEnv applied to workerEnv).
 func (e *benchEnv) claudeCommand() claudecode.Command {
 	var env []string
-	for _, kv := range e.workerEnv("direct") {
+	for _, kv := range e.workerEnv("direct", "info") {
 		k, _, _ := strings.Cut(kv, "=")
 		if strings.HasPrefix(k, "ANTHROPIC_") || k == "CLAUDE_CONFIG_DIR" || strings.HasPrefix(k, "DROVER_") {
 			continue
@@ -215,17 +115,12 @@ func (e *benchEnv) claudeCommand() claudecode.Command {
 	return claudecode.Command{
 		Path:                       suite.claudeBin,
 		Dir:                        e.workspace,
-		APIKey:                     "sk-ant-e2e-secret-value",
+		APIKey:                     testAPIKey,
 		BaseURL:                    e.fake.URL(),
 		Env:                        env,
 		DangerouslySkipPermissions: true,
 		SessionID:                  uuid.NewString(),
 	}
-}
-
-// params are a task's parameters in the benchmark's workspace.
-func (e *benchEnv) params() task.Params {
-	return task.Params{Workspace: e.workspace, Profile: task.Profile{PermissionMode: task.Autonomous}, MaxAttempts: 3}
 }
 
 // waitIdle waits until the task runs no turn and has no prompt queued.

@@ -51,7 +51,7 @@ func TestMain(m *testing.M) {
 }
 
 // setup starts the shared parts once, or skips when the pinned tools are absent.
-func setup(t *testing.T) {
+func setup(t testing.TB) {
 	t.Helper()
 	claude, err := tools.ClaudeBin()
 	if err != nil {
@@ -90,19 +90,98 @@ func setup(t *testing.T) {
 	}
 }
 
-// env is one test's world: its own database, fake Messages API, task queue,
-// CLI config folder and workspace, and the workers it starts.
-type env struct {
-	t         *testing.T
-	ctx       context.Context
+// world is what one test or benchmark has to itself: a database, a fake
+// Messages API, a task queue, and the CLI's home, config folder and workspace.
+type world struct {
 	dsn       string
-	pool      *pgxpool.Pool
 	fake      *fakeanthropic.Server
 	queue     string
 	home      string
 	configDir string
 	workspace string
-	tc        *taskclient.Client
+}
+
+// newWorld makes a world; the fake answers with fakeCfg.
+func newWorld(tb testing.TB, prefix string, fakeCfg fakeanthropic.Config) world {
+	tb.Helper()
+	w := world{queue: prefix + uuid.NewString()[:8], dsn: pgtest.NewDatabase(tb)}
+	root := tb.TempDir()
+	w.home = filepath.Join(root, "home")
+	w.configDir = filepath.Join(root, "claude")
+	w.workspace = filepath.Join(root, "workspace")
+	for _, d := range []string{w.home, w.configDir, w.workspace} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	fake, err := fakeanthropic.Start(fakeCfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = fake.Close() })
+	w.fake = fake
+	return w
+}
+
+// testAPIKey is the key workers hand the CLI; no log may show it.
+const testAPIKey = "sk-ant-e2e-secret-value"
+
+// workerEnv is the whole environment of `drover worker` as executorID.
+func (w world) workerEnv(executorID, logLevel string) []string {
+	return []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + w.home,
+		"DROVER_DATABASE_URL=" + w.dsn,
+		"TEMPORAL_ADDRESS=" + suite.temporal.Address(),
+		"TEMPORAL_NAMESPACE=" + suite.temporal.Namespace(),
+		"DROVER_TASK_QUEUE=" + w.queue,
+		"DROVER_EXECUTOR_ID=" + executorID,
+		"DROVER_CLAUDE_BIN=" + suite.claudeBin,
+		"DROVER_CLAUDE_CONFIG_DIR=" + w.configDir,
+		"DROVER_LOG_LEVEL=" + logLevel,
+		"ANTHROPIC_BASE_URL=" + w.fake.URL(),
+		"ANTHROPIC_API_KEY=" + testAPIKey,
+		"DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1", "DISABLE_AUTOUPDATER=1",
+		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+		"CLAUDE_CODE_MAX_RETRIES=0",
+	}
+}
+
+// params are a task's parameters in the world's workspace.
+func (w world) params() task.Params {
+	return task.Params{Workspace: w.workspace, Profile: task.Profile{PermissionMode: task.Autonomous}, MaxAttempts: 3}
+}
+
+// launchWorker starts cmd (a `drover worker`) and stops it when owner ends,
+// showing its log if owner failed and failing owner if the log shows the key.
+func launchWorker(owner, tb testing.TB, name string, cmd *exec.Cmd) *workerProc {
+	tb.Helper()
+	w := &workerProc{cmd: cmd, done: make(chan struct{}), log: &lockedBuffer{}}
+	cmd.Stdout, cmd.Stderr = w.log, w.log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	go func() { _ = cmd.Wait(); close(w.done) }()
+	owner.Cleanup(func() {
+		w.stop()
+		if owner.Failed() {
+			owner.Logf("worker %s log:\n%s", name, w.log.String())
+		}
+		if strings.Contains(w.log.String(), testAPIKey) {
+			owner.Errorf("worker %s logged the API key", name)
+		}
+	})
+	return w
+}
+
+// env is one test's world and the workers it starts.
+type env struct {
+	world
+	t    *testing.T
+	ctx  context.Context
+	pool *pgxpool.Pool
+	tc   *taskclient.Client
 
 	respondMu sync.Mutex
 	respond   func(*fakeanthropic.Request) (fakeanthropic.Response, bool)
@@ -113,23 +192,8 @@ func newEnv(t *testing.T) *env {
 	setup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	t.Cleanup(cancel)
-	e := &env{t: t, ctx: ctx, queue: "e2e-" + uuid.NewString()[:8]}
-	e.dsn = pgtest.NewDatabase(t)
-	root := t.TempDir()
-	e.home = filepath.Join(root, "home")
-	e.configDir = filepath.Join(root, "claude")
-	e.workspace = filepath.Join(root, "workspace")
-	for _, d := range []string{e.home, e.configDir, e.workspace} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	fake, err := fakeanthropic.Start(fakeanthropic.Config{Responder: e.responder})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = fake.Close() })
-	e.fake = fake
+	e := &env{t: t, ctx: ctx}
+	e.world = newWorld(t, "e2e-", fakeanthropic.Config{Responder: e.responder})
 
 	c, err := worker.Dial(ctx, suite.temporal.Address(), suite.temporal.Namespace(), nil)
 	if err != nil {
@@ -181,40 +245,8 @@ type workerProc struct {
 func (e *env) startWorker(executorID string, extraArgs ...string) *workerProc {
 	e.t.Helper()
 	cmd := exec.Command(suite.drover, append([]string{"worker", "--keep-alive", "2m"}, extraArgs...)...)
-	cmd.Env = []string{
-		"PATH=" + os.Getenv("PATH"),
-		"HOME=" + e.home,
-		"DROVER_DATABASE_URL=" + e.dsn,
-		"TEMPORAL_ADDRESS=" + suite.temporal.Address(),
-		"TEMPORAL_NAMESPACE=" + suite.temporal.Namespace(),
-		"DROVER_TASK_QUEUE=" + e.queue,
-		"DROVER_EXECUTOR_ID=" + executorID,
-		"DROVER_CLAUDE_BIN=" + suite.claudeBin,
-		"DROVER_CLAUDE_CONFIG_DIR=" + e.configDir,
-		"DROVER_LOG_LEVEL=debug",
-		"ANTHROPIC_BASE_URL=" + e.fake.URL(),
-		"ANTHROPIC_API_KEY=sk-ant-e2e-secret-value",
-		"DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1", "DISABLE_AUTOUPDATER=1",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-		"CLAUDE_CODE_MAX_RETRIES=0",
-	}
-	w := &workerProc{cmd: cmd, done: make(chan struct{}), log: &lockedBuffer{}}
-	cmd.Stdout, cmd.Stderr = w.log, w.log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		e.t.Fatal(err)
-	}
-	go func() { _ = cmd.Wait(); close(w.done) }()
-	e.t.Cleanup(func() {
-		w.stop()
-		if e.t.Failed() {
-			e.t.Logf("worker %s log:\n%s", executorID, w.log.String())
-		}
-		if strings.Contains(w.log.String(), "sk-ant-e2e-secret-value") {
-			e.t.Errorf("worker %s logged the API key", executorID)
-		}
-	})
-	return w
+	cmd.Env = e.workerEnv(executorID, "debug")
+	return launchWorker(e.t, e.t, executorID, cmd)
 }
 
 // kill ends the worker with SIGKILL, as a crash would.
@@ -254,11 +286,6 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
-}
-
-// params are a task's parameters in the test's workspace.
-func (e *env) params() task.Params {
-	return task.Params{Workspace: e.workspace, Profile: task.Profile{PermissionMode: task.Autonomous}, MaxAttempts: 3}
 }
 
 // waitFor polls cond until it holds.
