@@ -21,21 +21,10 @@ import (
 func (b *ContentBlock) UnmarshalJSON(data []byte) error {
 	*b = ContentBlock{}
 	s := scanner{data: data}
-	s.skipSpace()
-	if !s.eat('{') {
+	if firstByte(data) != '{' {
 		return nil
 	}
-	for {
-		s.skipSpace()
-		key, ok := s.str()
-		if !ok {
-			break
-		}
-		s.skipSpace()
-		if !s.eat(':') {
-			break
-		}
-		s.skipSpace()
+	s.members(func(key []byte) bool {
 		switch keyName(key) {
 		case "type":
 			b.Type = s.stringValue()
@@ -70,11 +59,8 @@ func (b *ContentBlock) UnmarshalJSON(data []byte) error {
 		default:
 			s.skipValue()
 		}
-		s.skipSpace()
-		if !s.eat(',') {
-			break
-		}
-	}
+		return true
+	})
 	switch b.Type {
 	case BlockText, BlockThinking, BlockRedactedThinking, BlockToolUse, BlockToolResult, BlockImage:
 	default:
@@ -270,21 +256,7 @@ func hex4(b []byte) (rune, bool) {
 // the largest lines of a session, so they skip encoding/json's extra scan of nested values.
 func (m *UserMessage) decode(raw []byte) {
 	s := scanner{data: raw}
-	s.skipSpace()
-	if !s.eat('{') {
-		return
-	}
-	for {
-		s.skipSpace()
-		key, ok := s.str()
-		if !ok {
-			return
-		}
-		s.skipSpace()
-		if !s.eat(':') {
-			return
-		}
-		s.skipSpace()
+	s.members(func(key []byte) bool {
 		switch keyName(key) {
 		case "message":
 			m.Message.decode(&s)
@@ -309,31 +281,13 @@ func (m *UserMessage) decode(raw []byte) {
 		default:
 			s.skipValue()
 		}
-		s.skipSpace()
-		if !s.eat(',') {
-			return
-		}
-	}
+		return true
+	})
 }
 
 // decode consumes the "message" value of a user frame.
 func (u *UserContent) decode(s *scanner) {
-	if s.pos >= len(s.data) || s.data[s.pos] != '{' {
-		s.skipValue()
-		return
-	}
-	s.pos++
-	for {
-		s.skipSpace()
-		key, ok := s.str()
-		if !ok {
-			break
-		}
-		s.skipSpace()
-		if !s.eat(':') {
-			break
-		}
-		s.skipSpace()
+	s.members(func(key []byte) bool {
 		switch keyName(key) {
 		case "role":
 			u.Role = s.stringValue()
@@ -342,11 +296,6 @@ func (u *UserContent) decode(s *scanner) {
 		default:
 			s.skipValue()
 		}
-		s.skipSpace()
-		if !s.eat(',') {
-			break
-		}
-	}
-	s.skipSpace()
-	s.eat('}')
+		return true
+	})
 }

@@ -11,88 +11,87 @@ import (
 func probe(data []byte) (typ, subtype string, isObject bool) {
 	s := scanner{data: data}
 	s.skipSpace()
-	if !s.eat('{') {
+	if s.pos >= len(s.data) || s.data[s.pos] != '{' {
 		return "", "", false
 	}
 	haveType, haveSub := false, false
-	for {
-		s.skipSpace()
-		if s.pos >= len(s.data) || s.data[s.pos] == '}' {
-			return typ, subtype, true
-		}
-		key, ok := s.str()
-		if !ok {
-			return typ, subtype, true
-		}
-		s.skipSpace()
-		if !s.eat(':') {
-			return typ, subtype, true
-		}
-		s.skipSpace()
+	s.members(func(key []byte) bool {
 		switch {
 		case !haveType && keyIs(key, "type"):
 			haveType = true
-			if v, ok := s.str(); ok {
-				typ = unquote(v)
-			} else {
-				s.skipValue()
-			}
+			typ = s.maybeString()
 		case !haveSub && keyIs(key, "subtype"):
 			haveSub = true
-			if v, ok := s.str(); ok {
-				subtype = unquote(v)
-			} else {
-				s.skipValue()
-			}
+			subtype = s.maybeString()
 		default:
 			s.skipValue()
 		}
-		if haveType && (haveSub || typ != TypeSystem) {
-			return typ, subtype, true
-		}
-		s.skipSpace()
-		if !s.eat(',') {
-			return typ, subtype, true
-		}
-	}
+		return !(haveType && (haveSub || typ != TypeSystem))
+	})
+	return typ, subtype, true
 }
 
 // probeSubtype returns the top-level "subtype" string of the object in data.
 func probeSubtype(data []byte) string {
 	s := scanner{data: data}
-	s.skipSpace()
-	if !s.eat('{') {
-		return ""
-	}
-	for {
-		s.skipSpace()
-		key, ok := s.str()
-		if !ok {
-			return ""
-		}
-		s.skipSpace()
-		if !s.eat(':') {
-			return ""
-		}
-		s.skipSpace()
+	var subtype string
+	s.members(func(key []byte) bool {
 		if keyIs(key, "subtype") {
-			if v, ok := s.str(); ok {
-				return unquote(v)
-			}
-			return ""
+			subtype = s.maybeString()
+			return false
 		}
 		s.skipValue()
-		s.skipSpace()
-		if !s.eat(',') {
-			return ""
-		}
-	}
+		return true
+	})
+	return subtype
 }
 
 // scanner walks JSON text without building values.
 type scanner struct {
 	data []byte
 	pos  int
+}
+
+// members walks the object at the scanner's position: for each member it calls
+// fn with the member's key, the scanner standing on the member's value, which
+// fn must consume. fn returns false to stop early. A value that is not an
+// object is skipped; malformed input ends the walk where it breaks.
+func (s *scanner) members(fn func(key []byte) bool) {
+	s.skipSpace()
+	if !s.eat('{') {
+		s.skipValue()
+		return
+	}
+	for {
+		s.skipSpace()
+		key, ok := s.str()
+		if !ok {
+			break
+		}
+		s.skipSpace()
+		if !s.eat(':') {
+			return
+		}
+		s.skipSpace()
+		if !fn(key) {
+			return
+		}
+		s.skipSpace()
+		if !s.eat(',') {
+			break
+		}
+	}
+	s.skipSpace()
+	s.eat('}')
+}
+
+// maybeString consumes a value and returns it if it is a string, else "".
+func (s *scanner) maybeString() string {
+	if v, ok := s.str(); ok {
+		return unquote(v)
+	}
+	s.skipValue()
+	return ""
 }
 
 func (s *scanner) skipSpace() {
