@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -73,11 +75,7 @@ func setup(t testing.TB) {
 			suite.err = fmt.Errorf("building drover: %v\n%s", err, out)
 			return
 		}
-		sa := map[string]string{}
-		for k, v := range map[string]string{task.SearchStatus: "Keyword", task.SearchCostUSD: "Double",
-			task.SearchTurns: "Int", task.SearchModel: "Keyword", task.SearchWorkspace: "Keyword"} {
-			sa[k] = v
-		}
+		sa := searchAttributes()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		suite.temporal, suite.err = devserver.Start(ctx, devserver.Config{
@@ -93,6 +91,7 @@ func setup(t testing.TB) {
 // world is what one test or benchmark has to itself: a database, a fake
 // Messages API, a task queue, and the CLI's home, config folder and workspace.
 type world struct {
+	temporal  string // the Temporal frontend workers use
 	dsn       string
 	fake      *fakeanthropic.Server
 	queue     string
@@ -104,7 +103,7 @@ type world struct {
 // newWorld makes a world; the fake answers with fakeCfg.
 func newWorld(tb testing.TB, prefix string, fakeCfg fakeanthropic.Config) world {
 	tb.Helper()
-	w := world{queue: prefix + uuid.NewString()[:8], dsn: pgtest.NewDatabase(tb)}
+	w := world{queue: prefix + uuid.NewString()[:8], dsn: pgtest.NewDatabase(tb), temporal: suite.temporal.Address()}
 	root := tb.TempDir()
 	w.home = filepath.Join(root, "home")
 	w.configDir = filepath.Join(root, "claude")
@@ -132,7 +131,7 @@ func (w world) workerEnv(executorID, logLevel string) []string {
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + w.home,
 		"DROVER_DATABASE_URL=" + w.dsn,
-		"TEMPORAL_ADDRESS=" + suite.temporal.Address(),
+		"TEMPORAL_ADDRESS=" + w.temporal,
 		"TEMPORAL_NAMESPACE=" + suite.temporal.Namespace(),
 		"DROVER_TASK_QUEUE=" + w.queue,
 		"DROVER_EXECUTOR_ID=" + executorID,
@@ -173,6 +172,26 @@ func launchWorker(owner, tb testing.TB, name string, cmd *exec.Cmd) *workerProc 
 		}
 	})
 	return w
+}
+
+// searchAttributes are drover's, for the dev server's --search-attribute.
+func searchAttributes() map[string]string {
+	return map[string]string{task.SearchStatus: "Keyword", task.SearchCostUSD: "Double",
+		task.SearchTurns: "Int", task.SearchModel: "Keyword", task.SearchWorkspace: "Keyword"}
+}
+
+// portOf is the port of a host:port address.
+func portOf(t *testing.T, addr string) int {
+	t.Helper()
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // env is one test's world and the workers it starts.
