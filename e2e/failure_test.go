@@ -223,3 +223,50 @@ func TestDatabaseConnectionsDroppedMidTurn(t *testing.T) {
 		t.Errorf("turn record %s cost %.6f, workflow %.6f", rec.Status, rec.CostUSD, st.Totals.CostUSD)
 	}
 }
+
+// The CLI refuses to resume where the task's record says (here the record
+// names a message the transcript does not have): the turn fails at once,
+// without retries, says why, and the next prompt starts a new session.
+func TestRejectedResumeStartsOver(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	// No process is kept between turns: every turn resumes from the record.
+	e.startWorker("host-"+e.queue, "--keep-alive", "-1s")
+	e.fake.Enqueue(fa.Reply(fa.Text("first")), fa.Reply(fa.Text("fresh start")))
+	const id = "bad-resume"
+	if _, err := e.tc.Start(e.ctx, id, e.params(), task.Prompt{Text: "one"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	first := e.waitTurns(id, 1)
+	if _, err := e.db().Exec(e.ctx, `UPDATE executors_running SET last_message_uuid = $2 WHERE task_id = $1`,
+		id, "00000000-0000-4000-8000-00000000dead"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.tc.Prompt(e.ctx, id, task.Prompt{Text: "two"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	st := e.waitTurns(id, 2)
+	if st.Totals.FailedTurns != 1 || !strings.Contains(st.LastError, "No message found") {
+		t.Fatalf("after the rejected resume: failed %d, last error %q", st.Totals.FailedTurns, st.LastError)
+	}
+	rec, err := store.GetTurn(e.ctx, e.db(), id, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Attempts != 1 || rec.Status != store.TurnFailed {
+		t.Errorf("turn 2: %s after %d attempts, want failed after 1 (a rejected resume is not retried)", rec.Status, rec.Attempts)
+	}
+	if _, err := e.tc.Prompt(e.ctx, id, task.Prompt{Text: "three"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	st = e.waitTurns(id, 3)
+	if st.Totals.FailedTurns != 1 || st.SessionID == "" || st.SessionID == first.SessionID {
+		t.Errorf("turn 3 should run in a new session: %+v (first session %s)", st, first.SessionID)
+	}
+	reqs := e.fake.MainRequests()
+	for _, m := range reqs[len(reqs)-1].Messages {
+		if m.Role == "assistant" && strings.Contains(m.Text(), "first") {
+			t.Errorf("the new session still carries the old conversation: %q", m.Text())
+		}
+	}
+}
