@@ -155,6 +155,16 @@ type Carry struct {
 	Pending         []QueuedPrompt `json:"pending,omitempty"`
 	Closing         bool           `json:"closing,omitempty"`
 	LastError       string         `json:"last_error,omitempty"`
+	// Recent are the latest accepted prompt Updates, so that a client retrying
+	// one after a continue-as-new gets the first answer instead of a second
+	// turn (Temporal deduplicates Update ids only within a run).
+	Recent []RecentPrompt `json:"recent,omitempty"`
+}
+
+// RecentPrompt is one accepted prompt Update and the answer it got.
+type RecentPrompt struct {
+	UpdateID string         `json:"update_id"`
+	Accepted PromptAccepted `json:"accepted"`
 }
 
 // Totals add up the accounting of a task's completed turns.

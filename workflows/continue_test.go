@@ -131,3 +131,39 @@ func TestContinueAsNewWaitsForTheRunningTurn(t *testing.T) {
 	require.Len(t, next.Carry.Pending, 1, "a prompt that came during the turn is carried")
 	assert.Equal(t, 2, next.Carry.Pending[0].Turn)
 }
+
+// A client that retries a prompt Update after the task continued as new gets
+// the answer the first run gave, and the prompt runs once.
+func TestPromptUpdateRetriedAcrossContinueAsNew(t *testing.T) {
+	t.Parallel()
+	lim := defaultLimits
+	lim.maxTurnsPerRun = 1
+	env := newEnv(t, lim)
+	standard(env)
+	var first, second *update
+	env.RegisterDelayedCallback(func() {
+		first = sendPrompt(env, "retry-me", "only once")
+		second = sendPrompt(env, "other", "another")
+	}, 0)
+	p := params()
+	p.IdleTimeout = time.Hour
+	env.ExecuteWorkflow(task.WorkflowName, p)
+	next := continuedWith(t, env)
+	acc := as[task.PromptAccepted](t, first)
+	require.Len(t, next.Carry.Recent, 2)
+	assert.Equal(t, "retry-me", next.Carry.Recent[0].UpdateID)
+
+	env2 := newEnv(t, defaultLimits)
+	rec2 := standard(env2)
+	var retried *update
+	env2.RegisterDelayedCallback(func() {
+		retried = sendPrompt(env2, "retry-me", "only once")
+		sendUpdate(env2, task.UpdateClose, "close")
+	}, 0)
+	env2.ExecuteWorkflow(task.WorkflowName, next)
+	st := result(t, env2)
+	assert.Equal(t, acc, as[task.PromptAccepted](t, retried), "the retry gets the first answer")
+	assert.Equal(t, []int{as[task.PromptAccepted](t, second).Turn}, turnsOf(rec2.runCalls()),
+		"the next run runs the waiting prompt and nothing for the retry")
+	assert.Equal(t, 2, st.Turn, "no turn number was given to the retry")
+}

@@ -40,7 +40,10 @@ func promptSize(p task.Prompt) int {
 
 // validatePrompt is the validator of UpdatePrompt: it runs before anything is
 // written to history and must not change state.
-func (s *taskState) validatePrompt(_ workflow.Context, p task.Prompt) error {
+func (s *taskState) validatePrompt(ctx workflow.Context, p task.Prompt) error {
+	if _, dup := s.recentAnswer(updateID(ctx)); dup {
+		return nil // answered before: the handler repeats that answer
+	}
 	if s.final != "" {
 		return rejection(ErrTypeTaskClosed, fmt.Sprintf("task has ended (%s); it accepts no more prompts", s.final))
 	}
@@ -73,6 +76,11 @@ func (s *taskState) validatePrompt(_ workflow.Context, p task.Prompt) error {
 // turn number and its uuid and queues it. It never blocks, so an accepted
 // prompt is in the queue before any other coroutine runs.
 func (s *taskState) acceptPrompt(ctx workflow.Context, p task.Prompt) (task.PromptAccepted, error) {
+	id := updateID(ctx)
+	if a, dup := s.recentAnswer(id); dup {
+		workflow.GetLogger(ctx).Info("prompt already accepted by an earlier run", "update_id", id, "turn", a.Turn)
+		return a, nil
+	}
 	s.turn++
 	q := task.QueuedPrompt{Turn: s.turn, PromptUUID: PromptUUID(s.firstRunID, s.turn), Prompt: p}
 	ahead := len(s.pending)
@@ -82,5 +90,15 @@ func (s *taskState) acceptPrompt(ctx workflow.Context, p task.Prompt) (task.Prom
 	s.pending = append(s.pending, q)
 	s.queuedBytes += promptSize(p)
 	workflow.GetLogger(ctx).Info("prompt queued", "turn", q.Turn, "prompt_uuid", q.PromptUUID, "ahead", ahead)
-	return task.PromptAccepted{Turn: q.Turn, PromptUUID: q.PromptUUID, Queued: ahead}, nil
+	a := task.PromptAccepted{Turn: q.Turn, PromptUUID: q.PromptUUID, Queued: ahead}
+	s.remember(id, a)
+	return a, nil
+}
+
+// updateID is the id of the Update being handled, or "" outside one.
+func updateID(ctx workflow.Context) string {
+	if info := workflow.GetCurrentUpdateInfo(ctx); info != nil {
+		return info.ID
+	}
+	return ""
 }

@@ -39,6 +39,9 @@ type taskState struct {
 	lastError string
 	totals    task.Totals
 
+	// recent are the latest accepted prompt Updates (see task.Carry.Recent).
+	recent []task.RecentPrompt
+
 	published published
 }
 
@@ -53,6 +56,7 @@ func newTaskState(p task.Params, lim limits, taskID, firstRunID string) *taskSta
 		s.closing = c.Closing
 		s.lastError = c.LastError
 		s.pending = slices.Clone(c.Pending)
+		s.recent = slices.Clone(c.Recent)
 		for _, q := range s.pending {
 			s.queuedBytes += promptSize(q.Prompt)
 		}
@@ -104,6 +108,34 @@ func (s *taskState) carry() *task.Carry {
 		Pending:         slices.Clone(s.pending),
 		Closing:         s.closing,
 		LastError:       s.lastError,
+		Recent:          slices.Clone(s.recent),
+	}
+}
+
+// maxRecentPrompts bounds the prompt Updates remembered across continue-as-new.
+const maxRecentPrompts = 64
+
+// recentAnswer returns the answer an earlier run gave to the prompt Update id.
+func (s *taskState) recentAnswer(id string) (task.PromptAccepted, bool) {
+	if id == "" {
+		return task.PromptAccepted{}, false
+	}
+	for _, r := range s.recent {
+		if r.UpdateID == id {
+			return r.Accepted, true
+		}
+	}
+	return task.PromptAccepted{}, false
+}
+
+// remember records the answer to the prompt Update id.
+func (s *taskState) remember(id string, a task.PromptAccepted) {
+	if id == "" {
+		return
+	}
+	s.recent = append(s.recent, task.RecentPrompt{UpdateID: id, Accepted: a})
+	if n := len(s.recent) - maxRecentPrompts; n > 0 {
+		s.recent = slices.Clone(s.recent[n:])
 	}
 }
 
