@@ -56,6 +56,10 @@ type Config struct {
 	// KeepAlive is how long a task's CLI process waits for its next turn before
 	// it is stopped. Defaults to 10 minutes; negative stops it after every turn.
 	KeepAlive time.Duration
+	// MaxIdle bounds the CLI processes kept waiting for a next turn; beyond
+	// it the longest idle are stopped (their tasks resume from Postgres).
+	// Defaults to 16.
+	MaxIdle int
 	// HeartbeatInterval is how often a running turn heartbeats. Defaults to 2s.
 	HeartbeatInterval time.Duration
 	// BackgroundWait is how long a turn whose result came while subagents or
@@ -83,6 +87,9 @@ type Config struct {
 func (c *Config) withDefaults() {
 	if c.KeepAlive == 0 {
 		c.KeepAlive = 10 * time.Minute
+	}
+	if c.MaxIdle <= 0 {
+		c.MaxIdle = 16
 	}
 	if c.HeartbeatInterval <= 0 {
 		c.HeartbeatInterval = 2 * time.Second

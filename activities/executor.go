@@ -41,8 +41,9 @@ type executor struct {
 	outcome   chan turnOutcome
 	turnErr   *events.ErrorInfo
 	busy      bool
-	turn      int    // the running turn, while busy
-	sessionID string // the session the process serves
+	idleAt    time.Time // when the last turn ended
+	turn      int       // the running turn, while busy
+	sessionID string    // the session the process serves
 	// position is the transcript uuid the session stands at after the last
 	// committed turn; only a process at the committed position may be reused.
 	position string
@@ -263,6 +264,19 @@ func (ex *executor) initialize(ctx context.Context, req claudecode.InitializeReq
 	return nil
 }
 
+// idleSince reports when the process, alive and reusable, finished its last
+// turn; false while it runs a turn or cannot serve another.
+func (ex *executor) idleSince() (time.Time, bool) {
+	select {
+	case <-ex.exited:
+		return time.Time{}, false
+	default:
+	}
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	return ex.idleAt, !ex.busy && ex.clean && !ex.idleAt.IsZero()
+}
+
 // quietFor is how long the CLI has printed nothing.
 func (ex *executor) quietFor() time.Duration {
 	return time.Since(time.Unix(0, ex.lastSeen.Load()))
@@ -307,6 +321,7 @@ func (ex *executor) endTurn(sessionID, committed string) {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	ex.busy = false
+	ex.idleAt = time.Now()
 	ex.sink = nil
 	ex.pending = nil
 	if ex.bgTimer != nil {

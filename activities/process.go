@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -159,6 +160,31 @@ func (a *Activities) keepOrStop(ctx context.Context, ex *executor) {
 			ex.stop(context.Background(), "idle")
 		}
 	})
+	a.evictIdle(ctx)
+}
+
+// evictIdle stops the processes idle the longest while more than MaxIdle
+// wait for a next turn: each holds a couple of hundred MB.
+func (a *Activities) evictIdle(ctx context.Context) {
+	type idle struct {
+		ex    *executor
+		since time.Time
+	}
+	var idles []idle
+	for _, ex := range a.execs.all() {
+		if since, ok := ex.idleSince(); ok {
+			idles = append(idles, idle{ex, since})
+		}
+	}
+	if len(idles) <= a.cfg.MaxIdle {
+		return
+	}
+	slices.SortFunc(idles, func(x, y idle) int { return x.since.Compare(y.since) })
+	for _, i := range idles[:len(idles)-a.cfg.MaxIdle] {
+		if a.execs.removeIf(i.ex) {
+			go i.ex.stop(context.WithoutCancel(ctx), "too many idle processes")
+		}
+	}
 }
 
 func (a *Activities) markFailed(ctx context.Context, taskID, execID string, cause error) {

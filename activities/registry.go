@@ -58,6 +58,16 @@ func (r *registry) drain() []*executor {
 	return out
 }
 
+func (r *registry) all() []*executor {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*executor, 0, len(r.execs))
+	for _, ex := range r.execs {
+		out = append(out, ex)
+	}
+	return out
+}
+
 func (r *registry) len() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()

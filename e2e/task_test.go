@@ -110,3 +110,43 @@ func near(a, b float64) bool {
 	d := a - b
 	return d < 1e-9 && d > -1e-9
 }
+
+// With room for one idle CLI, a second task's turn stops the first task's
+// process; the first task then resumes from Postgres in a new process.
+func TestIdleProcessesAreBounded(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.startWorker("host-"+e.queue, "--max-idle", "1")
+	e.fake.Enqueue(fa.Reply(fa.Text("a1")), fa.Reply(fa.Text("b1")), fa.Reply(fa.Text("a2")))
+	if _, err := e.tc.Start(e.ctx, "task-a", e.params(), task.Prompt{Text: "first task"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	e.waitTurns("task-a", 1)
+	pidA := e.executorPID("task-a")
+	if !alive(pidA) {
+		t.Fatalf("task a's process is not kept after its turn (pid %d)", pidA)
+	}
+	if _, err := e.tc.Start(e.ctx, "task-b", e.params(), task.Prompt{Text: "second task"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	e.waitTurns("task-b", 1)
+	e.waitFor("task a's idle process to be stopped", func() bool { return !alive(pidA) })
+	if !alive(e.executorPID("task-b")) {
+		t.Error("task b's process, the most recently used, was stopped")
+	}
+	if _, err := e.tc.Prompt(e.ctx, "task-a", task.Prompt{Text: "back to a"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	st := e.waitTurns("task-a", 2)
+	if st.Totals.FailedTurns != 0 {
+		t.Fatalf("task a after eviction: %+v", st)
+	}
+	reqs := e.fake.MainRequests()
+	var sawA1 bool
+	for _, m := range reqs[len(reqs)-1].Messages {
+		sawA1 = sawA1 || strings.Contains(m.Text(), "a1")
+	}
+	if !sawA1 {
+		t.Error("task a's resumed turn lost its earlier exchange")
+	}
+}

@@ -44,6 +44,8 @@ type Config struct {
 	// KeepAlive is how long a task's CLI waits for its next turn. Defaults to
 	// 10 minutes; negative stops it after every turn.
 	KeepAlive time.Duration
+	// MaxIdle bounds the CLI processes kept between turns. Defaults to 16.
+	MaxIdle int
 	// StallTimeout stops a CLI that prints nothing for this long during a
 	// turn, and retries the turn. Defaults to 30 minutes.
 	StallTimeout time.Duration
@@ -152,6 +154,7 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 		WorkspaceRoot: cfg.WorkspaceRoot,
 		KeepAlive:     cfg.KeepAlive,
 		StallTimeout:  cfg.StallTimeout,
+		MaxIdle:       cfg.MaxIdle,
 		DebugDir:      cfg.DebugDir,
 		Logger:        log,
 	})

@@ -39,6 +39,7 @@ func cmdWorker(ctx context.Context, args []string, e env, log *slog.Logger, stde
 	cfg := e.workerConfig()
 	fs.StringVar(&cfg.ExecutorID, "executor-id", cfg.ExecutorID, "this host's stable identity (DROVER_EXECUTOR_ID)")
 	fs.DurationVar(&cfg.KeepAlive, "keep-alive", 0, "how long a task's CLI waits for its next turn (default 10m; negative: stop after each turn)")
+	fs.IntVar(&cfg.MaxIdle, "max-idle", 0, "CLI processes kept waiting for a next turn; the longest idle beyond it stop (default 16)")
 	fs.DurationVar(&cfg.StallTimeout, "stall-timeout", 0, "stop and retry a turn whose CLI prints nothing for this long (default 30m)")
 	fs.IntVar(&cfg.MaxConcurrentTurns, "max-turns", 0, "turns this host runs at once (default 32)")
 	if err := fs.Parse(args); err != nil {
