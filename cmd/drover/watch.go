@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/drover-run/drover/events"
 	"github.com/drover-run/drover/store"
@@ -17,7 +18,7 @@ func taskWatch(ctx context.Context, args []string, e env, log *slog.Logger, stdo
 	fs := newFlags("task watch", "drover task watch [flags] TASK", stderr)
 	after := fs.Int64("after", 0, "print events after this sequence number (resume a watch where it stopped)")
 	follow := fs.Bool("follow", true, "keep printing new events until interrupted")
-	asJSON := fs.Bool("json", false, "print one JSON object per event: seq, turn, attempt, type, event")
+	asJSON := fs.Bool("json", false, "print one JSON object per event: seq, time, turn, attempt, type, event")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -65,6 +66,7 @@ func taskWatch(ctx context.Context, args []string, e env, log *slog.Logger, stdo
 // eventLine is the JSON form of one logged event.
 type eventLine struct {
 	Seq     int64           `json:"seq"`
+	Time    time.Time       `json:"time"`
 	Turn    int             `json:"turn"`
 	Attempt int             `json:"attempt"`
 	Type    string          `json:"type"`
@@ -72,7 +74,7 @@ type eventLine struct {
 }
 
 func writeEventJSON(w io.Writer, ev store.Event) error {
-	b, err := json.Marshal(eventLine{Seq: ev.Seq, Turn: ev.Turn, Attempt: ev.Attempt, Type: ev.Type, Event: ev.Payload})
+	b, err := json.Marshal(eventLine{Seq: ev.Seq, Time: ev.CreatedAt, Turn: ev.Turn, Attempt: ev.Attempt, Type: ev.Type, Event: ev.Payload})
 	if err != nil {
 		return err
 	}
