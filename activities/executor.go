@@ -134,6 +134,10 @@ func (ex *executor) loop() {
 				err = errors.New("claude exited")
 			}
 			ex.exitErr = err
+			// A turn cut short leaves no tool call open in its log.
+			ex.adapterMu.Lock()
+			ex.adapter.Abandon("claude stopped before the turn ended")
+			ex.adapterMu.Unlock()
 			return
 		}
 		ex.lastSeen.Store(time.Now().UnixNano())

@@ -77,6 +77,19 @@ func crashMidTurn(t *testing.T, e *env, id string, crash func(pid int), restart 
 	if !retry || !partial {
 		t.Errorf("turn_retry logged for attempt 2: %v; partial output labelled attempt 1: %v", retry, partial)
 	}
+	// Every tool call the log opened, it closed.
+	open := map[string]bool{}
+	for _, ev := range e.events(id) {
+		switch ev.Agent.Type {
+		case events.TypeToolCall:
+			open[ev.Agent.ToolCallID] = true
+		case events.TypeToolUpdate:
+			delete(open, ev.Agent.ToolCallID)
+		}
+	}
+	if len(open) != 0 {
+		t.Errorf("tool calls left open in the log: %v", open)
+	}
 	if len(completes) != 1 || completes[0].Attempt < 2 {
 		t.Fatalf("turn 2 completes: %+v", completes)
 	}

@@ -352,3 +352,21 @@ func setMap[V any](m *map[string]V, key string, v V, limit int) {
 	}
 	(*m)[key] = v
 }
+
+// Abandon ends a turn that will get no result: the CLI's output ended (it
+// crashed, was killed, or a transcript stops mid-turn). Tool calls still open
+// are closed as failed with reason, and an error event says the turn ended
+// without a result. Assistant messages not confirmed by a result are not
+// made resumable. It does nothing between turns.
+func (a *Adapter) Abandon(reason string) {
+	if !a.turn.active && len(a.tools) == 0 {
+		return
+	}
+	a.closeTools(func(*openTool) bool { return true }, events.ToolError, reason)
+	if a.turn.active {
+		a.emit(events.AgentEvent{Type: events.TypeError, Error: &events.ErrorInfo{
+			Kind: events.ErrorExecution, Message: "the turn ended without a result: " + reason,
+		}})
+	}
+	a.endTurn()
+}

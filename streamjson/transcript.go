@@ -48,6 +48,7 @@ func NormalizeWith(r io.Reader, w io.Writer, cfg Config) error {
 		}
 		a.Handle(msg)
 	}
+	a.Abandon("the transcript ends before the turn's result")
 	if werr != nil {
 		return werr
 	}
