@@ -115,7 +115,7 @@ func (a *Activities) runTurn(ctx context.Context, in task.RunTurnInput, attempt 
 		log.Info("turn already committed by an earlier attempt")
 		res := resultFromRecord(rec, attempt)
 		if ex, err := store.GetExecutor(ctx, a.cfg.DB, in.TaskID); err == nil {
-			res.SessionID = ex.SessionID
+			res.SessionID, _ = ex.ResumePoint()
 		}
 		return res, nil
 	}
@@ -172,10 +172,19 @@ func (a *Activities) runTurn(ctx context.Context, in task.RunTurnInput, attempt 
 	}
 	promptUUID := attemptPromptUUID(in.PromptUUID, attempt)
 	if err := ex.sendPrompt(ctx, claudecode.Prompt{Text: in.Prompt.Text, Images: images, UUID: promptUUID}); err != nil {
+		// The CLI may have exited on its own (a rejected resume exits before
+		// reading any prompt): its exit says more than the broken pipe.
+		select {
+		case <-ex.exited:
+			err = classifyExit(ex.exitErr)
+		case <-time.After(a.cfg.StopTimeout):
+			err = retryable(task.ErrTypeCLI, err)
+		}
 		ex.endTurn("", "")
 		a.dropExecutor(ctx, ex, "prompt not sent")
 		_ = elog.Flush(ctx)
-		return out, retryable(task.ErrTypeCLI, err)
+		a.markFailed(ctx, in.TaskID, execID, err)
+		return out, err
 	}
 
 	if a.takeInterrupt(in.TaskID, in.Turn) {
