@@ -27,7 +27,7 @@ func TestBackgroundSubagentStaysInItsTurn(t *testing.T) {
 	// The subagent takes its time, so that it reports back after the main
 	// agent's result, as long-running background work does.
 	e.fake.EnqueueSubagent(fa.Reply(fa.Text("I looked around.")).WithDelay(400 * time.Millisecond))
-	const id = "background"
+	id := e.taskID("background")
 	if _, err := e.tc.Start(e.ctx, id, e.params(), task.Prompt{Text: "delegate this"}, ""); err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func BenchmarkTurnLatency(b *testing.B) {
 		_ = proc.Stop(context.Background()) // idle from here on; out of the way of the drover run
 	}
 
-	const id = "turn-latency"
+	id := e.taskID("turn-latency")
 	var turns int // the turns the task has ended
 	b.Run("drover", func(b *testing.B) {
 		e := e.in(b)
@@ -171,7 +171,7 @@ func BenchmarkColdFirstTurn(b *testing.B) {
 		e := e.in(b)
 		if w == nil {
 			w = e.startWorker("host-" + e.queue)
-			firstTurn(b, e, "cold-warm-up") // the worker's connections and caches
+			firstTurn(b, e, e.taskID("cold-warm-up")) // the worker's connections and caches
 		}
 		lat := make(latencies, 0, b.N)
 		b.ResetTimer()
@@ -201,13 +201,14 @@ func BenchmarkConcurrentTasks(b *testing.B) {
 			w = e.startWorker("host-" + e.queue)
 			// One task first, so that the round does not pay for the worker's
 			// first workflow and activity.
-			seen, stop := e.completions("concurrent-warm-up")
-			if _, err := e.tc.Start(e.ctx, "concurrent-warm-up", e.params(), task.Prompt{Text: "warm-up"}, ""); err != nil {
+			warm := e.taskID("concurrent-warm-up")
+			seen, stop := e.completions(warm)
+			if _, err := e.tc.Start(e.ctx, warm, e.params(), task.Prompt{Text: "warm-up"}, ""); err != nil {
 				b.Fatal(err)
 			}
-			e.waitComplete(seen, "concurrent-warm-up", 1)
+			e.waitComplete(seen, warm, 1)
 			stop()
-			if err := e.closeTask("concurrent-warm-up"); err != nil {
+			if err := e.closeTask(warm); err != nil {
 				b.Fatal(err)
 			}
 		}

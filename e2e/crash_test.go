@@ -158,7 +158,7 @@ func TestWorkerKilledMidTurn(t *testing.T) {
 	e := newEnv(t)
 	host := "host-" + e.queue
 	w := e.startWorker(host)
-	crashMidTurn(t, e, "worker-killed", func(int) { w.kill() }, func() { e.startWorker(host) })
+	crashMidTurn(t, e, e.taskID("worker-killed"), func(int) { w.kill() }, func() { e.startWorker(host) })
 }
 
 // The CLI process is killed in the middle of a turn; the same worker retries.
@@ -166,5 +166,5 @@ func TestCLIKilledMidTurn(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.startWorker("host-" + e.queue)
-	crashMidTurn(t, e, "cli-killed", func(pid int) { _ = syscall.Kill(pid, syscall.SIGKILL) }, func() {})
+	crashMidTurn(t, e, e.taskID("cli-killed"), func(pid int) { _ = syscall.Kill(pid, syscall.SIGKILL) }, func() {})
 }

@@ -31,7 +31,7 @@ func TestPersistentAPIErrorLeavesTaskUsable(t *testing.T) {
 		}
 		return fa.Reply(fa.Text("recovered: " + r.LastUserText())), true
 	})
-	const id = "api-down"
+	id := e.taskID("api-down")
 	if _, err := e.tc.Start(e.ctx, id, e.params(), task.Prompt{Text: "doomed prompt"}, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestCancelLeavesNoProcess(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	e.fake.Enqueue(fa.Reply(fa.Text("working on it"), fa.Text("more")).WithHold(1, release))
-	const id = "cancel-me"
+	id := e.taskID("cancel-me")
 	if _, err := e.tc.Start(e.ctx, id, e.params(), task.Prompt{Text: "a long job"}, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestStalledCLIIsRetried(t *testing.T) {
 		fa.Reply(fa.Text("this answer never finishes")).WithHold(0, never),
 		fa.Reply(fa.Text("second attempt answers")),
 	)
-	const id = "stalled"
+	id := e.taskID("stalled")
 	if _, err := e.tc.Start(e.ctx, id, e.params(), task.Prompt{Text: "are you there?"}, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestDatabaseConnectionsDroppedMidTurn(t *testing.T) {
 	release := make(chan struct{})
 	e.fake.Enqueue(fa.Reply(fa.Text("before the drop"), fa.UseBash("echo after"), fa.Text("unused")).WithHold(1, release),
 		fa.Reply(fa.Text("done after the drop")))
-	const id = "pg-drop"
+	id := e.taskID("pg-drop")
 	if _, err := e.tc.Start(e.ctx, id, e.params(), task.Prompt{Text: "keep going"}, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +233,7 @@ func TestRejectedResumeStartsOver(t *testing.T) {
 	// No process is kept between turns: every turn resumes from the record.
 	e.startWorker("host-"+e.queue, "--keep-alive", "-1s")
 	e.fake.Enqueue(fa.Reply(fa.Text("first")), fa.Reply(fa.Text("fresh start")))
-	const id = "bad-resume"
+	id := e.taskID("bad-resume")
 	if _, err := e.tc.Start(e.ctx, id, e.params(), task.Prompt{Text: "one"}, ""); err != nil {
 		t.Fatal(err)
 	}

@@ -268,6 +268,10 @@ func (e *env) startWorker(executorID string, extraArgs ...string) *workerProc {
 	return launchWorker(e.t, e.t, executorID, cmd)
 }
 
+// taskID names a task of this test: unique in the shared Temporal server, so
+// that a task of an earlier run (-count) is never found running.
+func (w world) taskID(name string) string { return name + "-" + w.queue }
+
 // kill ends the worker with SIGKILL, as a crash would.
 func (w *workerProc) kill() {
 	_ = w.cmd.Process.Kill()

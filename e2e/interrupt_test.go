@@ -22,7 +22,7 @@ func TestInterruptRunningTurn(t *testing.T) {
 		fa.Reply(fa.Text("STARTED-LONG-ANSWER"), fa.Text("rest")).WithHold(1, release),
 		fa.Reply(fa.Text("after the interrupt")),
 	)
-	const id = "interrupted"
+	id := e.taskID("interrupted")
 	if _, err := e.tc.Start(e.ctx, id, e.params(), task.Prompt{Text: "long question"}, ""); err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func TestThreeTurnsWithQueuedPrompts(t *testing.T) {
 		fa.Reply(fa.Text("two")),
 		fa.Reply(fa.Text("three")),
 	)
-	const id = "three-turns"
+	id := e.taskID("three-turns")
 	if _, err := e.tc.Start(e.ctx, id, e.params(), task.Prompt{Text: "first prompt"}, ""); err != nil {
 		t.Fatal(err)
 	}
@@ -117,27 +117,28 @@ func TestIdleProcessesAreBounded(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.startWorker("host-"+e.queue, "--max-idle", "1")
+	a, b := e.taskID("a"), e.taskID("b")
 	e.fake.Enqueue(fa.Reply(fa.Text("a1")), fa.Reply(fa.Text("b1")), fa.Reply(fa.Text("a2")))
-	if _, err := e.tc.Start(e.ctx, "task-a", e.params(), task.Prompt{Text: "first task"}, ""); err != nil {
+	if _, err := e.tc.Start(e.ctx, a, e.params(), task.Prompt{Text: "first task"}, ""); err != nil {
 		t.Fatal(err)
 	}
-	e.waitTurns("task-a", 1)
-	pidA := e.executorPID("task-a")
+	e.waitTurns(a, 1)
+	pidA := e.executorPID(a)
 	if !alive(pidA) {
 		t.Fatalf("task a's process is not kept after its turn (pid %d)", pidA)
 	}
-	if _, err := e.tc.Start(e.ctx, "task-b", e.params(), task.Prompt{Text: "second task"}, ""); err != nil {
+	if _, err := e.tc.Start(e.ctx, b, e.params(), task.Prompt{Text: "second task"}, ""); err != nil {
 		t.Fatal(err)
 	}
-	e.waitTurns("task-b", 1)
+	e.waitTurns(b, 1)
 	e.waitFor("task a's idle process to be stopped", func() bool { return !alive(pidA) })
-	if !alive(e.executorPID("task-b")) {
+	if !alive(e.executorPID(b)) {
 		t.Error("task b's process, the most recently used, was stopped")
 	}
-	if _, err := e.tc.Prompt(e.ctx, "task-a", task.Prompt{Text: "back to a"}, ""); err != nil {
+	if _, err := e.tc.Prompt(e.ctx, a, task.Prompt{Text: "back to a"}, ""); err != nil {
 		t.Fatal(err)
 	}
-	st := e.waitTurns("task-a", 2)
+	st := e.waitTurns(a, 2)
 	if st.Totals.FailedTurns != 0 {
 		t.Fatalf("task a after eviction: %+v", st)
 	}

@@ -48,7 +48,7 @@ func TestTemporalRestartMidTurn(t *testing.T) {
 		fa.Reply(fa.Text("working through the outage"), fa.Text("finished")).WithHold(1, release),
 		fa.Reply(fa.Text("second turn after the restart")),
 	)
-	const id = "temporal-restart"
+	id := e.taskID("temporal-restart")
 	if _, err := e.tc.Start(e.ctx, id, e.params(), task.Prompt{Text: "survive a restart"}, ""); err != nil {
 		t.Fatal(err)
 	}

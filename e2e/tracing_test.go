@@ -46,7 +46,7 @@ func TestTurnIsTraced(t *testing.T) {
 
 	const secret = "TOP-SECRET-PROMPT-TEXT"
 	e.fake.Enqueue(fa.Reply(fa.UseBash("echo "+secret)), fa.Reply(fa.Text("done")))
-	const id = "traced"
+	id := e.taskID("traced")
 	if _, err := e.tc.Start(e.ctx, id, e.params(), task.Prompt{Text: "run " + secret}, ""); err != nil {
 		t.Fatal(err)
 	}

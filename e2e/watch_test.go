@@ -27,7 +27,7 @@ func TestWatchResumesWithAfter(t *testing.T) {
 		fa.Reply(fa.Text("gamma"), fa.UseBash("echo two")),
 		fa.Reply(fa.Text("delta")),
 	)
-	const id = "watched"
+	id := e.taskID("watched")
 	if _, err := e.tc.Start(e.ctx, id, e.params(), task.Prompt{Text: "first"}, ""); err != nil {
 		t.Fatal(err)
 	}
