@@ -3,6 +3,8 @@ package worker
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
@@ -35,4 +37,15 @@ func RegisterSearchAttributes(ctx context.Context, c client.Client, namespace st
 		return fmt.Errorf("adding search attributes: %w", err)
 	}
 	return nil
+}
+
+// searchAttributeHint lists drover's search attributes as NAME=Type for an
+// operator to create by hand.
+func searchAttributeHint() string {
+	var parts []string
+	for name, t := range workflows.SearchAttributes() {
+		parts = append(parts, name+"="+strings.TrimPrefix(t.String(), "IndexedValueType"))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
 }

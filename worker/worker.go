@@ -143,7 +143,9 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 	w.client = c
 	if *cfg.RegisterSearchAttributes {
 		if err := RegisterSearchAttributes(ctx, c, cfg.Namespace); err != nil {
-			log.Warn("search attributes not registered; the Temporal UI will lack drover's columns", "error", err)
+			// A task upserting an attribute the namespace lacks would fail its
+			// workflow task over and over: better not to start.
+			return nil, fmt.Errorf("worker: %w; register them once with `temporal operator search-attribute create` (%s)", err, searchAttributeHint())
 		}
 	}
 
