@@ -151,3 +151,34 @@ func TestIdleProcessesAreBounded(t *testing.T) {
 		t.Error("task a's resumed turn lost its earlier exchange")
 	}
 }
+
+// A prompt sent twice with the same request id (a client retrying after a
+// lost answer) is queued once.
+func TestPromptRetryIsIdempotent(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.startWorker("host-" + e.queue)
+	e.fake.Enqueue(fa.Reply(fa.Text("one")), fa.Reply(fa.Text("two")))
+	id := e.taskID("idempotent")
+	if _, err := e.tc.Start(e.ctx, id, e.params(), task.Prompt{Text: "first"}, "start-1"); err != nil {
+		t.Fatal(err)
+	}
+	a1, err := e.tc.Prompt(e.ctx, id, task.Prompt{Text: "second"}, "req-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a2, err := e.tc.Prompt(e.ctx, id, task.Prompt{Text: "second"}, "req-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a1 != a2 {
+		t.Errorf("the retry got %+v, the first call %+v", a2, a1)
+	}
+	st := e.waitTurns(id, 2)
+	if st.Turn != 2 || st.Totals.Turns != 2 {
+		t.Errorf("turns: given %d, ended %d; want 2 and 2", st.Turn, st.Totals.Turns)
+	}
+	if n := e.fake.Unscripted(); n != 0 {
+		t.Errorf("%d unexpected model requests", n)
+	}
+}

@@ -69,6 +69,7 @@ func taskStart(ctx context.Context, args []string, e env, log *slog.Logger, stdo
 	maxTurns := fs.Int("max-turns", 0, "bound the agentic loop of each turn (0: none)")
 	idle := fs.Duration("idle-timeout", 0, "finish the task after this long without a prompt (0: never)")
 	attach := fs.String("attach", "", "comma-separated image paths, relative to the workspace")
+	requestID := fs.String("request-id", "", "makes the call idempotent: a retry with the same id is answered once and queues nothing")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -94,7 +95,7 @@ func taskStart(ctx context.Context, args []string, e env, log *slog.Logger, stdo
 		IdleTimeout: *idle,
 	}
 	return withClient(ctx, e, log, func(c *taskclient.Client) error {
-		acc, err := c.Start(ctx, *id, p, task.Prompt{Text: prompt, Attachments: splitList(*attach)}, "")
+		acc, err := c.Start(ctx, *id, p, task.Prompt{Text: prompt, Attachments: splitList(*attach)}, *requestID)
 		if err != nil {
 			return err
 		}
@@ -107,6 +108,7 @@ func taskStart(ctx context.Context, args []string, e env, log *slog.Logger, stdo
 func taskPrompt(ctx context.Context, args []string, e env, log *slog.Logger, stdout, stderr io.Writer) error {
 	fs := newFlags("task prompt", "drover task prompt [flags] TASK PROMPT", stderr)
 	attach := fs.String("attach", "", "comma-separated image paths, relative to the workspace")
+	requestID := fs.String("request-id", "", "makes the call idempotent: a retry with the same id is answered once and queues nothing")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -115,7 +117,7 @@ func taskPrompt(ctx context.Context, args []string, e env, log *slog.Logger, std
 	}
 	id, prompt := fs.Arg(0), strings.Join(fs.Args()[1:], " ")
 	return withClient(ctx, e, log, func(c *taskclient.Client) error {
-		acc, err := c.Prompt(ctx, id, task.Prompt{Text: prompt, Attachments: splitList(*attach)}, "")
+		acc, err := c.Prompt(ctx, id, task.Prompt{Text: prompt, Attachments: splitList(*attach)}, *requestID)
 		if err != nil {
 			return err
 		}
