@@ -1,17 +1,10 @@
-// Package activities runs the side effects of a drover task: it assigns a task
-// to a host, runs one turn of the Claude Code CLI through the stream-json
-// adapter while persisting its events and resume point in Postgres, and
-// interrupts or stops the CLI on request.
+// Package activities is the Temporal edge of drover's turn engine (package engine): RunTurn runs
+// one attempt of a turn, InterruptTurn and StopExecutor reach a task's CLI on its host, and
+// AssignHost tells a workflow which host queue will run its turns.
 //
-// A turn's attempts are idempotent from the outside: every attempt resumes the
-// session at the last message committed before the turn began, sends the same
-// prompt again, and the turn's accounting is committed once. Postgres
-// (executors_running) is the source of truth for where a session can resume;
-// the executor row is written with compare-and-set on the attempt's execution
-// id, so a stale attempt can never move it.
-//
-// The CLI process of a task outlives its turn on the host that ran it (for
-// Config.KeepAlive), so the next turn skips the process start. A kept process is
-// reused only when its session is exactly at the committed resume point;
-// otherwise it is stopped and a fresh one resumes from Postgres.
+// It promises that every error leaving an activity carries a drover type (task.ErrType*) with
+// the retryability that type has (task.Retryable): errors are classified once, by the engine,
+// and converted here, never wrapped on the way. The one exception is a turn cancelled by
+// Temporal, which is acknowledged as Temporal's own cancellation (its details carry
+// task.ErrTypeCancelled) so that the workflow and the UI see a cancelled activity.
 package activities

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -80,6 +82,17 @@ type Command struct {
 	// WaitDelay is set on the exec.Cmd: how long Wait waits after a cancelled context killed the
 	// process group before closing pipes. Defaults to 5s.
 	WaitDelay time.Duration
+	// TagPrefix names the owner of the process tree in its TagEnv tag (prefix/random), so that
+	// the owner can find the trees it left behind with KillTaggedUnder. Defaults to "claude".
+	TagPrefix string
+	// Guard, when set, is a guard command (see RunGuard): the built command runs
+	// Guard... --tag=TAG -- Path args..., and the guard runs the CLI as its child.
+	Guard []string
+	// MCPConfigFile, when set, is where Build writes the MCP configuration (mode 0600, in a
+	// folder only the owner can enter) so that it reaches the CLI as a file path instead of
+	// argv, where every process on the host could read it. The caller removes the file when
+	// the process has stopped.
+	MCPConfigFile string
 }
 
 // MCPServer is one MCP server. Stdio servers set Command (and Args, Env); remote servers set Type
@@ -194,10 +207,11 @@ func (c *Command) allArgs() []string {
 		a = append(a, "--max-turns="+strconv.Itoa(c.MaxTurns))
 	}
 	if len(c.MCPServers) > 0 {
-		cfg, _ := json.Marshal(struct { // maps of strings always marshal
-			MCPServers map[string]MCPServer `json:"mcpServers"`
-		}{c.MCPServers})
-		a = append(a, "--mcp-config="+string(cfg))
+		if c.MCPConfigFile != "" {
+			a = append(a, "--mcp-config="+c.MCPConfigFile)
+		} else {
+			a = append(a, "--mcp-config="+string(c.mcpConfigJSON()))
+		}
 	}
 	if c.StrictMCPConfig {
 		a = append(a, "--strict-mcp-config")
@@ -215,6 +229,39 @@ func (c *Command) allArgs() []string {
 		a = append(a, "--append-system-prompt="+c.AppendSystemPrompt)
 	}
 	return append(a, c.ExtraArgs...)
+}
+
+// mcpConfigJSON is the --mcp-config document.
+func (c *Command) mcpConfigJSON() []byte {
+	cfg, _ := json.Marshal(struct { // maps of strings always marshal
+		MCPServers map[string]MCPServer `json:"mcpServers"`
+	}{c.MCPServers})
+	return cfg
+}
+
+// writeMCPConfig writes the MCP configuration to MCPConfigFile, readable by its owner only, in
+// a folder no other user may enter.
+func (c *Command) writeMCPConfig() error {
+	dir := filepath.Dir(c.MCPConfigFile)
+	st, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("MCP configuration folder: %w", err)
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("MCP configuration folder %s is open to other users (mode %v)", dir, st.Mode().Perm())
+	}
+	f, err := os.OpenFile(c.MCPConfigFile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("writing the MCP configuration: %w", err)
+	}
+	if _, err := f.Write(c.mcpConfigJSON()); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("writing the MCP configuration: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("writing the MCP configuration: %w", err)
+	}
+	return nil
 }
 
 // Environ returns the CLI's environment: Env (or os.Environ()) with ANTHROPIC_API_KEY,
@@ -241,7 +288,7 @@ func (c *Command) Environ() []string {
 	env := make([]string, 0, len(base)+len(set))
 	for _, kv := range base {
 		k, _, _ := strings.Cut(kv, "=")
-		if _, ok := set[k]; !ok {
+		if _, ok := set[k]; !ok && k != TagEnv {
 			env = append(env, kv)
 		}
 	}
@@ -260,11 +307,31 @@ func (c *Command) Build(ctx context.Context) (*exec.Cmd, error) {
 	if err := c.validate(); err != nil {
 		return nil, fmt.Errorf("building claude command: %w", err)
 	}
-	cmd := exec.CommandContext(ctx, c.Path, c.allArgs()...)
+	if len(c.MCPServers) > 0 && c.MCPConfigFile != "" {
+		if err := c.writeMCPConfig(); err != nil {
+			return nil, fmt.Errorf("building claude command: %w", err)
+		}
+	}
+	prefix := c.TagPrefix
+	if prefix == "" {
+		prefix = "claude"
+	}
+	tag := newTag(prefix)
+	path, args := c.Path, c.allArgs()
+	if len(c.Guard) > 0 {
+		args = append(append(slices.Clone(c.Guard[1:]), "--tag="+tag, "--", path), args...)
+		path = c.Guard[0]
+	}
+	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Dir = c.Dir
-	cmd.Env = c.Environ()
+	cmd.Env = append(c.Environ(), TagEnv+"="+tag)
 	cmd.WaitDelay = c.WaitDelay
 	prepareCmd(cmd)
+	// The CLI (or its guard) dies with the host, even when the host is killed outright.
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	if len(c.Guard) > 0 {
+		cmd.SysProcAttr.Pdeathsig = guardDeathSignal
+	}
 	cmd.Cancel = func() error { return killGroup(cmd, syscall.SIGKILL) }
 	return cmd, nil
 }

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -131,8 +132,18 @@ func TestCommandEnvAndBuild(t *testing.T) {
 		t.Errorf("process group / cancel / wait delay not set: %+v %v %v", cmd.SysProcAttr, cmd.Cancel != nil, cmd.WaitDelay)
 	}
 	want := []string{"PATH=/bin", "KEEP=1", "ANTHROPIC_API_KEY=" + testSecret, "ANTHROPIC_BASE_URL=http://127.0.0.1:9", "CLAUDE_CONFIG_DIR=/cfg"}
-	if !reflect.DeepEqual(cmd.Env, want) {
-		t.Errorf("Env = %q, want %q", cmd.Env, want)
+	if n := len(cmd.Env); n == 0 || !reflect.DeepEqual(cmd.Env[:n-1], want) || !strings.HasPrefix(cmd.Env[n-1], TagEnv+"=claude/") {
+		t.Errorf("Env = %q, want %q and a tag", cmd.Env, want)
+	}
+	if cmd.SysProcAttr.Pdeathsig != syscall.SIGKILL {
+		t.Errorf("the CLI does not die with its host: Pdeathsig %v", cmd.SysProcAttr.Pdeathsig)
+	}
+	again, err := c.Build(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Env[len(again.Env)-1] == cmd.Env[len(cmd.Env)-1] {
+		t.Error("two processes got the same tag")
 	}
 
 	bypass := Command{Path: "c", PermissionMode: PermissionBypass, Env: []string{}}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -62,6 +63,7 @@ type Process struct {
 	log    *slog.Logger
 	client *Client
 	stderr *stderrRing
+	tag    string // the TagEnv value of the CLI's tree; "" when the command carries none
 
 	stopOnce sync.Once
 	stopErr  error
@@ -127,6 +129,7 @@ func Start(ctx context.Context, cmd *exec.Cmd, cfg ProcessConfig) (*Process, err
 		cfg:    cfg,
 		log:    cfg.Client.Logger,
 		stderr: newStderrRing(cfg.StderrLines, cfg.StderrBytes, secretEnvValues(cmd.Env)),
+		tag:    envValue(cmd.Env, TagEnv),
 		exited: make(chan struct{}),
 	}
 	p.client = NewClient(outR, inW, cfg.Client)
@@ -145,8 +148,12 @@ func (p *Process) wait(ctx context.Context, errR *os.File, stderrDone <-chan str
 	stop := context.AfterFunc(ctx, func() { _ = killGroup(p.cmd, syscall.SIGKILL) })
 	waitErr := p.cmd.Wait()
 	stop()
-	// Leftover members of the group (background shells started by tools) must not outlive the CLI.
+	// What is left of the CLI's tree must not outlive it: members of its group, and the tools'
+	// own sessions (the Bash tool starts each command in a session of its own), found by tag.
 	_ = killGroup(p.cmd, syscall.SIGKILL)
+	if p.tag != "" {
+		KillTagged(p.tag)
+	}
 
 	drain, cancel := context.WithTimeout(context.Background(), p.cfg.DrainTimeout)
 	defer cancel()
@@ -190,6 +197,19 @@ func (p *Process) classify(waitErr error) error {
 	}
 	return ee
 }
+
+// envValue returns the value of key in env, or "".
+func envValue(env []string, key string) string {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, key+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// Tag returns the TagEnv value that marks every process of the CLI's tree, or "".
+func (p *Process) Tag() string { return p.tag }
 
 // Client returns the stdio client of the process.
 func (p *Process) Client() *Client { return p.client }

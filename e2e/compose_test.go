@@ -62,7 +62,7 @@ func TestComposeFile(t *testing.T) {
 			t.Errorf("worker variable %s is not read by drover", k)
 		}
 	}
-	for _, k := range []string{"DROVER_DATABASE_URL", "TEMPORAL_ADDRESS", "DROVER_EXECUTOR_ID", "DROVER_CLAUDE_CONFIG_DIR"} {
+	for _, k := range []string{"DROVER_DATABASE_URL", "TEMPORAL_ADDRESS", "DROVER_HOST_ID", "DROVER_CLAUDE_CONFIG_DIR"} {
 		if w.Environment[k] == "" {
 			t.Errorf("worker lacks %s", k)
 		}

@@ -125,8 +125,8 @@ func newWorld(tb testing.TB, prefix string, fakeCfg fakeanthropic.Config) world 
 // testAPIKey is the key workers hand the CLI; no log may show it.
 const testAPIKey = "sk-ant-e2e-secret-value"
 
-// workerEnv is the whole environment of `drover worker` as executorID.
-func (w world) workerEnv(executorID, logLevel string) []string {
+// workerEnv is the whole environment of `drover worker` as host hostID.
+func (w world) workerEnv(hostID, logLevel string) []string {
 	return []string{
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + w.home,
@@ -134,7 +134,7 @@ func (w world) workerEnv(executorID, logLevel string) []string {
 		"TEMPORAL_ADDRESS=" + w.temporal,
 		"TEMPORAL_NAMESPACE=" + suite.temporal.Namespace(),
 		"DROVER_TASK_QUEUE=" + w.queue,
-		"DROVER_EXECUTOR_ID=" + executorID,
+		"DROVER_HOST_ID=" + hostID,
 		"DROVER_CLAUDE_BIN=" + suite.claudeBin,
 		"DROVER_CLAUDE_CONFIG_DIR=" + w.configDir,
 		"DROVER_LOG_LEVEL=" + logLevel,

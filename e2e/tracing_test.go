@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 
@@ -10,7 +11,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/drover-run/drover/activities"
+	"github.com/drover-run/drover/engine"
 	fa "github.com/drover-run/drover/internal/fakeanthropic"
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/worker"
@@ -31,11 +32,11 @@ func TestTurnIsTraced(t *testing.T) {
 
 	w, err := worker.Start(e.ctx, worker.Config{
 		TemporalAddress: e.temporal, Namespace: suite.temporal.Namespace(), TaskQueue: e.queue,
-		ExecutorID: "traced-" + e.queue, DatabaseURL: e.dsn,
-		Claude: activities.Claude{
+		HostID: "traced-" + e.queue, DatabaseURL: e.dsn,
+		Claude: engine.Claude{
 			Bin: suite.claudeBin, ConfigDir: e.configDir, Home: e.home,
 			BaseURL: e.fake.URL(), APIKey: testAPIKey,
-			Env: []string{"DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1", "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"},
+			Env: []string{"PATH=" + os.Getenv("PATH"), "DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1", "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"},
 		},
 		Logger: slog.New(slog.DiscardHandler),
 	})

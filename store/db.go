@@ -27,7 +27,11 @@ var (
 	// ErrNotFound reports that the task, turn or row asked for does not exist.
 	ErrNotFound = errors.New("not found")
 
-	// ErrStaleExecution reports a write on behalf of an execution (an attempt) that no longer
-	// owns the task's executor row: another attempt has claimed it since. Nothing was changed.
-	ErrStaleExecution = errors.New("stale execution")
+	// ErrStaleAttempt reports a write on behalf of an attempt that no longer owns the task's
+	// executor row: another attempt has claimed it since. Nothing was changed.
+	ErrStaleAttempt = errors.New("stale attempt")
+
+	// ErrPromptMismatch reports an attempt of a turn whose record was begun with another prompt:
+	// the caller and the record disagree on what the turn is.
+	ErrPromptMismatch = errors.New("the turn was begun with another prompt")
 )

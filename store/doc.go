@@ -5,7 +5,7 @@
 // It promises:
 //
 //   - ownership is compare-and-set: a write on behalf of an attempt that no longer owns the task
-//     fails with ErrStaleExecution and changes nothing;
+//     fails with ErrStaleAttempt and changes nothing;
 //   - every retry of a turn resumes from the point recorded by the turn's first attempt, and a
 //     turn's cost and tokens are written exactly once, however often it is committed;
 //   - a task's events are numbered 1, 2, 3, … without gaps or duplicates, even under concurrent

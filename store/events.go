@@ -120,3 +120,44 @@ func ListEvents(ctx context.Context, db DB, taskID string, afterSeq int64, limit
 	}
 	return events, nil
 }
+
+// OpenToolCall is a tool call whose tool_call event has no closing tool_update in the log.
+type OpenToolCall struct {
+	Turn             int
+	Attempt          int
+	ToolCallID       string
+	ToolName         string
+	ParentToolCallID string
+}
+
+// OpenToolCalls lists the tool calls that attempts of the task's turns up to turn, before
+// attempt (of turn itself; every attempt of earlier turns), opened in the log and never closed
+// (no tool_update with status complete or error), in log order. Those attempts are over: their
+// worker died before the adapter could close them.
+func OpenToolCalls(ctx context.Context, db DB, taskID string, turn, attempt int) ([]OpenToolCall, error) {
+	rows, err := db.Query(ctx, `
+		SELECT c.turn, c.attempt, c.payload->>'tool_call_id', coalesce(c.payload->>'tool_name', ''),
+			coalesce(c.payload->>'parent_tool_call_id', '')
+		FROM task_events c
+		WHERE c.task_id = $1 AND c.type = 'tool_call'
+			AND (c.turn < $2 OR (c.turn = $2 AND c.attempt < $3))
+			AND coalesce(c.payload->>'tool_call_id', '') <> ''
+			AND NOT EXISTS (
+				SELECT 1 FROM task_events u
+				WHERE u.task_id = c.task_id AND u.seq > c.seq AND u.type = 'tool_update'
+					AND u.payload->>'tool_call_id' = c.payload->>'tool_call_id'
+					AND u.payload->>'tool_status' IN ('complete', 'error'))
+		ORDER BY c.seq`, taskID, turn, attempt)
+	if err != nil {
+		return nil, fmt.Errorf("listing open tool calls of task %s: %w", taskID, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (OpenToolCall, error) {
+		var o OpenToolCall
+		err := row.Scan(&o.Turn, &o.Attempt, &o.ToolCallID, &o.ToolName, &o.ParentToolCallID)
+		return o, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing open tool calls of task %s: %w", taskID, err)
+	}
+	return out, nil
+}

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -15,11 +14,11 @@ type ExecutorStatus string
 
 // The executor statuses.
 const (
-	ExecutorStarting ExecutorStatus = "starting" // claimed by an attempt; the CLI is not up yet
-	ExecutorRunning  ExecutorStatus = "running"  // the CLI process is up and serving a turn
-	ExecutorIdle     ExecutorStatus = "idle"     // the last turn committed; waiting for the next
-	ExecutorFailed   ExecutorStatus = "failed"   // the attempt failed; see ErrorMessage
-	ExecutorStopped  ExecutorStatus = "stopped"  // the process was stopped on purpose
+	ExecutorStarting ExecutorStatus = "starting" // an attempt owns the row; its CLI is not up yet
+	ExecutorRunning  ExecutorStatus = "running"  // the attempt's CLI process runs the turn (PID set)
+	ExecutorIdle     ExecutorStatus = "idle"     // the last turn committed; its process waits for the next (PID set) or is gone
+	ExecutorFailed   ExecutorStatus = "failed"   // the attempt failed (see Error); its process is gone
+	ExecutorStopped  ExecutorStatus = "stopped"  // the process was stopped on purpose; the resume point stands
 )
 
 // Valid reports whether s is one of the executor statuses.
@@ -31,95 +30,44 @@ func (s ExecutorStatus) Valid() bool {
 	return false
 }
 
-// Executor is a task's row in executors_running.
+// Live reports whether an attempt holds the row with a process that may still run: starting or
+// running.
+func (s ExecutorStatus) Live() bool { return s == ExecutorStarting || s == ExecutorRunning }
+
+// Executor is a task's row in executors_running: where the task's session resumes, and which
+// attempt, host and process serve it.
 type Executor struct {
 	TaskID string
-	// SessionID is the Claude session the latest process runs (set when it starts and when a
-	// turn commits). It may be ahead of the resume point: see ResumePoint.
-	SessionID string
-	// ResumeToken and LastMessageUUID are the committed resume point: the session and the last
-	// transcript entry of the last committed turn. Only CommitTurn writes them.
-	ResumeToken     string
+	// SessionID and LastMessageUUID are the committed resume point: the session and the last
+	// transcript entry of the last committed turn (--resume, --resume-session-at). Only a commit
+	// moves them; a rejected resume clears them.
+	SessionID       string
 	LastMessageUUID string
 	Status          ExecutorStatus
-	Resumable       bool
-	ExecutionID     string // the attempt that owns the row
-	ExecutorID      string // the host (worker) serving the task
-	PID             int    // the CLI's process id; 0 when none is known
-	WorktreePath    string
-	Model           string
-	ErrorMessage    string
-	Metadata        json.RawMessage // a JSON object; {} when empty
-	CreatedAt       time.Time
-	UpdatedAt       time.Time
-}
-
-// ResumePoint returns the committed resume point: the session to pass to --resume and the
-// transcript entry to pass to --resume-session-at. Both are empty before the first commit.
-func (e Executor) ResumePoint() (sessionID, messageUUID string) {
-	return e.ResumeToken, e.LastMessageUUID
-}
-
-// Claim asks for a task's executor row on behalf of one attempt.
-type Claim struct {
-	TaskID       string // required
-	ExecutionID  string // required: identifies the attempt, e.g. the activity's id and attempt
-	ExecutorID   string // the host (worker identity)
-	WorktreePath string
+	// AttemptID is the attempt that owns the row; every write on an attempt's behalf is
+	// compare-and-set on it.
+	AttemptID string
+	// AttemptToken is the owner's opaque handle, by which a host that restarts can end an attempt
+	// its earlier run left behind. Nil when none was given.
+	AttemptToken []byte
+	Turn         int    // the turn the owner runs or last ran
+	HostID       string // the worker host serving the task
+	PID          int    // the CLI's process id while it runs or waits; 0 when none
+	Workspace    string
 	Model        string
-	// Metadata, a JSON object, is merged into the row's metadata (its top-level keys replace
-	// existing ones). Nil leaves the metadata unchanged.
-	Metadata json.RawMessage
+	Error        string // why the last attempt failed or its process stopped
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
 }
 
-const executorColumns = `task_id, session_id, resume_token, status, resumable, last_message_uuid,
-	execution_id, executor_id, coalesce(pid, 0), worktree_path, model, error_message, metadata,
-	created_at, updated_at`
+const executorColumns = `task_id, session_id, last_message_uuid, status, attempt_id, attempt_token,
+	turn, host_id, coalesce(pid, 0), workspace, model, error, created_at, updated_at`
 
 func scanExecutor(row pgx.Row) (Executor, error) {
 	var e Executor
-	err := row.Scan(&e.TaskID, &e.SessionID, &e.ResumeToken, &e.Status, &e.Resumable,
-		&e.LastMessageUUID, &e.ExecutionID, &e.ExecutorID, &e.PID, &e.WorktreePath, &e.Model,
-		&e.ErrorMessage, &e.Metadata, &e.CreatedAt, &e.UpdatedAt)
+	err := row.Scan(&e.TaskID, &e.SessionID, &e.LastMessageUUID, &e.Status, &e.AttemptID, &e.AttemptToken,
+		&e.Turn, &e.HostID, &e.PID, &e.Workspace, &e.Model, &e.Error, &e.CreatedAt, &e.UpdatedAt)
 	return e, err
-}
-
-// ClaimExecutor makes c.ExecutionID the owner of the task's executor row, creating the row for a
-// new task, and returns it with status starting. The session and committed resume point are
-// kept: they are what the claiming attempt resumes from. Any earlier owner is stale from now on.
-func ClaimExecutor(ctx context.Context, db DB, c Claim) (Executor, error) {
-	if c.TaskID == "" || c.ExecutionID == "" {
-		return Executor{}, errors.New("claiming executor: task id and execution id are required")
-	}
-	metadata := c.Metadata
-	if metadata == nil {
-		metadata = json.RawMessage("{}")
-	}
-	var object map[string]json.RawMessage
-	if err := json.Unmarshal(metadata, &object); err != nil || object == nil {
-		return Executor{}, fmt.Errorf("claiming executor for task %s: metadata is not a JSON object", c.TaskID)
-	}
-	row := db.QueryRow(ctx, `
-		INSERT INTO executors_running AS x
-			(task_id, execution_id, executor_id, worktree_path, model, metadata, status)
-		VALUES ($1, $2, $3, $4, $5, $6, 'starting')
-		ON CONFLICT (task_id) DO UPDATE SET
-			execution_id = excluded.execution_id,
-			executor_id = excluded.executor_id,
-			worktree_path = excluded.worktree_path,
-			model = excluded.model,
-			metadata = x.metadata || excluded.metadata,
-			status = 'starting',
-			pid = NULL,
-			error_message = '',
-			updated_at = now()
-		RETURNING `+executorColumns,
-		c.TaskID, c.ExecutionID, c.ExecutorID, c.WorktreePath, c.Model, metadata)
-	e, err := scanExecutor(row)
-	if err != nil {
-		return Executor{}, fmt.Errorf("claiming executor for task %s: %w", c.TaskID, err)
-	}
-	return e, nil
 }
 
 // GetExecutor returns the task's executor row, or ErrNotFound.
@@ -135,64 +83,61 @@ func GetExecutor(ctx context.Context, db DB, taskID string) (Executor, error) {
 	return e, nil
 }
 
-// SetExecutorRunning records that the attempt's CLI process is up: status running, its pid, and
-// the session it runs (an empty sessionID keeps the recorded one). The resume point is not
-// touched. A stale executionID gets ErrStaleExecution.
-func SetExecutorRunning(ctx context.Context, db DB, taskID, executionID string, pid int, sessionID string) error {
+// ListHostExecutors returns the executor rows of the tasks a host serves, by task id.
+func ListHostExecutors(ctx context.Context, db DB, hostID string) ([]Executor, error) {
+	rows, err := db.Query(ctx, `SELECT `+executorColumns+` FROM executors_running WHERE host_id = $1 ORDER BY task_id`, hostID)
+	if err != nil {
+		return nil, fmt.Errorf("listing executors of host %s: %w", hostID, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Executor, error) { return scanExecutor(row) })
+	if err != nil {
+		return nil, fmt.Errorf("listing executors of host %s: %w", hostID, err)
+	}
+	return out, nil
+}
+
+// SetExecutorRunning records that the attempt's CLI process is up and runs the turn: status
+// running and its pid. A stale attemptID gets ErrStaleAttempt.
+func SetExecutorRunning(ctx context.Context, db DB, taskID, attemptID string, pid int) error {
 	tag, err := db.Exec(ctx, `
-		UPDATE executors_running SET
-			status = 'running',
-			pid = $3,
-			session_id = CASE WHEN $4 = '' THEN session_id ELSE $4 END,
-			error_message = '',
-			updated_at = now()
-		WHERE task_id = $1 AND execution_id = $2`,
-		taskID, executionID, pid, sessionID)
+		UPDATE executors_running SET status = 'running', pid = $3, error = '', updated_at = now()
+		WHERE task_id = $1 AND attempt_id = $2`,
+		taskID, attemptID, pid)
 	if err != nil {
 		return fmt.Errorf("setting executor for task %s running: %w", taskID, err)
 	}
 	if tag.RowsAffected() == 0 {
-		return staleOrMissing(ctx, db, "setting executor running", taskID, executionID)
+		return staleOrMissing(ctx, db, "setting executor running", taskID, attemptID)
 	}
 	return nil
 }
 
-// MarkExecutor sets the status, error message and resumable flag of the task's executor row
-// on behalf of executionID. Failed and stopped clear the pid: the process is gone. A stale
-// executionID gets ErrStaleExecution.
-func MarkExecutor(ctx context.Context, db DB, taskID, executionID string, status ExecutorStatus, errMsg string, resumable bool) error {
-	if !status.Valid() {
-		return fmt.Errorf("marking executor for task %s: invalid status %q", taskID, status)
-	}
+// MarkExecutorStopped records that the process which served the task's last committed turn
+// (owned by attemptID) has stopped on purpose: an idle row becomes stopped and forgets its pid;
+// the resume point stands. A row in any other state, or owned by another attempt, is left alone
+// (applied=false): a newer attempt has taken over.
+func MarkExecutorStopped(ctx context.Context, db DB, taskID, attemptID, reason string) (applied bool, err error) {
 	tag, err := db.Exec(ctx, `
-		UPDATE executors_running SET
-			status = $3,
-			error_message = $4,
-			resumable = $5,
-			pid = CASE WHEN $3 IN ('failed', 'stopped') THEN NULL ELSE pid END,
-			updated_at = now()
-		WHERE task_id = $1 AND execution_id = $2`,
-		taskID, executionID, string(status), errMsg, resumable)
+		UPDATE executors_running SET status = 'stopped', pid = NULL, error = $3, updated_at = now()
+		WHERE task_id = $1 AND attempt_id = $2 AND status = 'idle'`,
+		taskID, attemptID, reason)
 	if err != nil {
-		return fmt.Errorf("marking executor for task %s %s: %w", taskID, status, err)
+		return false, fmt.Errorf("marking executor for task %s stopped: %w", taskID, err)
 	}
-	if tag.RowsAffected() == 0 {
-		return staleOrMissing(ctx, db, "marking executor "+string(status), taskID, executionID)
-	}
-	return nil
+	return tag.RowsAffected() == 1, nil
 }
 
 // staleOrMissing explains why a compare-and-set on the executor row matched nothing: the row is
-// missing (ErrNotFound) or owned by another execution (ErrStaleExecution).
-func staleOrMissing(ctx context.Context, db DB, op, taskID, executionID string) error {
+// missing (ErrNotFound) or owned by another attempt (ErrStaleAttempt).
+func staleOrMissing(ctx context.Context, db DB, op, taskID, attemptID string) error {
 	var owner string
-	err := db.QueryRow(ctx, `SELECT execution_id FROM executors_running WHERE task_id = $1`, taskID).Scan(&owner)
+	err := db.QueryRow(ctx, `SELECT attempt_id FROM executors_running WHERE task_id = $1`, taskID).Scan(&owner)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return fmt.Errorf("%s for task %s: executor %w", op, taskID, ErrNotFound)
 	case err != nil:
-		return fmt.Errorf("%s for task %s: execution %s does not own the row (%w), and reading the owner failed: %w",
-			op, taskID, executionID, ErrStaleExecution, err)
+		return fmt.Errorf("%s for task %s: attempt %s does not own the row (%w), and reading the owner failed: %w",
+			op, taskID, attemptID, ErrStaleAttempt, err)
 	}
-	return fmt.Errorf("%s for task %s: %w: execution %s, owner is %s", op, taskID, ErrStaleExecution, executionID, owner)
+	return fmt.Errorf("%s for task %s: %w: attempt %s, owner is %s", op, taskID, ErrStaleAttempt, attemptID, owner)
 }

@@ -29,18 +29,6 @@ func (s TurnStatus) Valid() bool {
 	return false
 }
 
-// TurnStart is what an attempt knows when it starts a turn.
-type TurnStart struct {
-	TaskID     string // required
-	Turn       int
-	Prompt     string
-	PromptUUID string // the uuid the prompt is sent with; the same on every attempt
-	// ResumeSessionID and ResumeFromUUID are the resume point before this turn (empty for a
-	// new session). Only the first attempt's values are recorded.
-	ResumeSessionID string
-	ResumeFromUUID  string
-}
-
 // TurnRecord is a turn's row in task_turns.
 type TurnRecord struct {
 	TaskID     string
@@ -74,9 +62,9 @@ func (r TurnRecord) Finished() bool { return r.Status != TurnRunning }
 
 // TurnCommit is what an attempt commits when its turn reaches a result.
 type TurnCommit struct {
-	TaskID      string // required
-	Turn        int
-	ExecutionID string // required: the attempt committing; must own the executor row
+	TaskID    string // required
+	Turn      int
+	AttemptID string // required: the attempt committing; must own the executor row
 	// SessionID and LastMessageUUID become the executor's committed resume point; empty keeps
 	// the previous value.
 	SessionID       string
@@ -112,49 +100,14 @@ func scanTurn(row pgx.Row) (TurnRecord, error) {
 	return r, err
 }
 
-// BeginTurn records that an attempt starts the turn and returns the turn's row. The first
-// attempt inserts it with the given resume point; a later attempt increments Attempts and gets
-// the ORIGINAL resume point back, so every retry resumes where the turn began, never where a
-// failed attempt got to. If the turn is already finished (an earlier attempt committed it but
-// its result was lost), the row is returned unchanged: the caller must not run the turn again.
-// A turn already begun with a different prompt uuid is refused.
-func BeginTurn(ctx context.Context, db DB, s TurnStart) (TurnRecord, error) {
-	if s.TaskID == "" {
-		return TurnRecord{}, errors.New("beginning turn: task id is required")
-	}
-	r, err := scanTurn(db.QueryRow(ctx, `
-		INSERT INTO task_turns AS t (task_id, turn, prompt, prompt_uuid, resume_session_id, resume_from_uuid)
-		VALUES ($1, $2, $3, $4, $5, $6)
-		ON CONFLICT (task_id, turn) DO UPDATE SET attempts = t.attempts + 1
-		WHERE t.status = 'running' AND t.prompt_uuid = excluded.prompt_uuid
-		RETURNING `+turnColumns,
-		s.TaskID, s.Turn, s.Prompt, s.PromptUUID, s.ResumeSessionID, s.ResumeFromUUID))
-	if err == nil {
-		return r, nil
-	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return TurnRecord{}, fmt.Errorf("beginning turn %d of task %s: %w", s.Turn, s.TaskID, err)
-	}
-	// The row exists and the update's condition failed: finished, or another prompt.
-	r, err = GetTurn(ctx, db, s.TaskID, s.Turn)
-	if err != nil {
-		return TurnRecord{}, fmt.Errorf("beginning turn %d of task %s: %w", s.Turn, s.TaskID, err)
-	}
-	if r.PromptUUID != s.PromptUUID {
-		return TurnRecord{}, fmt.Errorf("beginning turn %d of task %s: the turn was begun with prompt uuid %q, not %q",
-			s.Turn, s.TaskID, r.PromptUUID, s.PromptUUID)
-	}
-	return r, nil
-}
-
 // CommitTurn records a turn's result in one transaction: it moves the executor's committed
-// resume point (session and last message), marks the executor idle and resumable, and finishes
-// the turn's row with its status, cost and tokens. It returns applied=false and writes nothing
-// if the turn was already finished, so a second commit never counts cost twice. If
-// c.ExecutionID no longer owns the executor row it returns ErrStaleExecution and writes nothing.
+// resume point (session and last message), marks the executor idle, and finishes the turn's row
+// with its status, cost and tokens. It returns applied=false and writes nothing if the turn was
+// already finished, so a second commit never counts cost twice. If c.AttemptID no longer owns
+// the executor row it returns ErrStaleAttempt and writes nothing.
 func CommitTurn(ctx context.Context, db TxDB, c TurnCommit) (applied bool, err error) {
-	if c.TaskID == "" || c.ExecutionID == "" {
-		return false, errors.New("committing turn: task id and execution id are required")
+	if c.TaskID == "" || c.AttemptID == "" {
+		return false, errors.New("committing turn: task id and attempt id are required")
 	}
 	if !c.Status.Valid() || c.Status == TurnRunning {
 		return false, fmt.Errorf("committing turn %d of task %s: invalid final status %q", c.Turn, c.TaskID, c.Status)
@@ -165,19 +118,17 @@ func CommitTurn(ctx context.Context, db TxDB, c TurnCommit) (applied bool, err e
 		tag, err := tx.Exec(ctx, `
 			UPDATE executors_running SET
 				session_id = CASE WHEN $3 = '' THEN session_id ELSE $3 END,
-				resume_token = CASE WHEN $3 = '' THEN resume_token ELSE $3 END,
 				last_message_uuid = CASE WHEN $4 = '' THEN last_message_uuid ELSE $4 END,
 				status = 'idle',
-				resumable = true,
-				error_message = '',
+				error = '',
 				updated_at = now()
-			WHERE task_id = $1 AND execution_id = $2`,
-			c.TaskID, c.ExecutionID, c.SessionID, c.LastMessageUUID)
+			WHERE task_id = $1 AND attempt_id = $2`,
+			c.TaskID, c.AttemptID, c.SessionID, c.LastMessageUUID)
 		if err != nil {
 			return err
 		}
 		if tag.RowsAffected() == 0 {
-			return staleOrMissing(ctx, tx, "committing turn", c.TaskID, c.ExecutionID)
+			return staleOrMissing(ctx, tx, "committing turn", c.TaskID, c.AttemptID)
 		}
 		tag, err = tx.Exec(ctx, `
 			UPDATE task_turns SET
@@ -208,26 +159,6 @@ func CommitTurn(ctx context.Context, db TxDB, c TurnCommit) (applied bool, err e
 		return false, fmt.Errorf("committing turn %d of task %s: %w", c.Turn, c.TaskID, err)
 	}
 	return applied, nil
-}
-
-// AbandonTurn finishes a turn that no attempt will commit (for example after a non-retryable
-// error) as failed with errMsg and no accounting. It returns applied=false if the turn was
-// already finished. Call it only when the turn is given up: a later BeginTurn sees it finished.
-func AbandonTurn(ctx context.Context, db DB, taskID string, turn int, errMsg string) (applied bool, err error) {
-	tag, err := db.Exec(ctx, `
-		UPDATE task_turns SET status = 'failed', is_error = true, error = $3, finished_at = now()
-		WHERE task_id = $1 AND turn = $2 AND status = 'running'`,
-		taskID, turn, errMsg)
-	if err != nil {
-		return false, fmt.Errorf("abandoning turn %d of task %s: %w", turn, taskID, err)
-	}
-	if tag.RowsAffected() == 1 {
-		return true, nil
-	}
-	if _, err := GetTurn(ctx, db, taskID, turn); err != nil {
-		return false, fmt.Errorf("abandoning turn: %w", err)
-	}
-	return false, nil
 }
 
 // errAlreadyFinished makes CommitTurn roll back when the turn was already committed.
@@ -283,19 +214,4 @@ func TaskTotals(ctx context.Context, db DB, taskID string) (Totals, error) {
 		return Totals{}, fmt.Errorf("summing turns of task %s: %w", taskID, err)
 	}
 	return t, nil
-}
-
-// AbandonEarlierTurns closes, as failed, every turn of the task before turn
-// that is still running. Turns run one at a time, so such a turn's attempts
-// are over: the last one was lost (its worker died) and nothing will commit
-// it. It returns how many turns it closed.
-func AbandonEarlierTurns(ctx context.Context, db DB, taskID string, turn int, errMsg string) (int64, error) {
-	tag, err := db.Exec(ctx, `
-		UPDATE task_turns SET status = 'failed', is_error = true, error = $3, finished_at = now()
-		WHERE task_id = $1 AND turn < $2 AND status = 'running'`,
-		taskID, turn, errMsg)
-	if err != nil {
-		return 0, fmt.Errorf("abandoning turns of task %s before %d: %w", taskID, turn, err)
-	}
-	return tag.RowsAffected(), nil
 }

@@ -359,6 +359,8 @@ func setMap[V any](m *map[string]V, key string, v V, limit int) {
 // without a result. Assistant messages not confirmed by a result are not
 // made resumable. It does nothing between turns.
 func (a *Adapter) Abandon(reason string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	if !a.turn.active && len(a.tools) == 0 {
 		return
 	}

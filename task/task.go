@@ -229,12 +229,8 @@ type RunTurnResult struct {
 	DurationMS      int64      `json:"duration_ms"`
 	NumTurns        int        `json:"num_turns"`
 	Attempt         int        `json:"attempt"`
-	// Error describes a turn that ended with is_error (for example an API error
-	// that outlived its retries, or --max-turns).
+	// Error describes a turn that ended with is_error (for example --max-turns).
 	Error string `json:"error,omitempty"`
-	// Counted is false when this turn's accounting had already been committed by
-	// an earlier attempt, so the workflow must not add it to its totals again.
-	Counted bool `json:"counted"`
 }
 
 // InterruptTurnInput is the input of the InterruptTurn and StopExecutor activities.
@@ -242,19 +238,6 @@ type InterruptTurnInput struct {
 	TaskID string `json:"task_id"`
 	Turn   int    `json:"turn"`
 }
-
-// Error types of the application errors RunTurn returns, so the workflow can branch.
-const (
-	// ErrTypeResumeRejected: the CLI refused the resume point; retrying cannot help.
-	ErrTypeResumeRejected = "ResumeRejected"
-	// ErrTypeAPI: the model API failed the turn; worth a retry.
-	ErrTypeAPI = "APIError"
-	// ErrTypeCLI: the CLI crashed or broke the protocol; worth a retry.
-	ErrTypeCLI = "CLIError"
-	// ErrTypeInvalidInput: the input cannot be run (bad workspace, attachment
-	// outside the workspace …); retrying cannot help.
-	ErrTypeInvalidInput = "InvalidInput"
-)
 
 // Search attribute names shown in the Temporal UI.
 const (

@@ -20,6 +20,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/drover-run/drover/activities"
+	"github.com/drover-run/drover/engine"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/workflows"
@@ -33,29 +34,30 @@ type Config struct {
 	Namespace string
 	// TaskQueue is the shared queue. Defaults to task.SharedQueue.
 	TaskQueue string
-	// ExecutorID is this host's stable identity. Defaults to the host name.
-	ExecutorID string
+	// HostID is this host's stable identity: its turns come back to the queue named after it,
+	// and the CLI processes it starts carry it. Defaults to the host name.
+	HostID string
 	// DatabaseURL is drover's Postgres. Required.
 	DatabaseURL string
 	// Claude is how the CLI runs here. Bin is required.
-	Claude activities.Claude
+	Claude engine.Claude
 	// WorkspaceRoot, when set, confines task workspaces to that folder.
 	WorkspaceRoot string
-	// KeepAlive is how long a task's CLI waits for its next turn. Defaults to
-	// 10 minutes; negative stops it after every turn.
+	// KeepAlive is how long a task's CLI waits for its next turn. Zero means
+	// engine.DefaultKeepAlive; negative stops it after every turn.
 	KeepAlive time.Duration
-	// MaxIdle bounds the CLI processes kept between turns. Defaults to 16.
+	// MaxIdle bounds the CLI processes kept between turns. Zero means engine.DefaultMaxIdle.
 	MaxIdle int
-	// StallTimeout stops a CLI that prints nothing for this long during a
-	// turn, and retries the turn. Defaults to 30 minutes.
+	// StallTimeout stops a CLI that prints nothing for this long during a turn, and retries
+	// the turn. Zero means engine.DefaultStallTimeout.
 	StallTimeout time.Duration
-	// MaxConcurrentTurns bounds the turns this host runs at once. Defaults to 32.
+	// MaxConcurrentTurns bounds the turns this host runs at once. Defaults to
+	// DefaultMaxConcurrentTurns.
 	MaxConcurrentTurns int
 	// RegisterSearchAttributes adds drover's search attributes to the namespace
 	// when they are missing (needs operator rights). Defaults to true.
 	RegisterSearchAttributes *bool
-	// DebugDir receives raw/normalized captures when
-	// DROVER_DEBUG_AGENT_MESSAGES=true. Defaults to the current folder.
+	// DebugDir, when set, receives raw and normalized JSONL captures of every CLI run.
 	DebugDir string
 	// Logger receives drover's and the Temporal SDK's logs. Nil means silent.
 	Logger *slog.Logger
@@ -71,20 +73,17 @@ func (c *Config) withDefaults() {
 	if c.TaskQueue == "" {
 		c.TaskQueue = task.SharedQueue
 	}
-	if c.ExecutorID == "" {
+	if c.HostID == "" {
 		if h, err := os.Hostname(); err == nil {
-			c.ExecutorID = h
+			c.HostID = h
 		}
 	}
 	if c.MaxConcurrentTurns <= 0 {
-		c.MaxConcurrentTurns = 32
+		c.MaxConcurrentTurns = DefaultMaxConcurrentTurns
 	}
 	if c.RegisterSearchAttributes == nil {
 		t := true
 		c.RegisterSearchAttributes = &t
-	}
-	if c.DebugDir == "" {
-		c.DebugDir = "."
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -95,30 +94,35 @@ func (c *Config) validate() error {
 	switch {
 	case c.DatabaseURL == "":
 		return errors.New("worker: a database URL is required (DROVER_DATABASE_URL)")
-	case c.ExecutorID == "":
-		return errors.New("worker: an executor id is required (DROVER_EXECUTOR_ID)")
+	case c.HostID == "":
+		return errors.New("worker: a host id is required (DROVER_HOST_ID)")
 	}
 	return nil
 }
+
+// DefaultMaxConcurrentTurns is Config.MaxConcurrentTurns when it is zero.
+const DefaultMaxConcurrentTurns = 32
 
 // Worker is a running worker host.
 type Worker struct {
 	cfg    Config
 	pool   *pgxpool.Pool
 	client client.Client
+	engine *engine.Engine
 	acts   *activities.Activities
 	shared sdkworker.Worker
 	host   sdkworker.Worker
 }
 
-// Start connects, migrates, reaps CLI processes a previous run of this host
-// left behind, and starts polling. It returns once both workers poll.
+// Start connects, migrates, kills what CLI processes a previous run of this host left behind,
+// reports the attempts that run was running as failed (so they are retried at once), and starts
+// polling. It returns once both workers poll.
 func Start(ctx context.Context, cfg Config) (*Worker, error) {
 	cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	log := cfg.Logger.With("executor_id", cfg.ExecutorID)
+	log := cfg.Logger.With("host_id", cfg.HostID)
 
 	pool, err := store.Connect(ctx, cfg.DatabaseURL)
 	if err != nil {
@@ -134,7 +138,7 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 	if _, err := store.Migrate(ctx, pool, log); err != nil {
 		return nil, fmt.Errorf("worker: migrating: %w", err)
 	}
-	reapOrphans(ctx, pool, cfg.ExecutorID, log)
+	reapLeftovers(cfg.HostID, log)
 
 	c, err := Dial(ctx, cfg.TemporalAddress, cfg.Namespace, log)
 	if err != nil {
@@ -149,9 +153,13 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 		}
 	}
 
-	w.acts, err = activities.New(activities.Config{
+	if err := failLostAttempts(ctx, pool, c, cfg.HostID, log); err != nil {
+		log.Warn("recovering this host's lost attempts", "error", err)
+	}
+
+	w.engine, err = engine.New(engine.Config{
 		DB:            pool,
-		ExecutorID:    cfg.ExecutorID,
+		HostID:        cfg.HostID,
 		Claude:        cfg.Claude,
 		WorkspaceRoot: cfg.WorkspaceRoot,
 		KeepAlive:     cfg.KeepAlive,
@@ -163,6 +171,7 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
+	w.acts = activities.New(w.engine, log)
 
 	w.shared = sdkworker.New(c, cfg.TaskQueue, sdkworker.Options{})
 	workflows.Register(w.shared)
@@ -206,11 +215,11 @@ func (w *Worker) Stop(ctx context.Context) {
 	if w.host != nil {
 		w.host.Stop()
 	}
-	w.close()
-	if w.acts != nil {
-		w.acts.Close(ctx)
+	if w.engine != nil {
+		w.engine.Close(ctx)
 	}
-	w.cfg.Logger.Info("drover worker stopped", "executor_id", w.cfg.ExecutorID)
+	w.close()
+	w.cfg.Logger.Info("drover worker stopped", "host_id", w.cfg.HostID)
 }
 
 func (w *Worker) close() {

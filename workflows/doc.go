@@ -11,7 +11,9 @@
 //     and pending prompts travel with every continue-as-new.
 //   - A failed turn never fails the task: its error is kept in State.LastError,
 //     it counts as a failed turn, and the next prompt runs as usual.
-//   - Cost and tokens are added to the totals only for results marked Counted.
+//   - A turn's cost and tokens are added to the totals once, when its RunTurn returns: the
+//     store commits a turn's accounting once, and an attempt that finds its turn already
+//     committed answers from that record.
 //   - Every turn of a task runs on one host queue, learned once through the
 //     AssignHost activity and learned again only when that host stops taking work.
 //   - Cancelling the workflow cancels the running turn and stops the task's

@@ -168,7 +168,6 @@ func completeTurn(c runCall) (task.RunTurnResult, error) {
 		InputTokens:     10,
 		OutputTokens:    20,
 		Attempt:         int(c.Attempt),
-		Counted:         true,
 	}, nil
 }
 

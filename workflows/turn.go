@@ -110,7 +110,7 @@ func (s *taskState) executeRunTurn(ctx workflow.Context, q task.QueuedPrompt) (t
 			BackoffCoefficient:     2,
 			MaximumInterval:        s.lim.retryMax,
 			MaximumAttempts:        int32(s.p.MaxAttempts),
-			NonRetryableErrorTypes: []string{task.ErrTypeResumeRejected, task.ErrTypeInvalidInput},
+			NonRetryableErrorTypes: task.NonRetryableErrorTypes(),
 		},
 		Summary: fmt.Sprintf("turn %d", q.Turn),
 	})
@@ -140,11 +140,9 @@ func (s *taskState) turnEnded(turn int, res task.RunTurnResult) {
 		s.lastUUID = res.LastMessageUUID
 	}
 	s.totals.Turns++
-	if res.Counted {
-		s.totals.CostUSD += res.CostUSD
-		s.totals.InputTokens += res.InputTokens
-		s.totals.OutputTokens += res.OutputTokens
-	}
+	s.totals.CostUSD += res.CostUSD
+	s.totals.InputTokens += res.InputTokens
+	s.totals.OutputTokens += res.OutputTokens
 	switch res.Status {
 	case task.TurnCompleted, task.TurnInterrupted:
 	case task.TurnFailed:

@@ -101,28 +101,6 @@ func TestPromptWhileRunningWaitsForItsTurn(t *testing.T) {
 	assert.Equal(t, 2, st.Totals.Turns)
 }
 
-func TestCountedFalseIsNotAddedToTotals(t *testing.T) {
-	t.Parallel()
-	env := newEnv(t, defaultLimits)
-	rec := &recorder{}
-	rec.mockHosts(env, hostA)
-	rec.mockControl(env)
-	rec.mockRunTurn(env, func(c runCall) (task.RunTurnResult, error) {
-		res, _ := completeTurn(c)
-		res.Counted = c.In.Turn == 1
-		return res, nil
-	})
-	env.RegisterDelayedCallback(func() {
-		sendPrompt(env, "p1", "one")
-		sendPrompt(env, "p2", "two")
-		sendUpdate(env, task.UpdateClose, "close")
-	}, 0)
-	env.ExecuteWorkflow(task.WorkflowName, params())
-	st := result(t, env)
-	assert.Equal(t, task.Totals{CostUSD: 0.25, InputTokens: 10, OutputTokens: 20, Turns: 2}, st.Totals)
-	assert.Equal(t, "m2", st.LastMessageUUID, "an uncounted result still moves the resume point")
-}
-
 func TestRetryableErrorIsRetried(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t, defaultLimits)
@@ -131,7 +109,7 @@ func TestRetryableErrorIsRetried(t *testing.T) {
 	rec.mockControl(env)
 	rec.mockRunTurn(env, func(c runCall) (task.RunTurnResult, error) {
 		if c.Attempt == 1 {
-			return task.RunTurnResult{}, temporalAppError("model API overloaded", task.ErrTypeAPI)
+			return task.RunTurnResult{}, temporalAppError("model API overloaded", task.ErrTypeModelAPI)
 		}
 		return completeTurn(c)
 	})
@@ -162,7 +140,7 @@ func TestExhaustedRetriesFailTheTurnNotTheTask(t *testing.T) {
 	rec.mockControl(env)
 	rec.mockRunTurn(env, func(c runCall) (task.RunTurnResult, error) {
 		if c.In.Turn == 1 {
-			return task.RunTurnResult{}, temporalAppError("claude exited with status 3", task.ErrTypeCLI)
+			return task.RunTurnResult{}, temporalAppError("claude exited with status 3", task.ErrTypeClaudeExited)
 		}
 		return completeTurn(c)
 	})
@@ -180,7 +158,7 @@ func TestExhaustedRetriesFailTheTurnNotTheTask(t *testing.T) {
 	assert.Equal(t, task.StatusCompleted, st.Status)
 	assert.Equal(t, task.Totals{CostUSD: 0.25, InputTokens: 10, OutputTokens: 20, Turns: 2, FailedTurns: 1}, st.Totals)
 	assert.Contains(t, st.LastError, "turn 1")
-	assert.Contains(t, st.LastError, task.ErrTypeCLI)
+	assert.Contains(t, st.LastError, task.ErrTypeClaudeExited)
 	assert.Contains(t, st.LastError, "claude exited with status 3")
 }
 

@@ -56,7 +56,7 @@ func cmdDemo(ctx context.Context, args []string, e env, log *slog.Logger, stdout
 	quietLog := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	fmt.Fprintln(stdout, "Starting a Temporal dev server, the fake Messages API and a worker...")
 	s, err := startStack(ctx, e, stackOptions{
-		stateDir: state, headless: true, fakeAPI: !*real, executorID: "demo-" + uuid.NewString()[:8],
+		stateDir: state, headless: true, fakeAPI: !*real, hostID: "demo-" + uuid.NewString()[:8],
 	}, quietLog)
 	if err != nil {
 		return err

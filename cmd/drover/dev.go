@@ -37,7 +37,7 @@ type stackOptions struct {
 	headless        bool
 	fakeAPI         bool
 	fakeResponder   func(*fakeanthropic.Request) (fakeanthropic.Response, bool)
-	executorID      string
+	hostID          string
 	keepAlive       time.Duration
 }
 
@@ -53,8 +53,8 @@ func startStack(ctx context.Context, e env, o stackOptions, log *slog.Logger) (*
 		return nil, fmt.Errorf("creating the state folder: %w", err)
 	}
 	cfg := e.workerConfig()
-	if o.executorID != "" {
-		cfg.ExecutorID = o.executorID
+	if o.hostID != "" {
+		cfg.HostID = o.hostID
 	}
 	cfg.KeepAlive = o.keepAlive
 	cfg.Logger = log
@@ -161,7 +161,7 @@ func cmdDev(ctx context.Context, args []string, e env, log *slog.Logger, stdout,
 	uiPort := fs.Int("ui-port", 8233, "dev server web UI port")
 	fake := fs.Bool("fake-api", os.Getenv("ANTHROPIC_API_KEY") == "" && os.Getenv("ANTHROPIC_BASE_URL") == "",
 		"answer the CLI from drover's offline fake Messages API (default when ANTHROPIC_API_KEY is unset)")
-	executorID := fs.String("executor-id", "dev", "this host's stable identity")
+	hostID := fs.String("host-id", "dev", "this worker host's stable identity")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -170,8 +170,8 @@ func cmdDev(ctx context.Context, args []string, e env, log *slog.Logger, stdout,
 		return err
 	}
 	defer shutdown(context.WithoutCancel(ctx))
-	if e.executorID != "" {
-		*executorID = e.executorID
+	if e.hostID != "" {
+		*hostID = e.hostID
 	}
 	stateDir, err := filepath.Abs(*state)
 	if err != nil {
@@ -179,7 +179,7 @@ func cmdDev(ctx context.Context, args []string, e env, log *slog.Logger, stdout,
 	}
 	s, err := startStack(ctx, e, stackOptions{
 		stateDir: stateDir, temporalAddress: *addr, port: *port, uiPort: *uiPort,
-		fakeAPI: *fake, fakeResponder: echoResponder, executorID: *executorID,
+		fakeAPI: *fake, fakeResponder: echoResponder, hostID: *hostID,
 	}, log)
 	if err != nil {
 		return err

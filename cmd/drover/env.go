@@ -4,7 +4,7 @@ import (
 	"os"
 	"os/exec"
 
-	"github.com/drover-run/drover/activities"
+	"github.com/drover-run/drover/engine"
 	"github.com/drover-run/drover/internal/tools"
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/worker"
@@ -18,13 +18,18 @@ type env struct {
 	temporalAddress string
 	namespace       string
 	taskQueue       string
-	executorID      string
+	hostID          string
 	claudeBin       string
 	claudeConfigDir string
 	workspaceRoot   string
 	apiKey          string
 	baseURL         string
 	logLevel        string
+	debugCapture    bool
+	// environ is the whole environment, which the CLI inherits (minus drover's own settings).
+	environ []string
+	// self is this program's executable, which guards the CLI processes it starts.
+	self string
 }
 
 func loadEnv() env {
@@ -33,13 +38,18 @@ func loadEnv() env {
 		temporalAddress: getenv("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
 		namespace:       getenv("TEMPORAL_NAMESPACE", "default"),
 		taskQueue:       getenv("DROVER_TASK_QUEUE", task.SharedQueue),
-		executorID:      os.Getenv("DROVER_EXECUTOR_ID"),
+		hostID:          os.Getenv("DROVER_HOST_ID"),
 		claudeBin:       os.Getenv("DROVER_CLAUDE_BIN"),
 		claudeConfigDir: os.Getenv("DROVER_CLAUDE_CONFIG_DIR"),
 		workspaceRoot:   os.Getenv("DROVER_WORKSPACE_ROOT"),
 		apiKey:          os.Getenv("ANTHROPIC_API_KEY"),
 		baseURL:         os.Getenv("ANTHROPIC_BASE_URL"),
 		logLevel:        getenv("DROVER_LOG_LEVEL", "info"),
+		debugCapture:    os.Getenv("DROVER_DEBUG_AGENT_MESSAGES") == "true",
+		environ:         os.Environ(),
+	}
+	if self, err := os.Executable(); err == nil {
+		e.self = self
 	}
 	if e.claudeBin == "" {
 		if p, err := tools.ClaudeBin(); err == nil {
@@ -60,18 +70,26 @@ func getenv(key, def string) string {
 
 // workerConfig is the worker configuration the environment describes.
 func (e env) workerConfig() worker.Config {
-	return worker.Config{
+	cfg := worker.Config{
 		TemporalAddress: e.temporalAddress,
 		Namespace:       e.namespace,
 		TaskQueue:       e.taskQueue,
-		ExecutorID:      e.executorID,
+		HostID:          e.hostID,
 		DatabaseURL:     e.databaseURL,
 		WorkspaceRoot:   e.workspaceRoot,
-		Claude: activities.Claude{
+		Claude: engine.Claude{
 			Bin:       e.claudeBin,
 			ConfigDir: e.claudeConfigDir,
 			APIKey:    e.apiKey,
 			BaseURL:   e.baseURL,
+			Env:       e.environ,
 		},
 	}
+	if e.self != "" {
+		cfg.Claude.Guard = []string{e.self, guardCommand}
+	}
+	if e.debugCapture {
+		cfg.DebugDir = "."
+	}
+	return cfg
 }

@@ -21,6 +21,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/drover-run/drover/claudecode"
 )
 
 const usage = `drover runs Claude Code sessions as durable Temporal tasks.
@@ -49,7 +51,7 @@ Environment:
   TEMPORAL_ADDRESS         Temporal frontend (default 127.0.0.1:7233)
   TEMPORAL_NAMESPACE       Temporal namespace (default "default")
   DROVER_TASK_QUEUE        the shared task queue (default "drover")
-  DROVER_EXECUTOR_ID       this host's stable identity (default: the host name)
+  DROVER_HOST_ID           this worker host's stable identity (default: the host name)
   DROVER_CLAUDE_BIN        the claude binary (default: the one scripts/tools.sh installs, else PATH)
   DROVER_CLAUDE_CONFIG_DIR where the CLI keeps session transcripts (must survive restarts)
   DROVER_WORKSPACE_ROOT    confine task workspaces to this folder
@@ -57,9 +59,17 @@ Environment:
   ANTHROPIC_BASE_URL       another Messages API address
   OTEL_EXPORTER_OTLP_ENDPOINT  export traces over OTLP/gRPC
   DROVER_LOG_LEVEL         debug, info (default), warn, error
+  DROVER_DEBUG_AGENT_MESSAGES=true  capture raw and normalized JSONL of every CLI run
 `
 
+// guardCommand is the hidden first argument that makes this program the guard of one CLI
+// process (see claudecode.RunGuard): drover __guard --tag=TAG -- CLAUDE ARGS...
+const guardCommand = "__guard"
+
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == guardCommand {
+		os.Exit(claudecode.RunGuard(os.Args[2:]))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)

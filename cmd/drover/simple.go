@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/drover-run/drover/engine"
 	"github.com/drover-run/drover/internal/telemetry"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/streamjson"
@@ -37,11 +38,11 @@ func cmdMigrate(ctx context.Context, args []string, e env, log *slog.Logger, std
 func cmdWorker(ctx context.Context, args []string, e env, log *slog.Logger, stderr io.Writer) error {
 	fs := newFlags("worker", "drover worker [flags]", stderr)
 	cfg := e.workerConfig()
-	fs.StringVar(&cfg.ExecutorID, "executor-id", cfg.ExecutorID, "this host's stable identity (DROVER_EXECUTOR_ID)")
-	fs.DurationVar(&cfg.KeepAlive, "keep-alive", 0, "how long a task's CLI waits for its next turn (default 10m; negative: stop after each turn)")
-	fs.IntVar(&cfg.MaxIdle, "max-idle", 0, "CLI processes kept waiting for a next turn; the longest idle beyond it stop (default 16)")
-	fs.DurationVar(&cfg.StallTimeout, "stall-timeout", 0, "stop and retry a turn whose CLI prints nothing for this long (default 30m)")
-	fs.IntVar(&cfg.MaxConcurrentTurns, "max-turns", 0, "turns this host runs at once (default 32)")
+	fs.StringVar(&cfg.HostID, "host-id", cfg.HostID, "this worker host's stable identity (DROVER_HOST_ID)")
+	fs.DurationVar(&cfg.KeepAlive, "keep-alive", 0, fmt.Sprintf("how long a task's CLI waits for its next turn (0: %s; negative: stop after each turn)", engine.DefaultKeepAlive))
+	fs.IntVar(&cfg.MaxIdle, "max-idle", 0, fmt.Sprintf("CLI processes kept waiting for a next turn; the longest idle beyond it stop (0: %d)", engine.DefaultMaxIdle))
+	fs.DurationVar(&cfg.StallTimeout, "stall-timeout", 0, fmt.Sprintf("stop and retry a turn whose CLI prints nothing for this long (0: %s)", engine.DefaultStallTimeout))
+	fs.IntVar(&cfg.MaxConcurrentTurns, "max-turns", 0, fmt.Sprintf("turns this host runs at once (0: %d)", worker.DefaultMaxConcurrentTurns))
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

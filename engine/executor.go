@@ -1,4 +1,4 @@
-package activities
+package engine
 
 import (
 	"context"
@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/drover-run/drover/claudecode"
@@ -16,46 +16,56 @@ import (
 	"github.com/drover-run/drover/streamjson"
 )
 
-// turnOutcome is what the adapter reported at the end of a turn.
-type turnOutcome struct {
+// turnEnd is how a turn of the CLI ended: the accumulated accounting of its results and the
+// error the adapter reported, if any.
+type turnEnd struct {
 	complete *events.Completion
 	err      *events.ErrorInfo
+	// retryAfter is the last delay the CLI was told to wait before retrying the API.
+	retryAfter time.Duration
 }
 
-// executor is one live CLI process serving one task on this host, with the
-// adapter that turns its output into events. A single goroutine (loop) reads
-// the process and feeds the adapter; the sink of the current turn receives the
-// events. Between turns the process waits, idle, for the next prompt.
+// executor is one live CLI process serving one task on this host, with the adapter that turns
+// its output into events. One goroutine (loop) reads the process and feeds the adapter; the
+// adapter calls emit, which hands each event to the running turn's sink and watches for the
+// end of the turn. Between turns the process waits, idle, for the next prompt.
+//
+// Lock order: the adapter's own lock, then mu. Nothing holding mu calls into the adapter.
 type executor struct {
-	taskID string
-	proc   *claudecode.Process
-	logger *slog.Logger
-	debug  *streamjson.DebugCapture
-
-	adapterMu sync.Mutex
-	adapter   *streamjson.Adapter
+	taskID  string
+	proc    Process
+	adapter *streamjson.Adapter
+	logger  *slog.Logger
+	debug   *streamjson.DebugCapture
+	// privateDir holds files only this process may read (its MCP configuration); removed
+	// when it stops.
+	privateDir string
 
 	mu        sync.Mutex
 	sink      streamjson.Sink     // the running turn's; nil between turns
 	held      []events.AgentEvent // emitted between turns, for the next one
-	outcome   chan turnOutcome
+	ended     chan turnEnd
 	turnErr   *events.ErrorInfo
+	retryWait time.Duration
 	busy      bool
 	idleAt    time.Time // when the last turn ended
 	turn      int       // the running turn, while busy
 	sessionID string    // the session the process serves
-	// position is the transcript uuid the session stands at after the last
-	// committed turn; only a process at the committed position may be reused.
+	// position is the transcript uuid the session stands at after the last committed turn;
+	// only a process at the committed position may be reused.
 	position string
-	// clean is false once a turn failed or was abandoned in this process: its
-	// in-memory conversation no longer matches what is committed.
+	// owner is the attempt that committed the process's last turn: the one whose executor row
+	// records it while it idles.
+	owner string
+	// clean is false once a turn failed or was abandoned in this process: its in-memory
+	// conversation no longer matches what is committed.
 	clean     bool
 	idleTimer *time.Timer
 
-	// background holds the subagents and background shells the session
-	// started and that have not reported back. While any runs, a result is not
-	// the end of the drover turn: the CLI starts a turn of its own when they
-	// finish, and that turn's output and cost belong to this one.
+	// background holds the subagents and background shells the session started and that have
+	// not reported back. While any runs, a result is not the end of the drover turn: the CLI
+	// starts a turn of its own when they finish, and that turn's output and cost belong to
+	// this one.
 	background map[string]struct{}
 	pending    *events.Completion // accumulated results while background work runs
 	bgTimer    *time.Timer
@@ -70,16 +80,31 @@ type executor struct {
 	stopTO   time.Duration
 }
 
-// startExecutor starts the CLI and the reading goroutine.
-func startExecutor(ctx context.Context, taskID string, spec processSpec, logger *slog.Logger) (*executor, error) {
-	ex := &executor{
-		taskID: taskID,
-		logger: logger,
-		exited: make(chan struct{}),
-		stopTO: spec.stopTimeout,
-		clean:  true,
-		bgWait: spec.backgroundWait,
+// executorSpec is everything needed to start the CLI for a task.
+type executorSpec struct {
+	cmd               claudecode.Command
+	sessionID         string // the session the process will serve
+	resumeSessionID   string // set when it resumes an existing session
+	resumeAt          string
+	priorTotalCostUSD float64
+	handler           claudecode.Handler
+	debug             *streamjson.DebugCapture
+	stopTimeout       time.Duration
+	backgroundWait    time.Duration
+}
 
+// startExecutor starts the CLI and the reading goroutine.
+func startExecutor(ctx context.Context, launcher Launcher, taskID string, spec executorSpec, logger *slog.Logger) (*executor, error) {
+	ex := &executor{
+		taskID:     taskID,
+		logger:     logger,
+		debug:      spec.debug,
+		exited:     make(chan struct{}),
+		stopTO:     spec.stopTimeout,
+		clean:      true,
+		bgWait:     spec.backgroundWait,
+		sessionID:  spec.sessionID,
+		position:   spec.resumeAt,
 		background: make(map[string]struct{}),
 	}
 	adapter, err := streamjson.New(streamjson.Config{
@@ -93,17 +118,17 @@ func startExecutor(ctx context.Context, taskID string, spec processSpec, logger 
 		return nil, fmt.Errorf("creating the adapter: %w", err)
 	}
 	ex.adapter = adapter
-	ex.sessionID = spec.sessionID
-	ex.position = spec.resumeAt
-	if spec.debug != nil {
-		ex.debug = spec.debug
+	cmd := spec.cmd
+	if len(cmd.MCPServers) > 0 {
+		// The MCP configuration may hold credentials: it goes to the CLI as a file only the
+		// worker's user can read, never in argv.
+		dir, err := os.MkdirTemp("", "drover-claude-")
+		if err != nil {
+			return nil, fmt.Errorf("making a private folder for the MCP configuration: %w", err)
+		}
+		ex.privateDir = dir
+		cmd.MCPConfigFile = dir + "/mcp.json"
 	}
-	cmd, err := spec.cmd.Build(context.WithoutCancel(ctx))
-	if err != nil {
-		return nil, fmt.Errorf("building the claude command: %w", err)
-	}
-	// The CLI dies with the worker even when the worker is killed outright.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	pcfg := claudecode.ProcessConfig{
 		Client:      claudecode.ClientConfig{Handler: spec.handler, Logger: logger},
 		StopTimeout: spec.stopTimeout,
@@ -112,9 +137,9 @@ func startExecutor(ctx context.Context, taskID string, spec processSpec, logger 
 	if ex.debug != nil {
 		pcfg.Client.Tap = ex.debug.RawLine
 	}
-	// The process outlives this turn's context; the executor stops it.
-	proc, err := claudecode.Start(context.WithoutCancel(ctx), cmd, pcfg)
+	proc, err := launcher.Launch(ctx, cmd, pcfg)
 	if err != nil {
+		ex.removePrivate()
 		return nil, fmt.Errorf("starting claude: %w", err)
 	}
 	ex.proc = proc
@@ -131,36 +156,32 @@ func (ex *executor) loop() {
 		msg, err := ex.proc.Recv(context.Background())
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				err = errors.New("claude exited")
+				err = nil
 			}
 			ex.exitErr = err
 			// A turn cut short leaves no tool call open in its log.
-			ex.adapterMu.Lock()
 			ex.adapter.Abandon("claude stopped before the turn ended")
-			ex.adapterMu.Unlock()
 			return
 		}
 		ex.lastSeen.Store(time.Now().UnixNano())
-		ex.adapterMu.Lock()
 		ex.adapter.Handle(msg)
-		ex.adapterMu.Unlock()
 	}
 }
 
-// emit receives the adapter's events on the loop goroutine.
+// emit receives the adapter's events, with the adapter locked.
 func (ex *executor) emit(ev events.AgentEvent) {
 	if ex.debug != nil {
 		ex.debug.Event(ev)
 	}
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
-	// The event reaches the log before the turn can end on it: a complete
-	// handed over first could be committed without being stored.
+	// The event reaches the log before the turn can end on it: a complete handed over first
+	// could be committed without being stored.
 	if ex.sink != nil {
 		ex.sink.Emit(ev)
 	} else if len(ex.held) < maxHeld {
-		// Between turns (the initialize answer, late output): the next
-		// turn's log receives it first.
+		// Between turns (the initialize answer, late output): the next turn's log receives it
+		// first.
 		ex.held = append(ex.held, ev)
 	} else {
 		ex.logger.Warn("dropping an event between turns", "task_id", ex.taskID, "type", ev.Type)
@@ -169,6 +190,10 @@ func (ex *executor) emit(ev events.AgentEvent) {
 	case events.TypeError:
 		if ex.busy && ev.Error != nil {
 			ex.turnErr = ev.Error
+		}
+	case events.TypeRateLimit:
+		if ev.RateLimit != nil && ev.RateLimit.RetryDelayMS > 0 {
+			ex.retryWait = time.Duration(ev.RateLimit.RetryDelayMS) * time.Millisecond
 		}
 	case events.TypeSubagentTask:
 		ex.trackBackground(ev)
@@ -213,13 +238,13 @@ func (ex *executor) deliverLocked() {
 		ex.bgTimer.Stop()
 		ex.bgTimer = nil
 	}
-	if ex.pending == nil || ex.outcome == nil {
+	if ex.pending == nil || ex.ended == nil {
 		return
 	}
-	out := turnOutcome{complete: ex.pending, err: ex.turnErr}
+	end := turnEnd{complete: ex.pending, err: ex.turnErr, retryAfter: ex.retryWait}
 	ex.pending = nil
 	select {
-	case ex.outcome <- out:
+	case ex.ended <- end:
 	default:
 	}
 }
@@ -234,8 +259,8 @@ func (ex *executor) giveUpOnBackground() {
 	}
 }
 
-// addCompletion adds a result to the ones already seen in this turn: costs,
-// tokens and durations add up; positions and outcome are the latest result's.
+// addCompletion adds a result to the ones already seen in this turn: costs, tokens and
+// durations add up; positions and outcome are the latest result's.
 func addCompletion(acc, c *events.Completion) *events.Completion {
 	if acc == nil {
 		cp := *c
@@ -262,19 +287,25 @@ func (ex *executor) initialize(ctx context.Context, req claudecode.InitializeReq
 	if err != nil {
 		return fmt.Errorf("initializing claude: %w", err)
 	}
-	ex.adapterMu.Lock()
 	ex.adapter.HandleInitialize(resp)
-	ex.adapterMu.Unlock()
 	return nil
 }
 
-// idleSince reports when the process, alive and reusable, finished its last
-// turn; false while it runs a turn or cannot serve another.
-func (ex *executor) idleSince() (time.Time, bool) {
+// alive reports whether the process still runs.
+func (ex *executor) alive() bool {
 	select {
 	case <-ex.exited:
-		return time.Time{}, false
+		return false
 	default:
+		return true
+	}
+}
+
+// idleSince reports when the process, alive and reusable, finished its last turn; false while
+// it runs a turn or cannot serve another.
+func (ex *executor) idleSince() (time.Time, bool) {
+	if !ex.alive() {
+		return time.Time{}, false
 	}
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
@@ -293,8 +324,9 @@ func (ex *executor) runningTurn(turn int) bool {
 	return ex.busy && ex.turn == turn
 }
 
-// beginTurn attaches the turn's sink. It fails when a turn already runs.
-func (ex *executor) beginTurn(turn int, sink streamjson.Sink) (<-chan turnOutcome, error) {
+// beginTurn attaches the turn's sink and hands it the events held since the last turn. It
+// fails when a turn already runs.
+func (ex *executor) beginTurn(turn int, sink streamjson.Sink) (<-chan turnEnd, error) {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	if ex.busy {
@@ -314,14 +346,15 @@ func (ex *executor) beginTurn(turn int, sink streamjson.Sink) (<-chan turnOutcom
 	}
 	ex.held = nil
 	ex.turnErr = nil
-	ex.outcome = make(chan turnOutcome, 1)
-	return ex.outcome, nil
+	ex.retryWait = 0
+	ex.ended = make(chan turnEnd, 1)
+	return ex.ended, nil
 }
 
-// endTurn detaches the turn's sink. committed is the position the session now
-// stands at, or "" when the turn did not commit (the process is then unfit
-// for reuse).
-func (ex *executor) endTurn(sessionID, committed string) {
+// endTurn detaches the turn's sink. committed is the position the session now stands at (and
+// owner the attempt that committed it), or "" when the turn did not commit: the process is then
+// unfit for reuse.
+func (ex *executor) endTurn(sessionID, committed, owner string) {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	ex.busy = false
@@ -336,21 +369,29 @@ func (ex *executor) endTurn(sessionID, committed string) {
 		ex.clean = false
 		return
 	}
-	ex.sessionID = sessionID
-	ex.position = committed
+	ex.sessionID, ex.position, ex.owner = sessionID, committed, owner
 }
 
-// reusableAt reports whether the process is alive, idle and standing exactly
-// at the given resume point.
+// reusableAt reports whether the process is alive, idle and standing exactly at the given
+// resume point.
 func (ex *executor) reusableAt(sessionID, position string) bool {
-	select {
-	case <-ex.exited:
+	if !ex.alive() {
 		return false
-	default:
 	}
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	return ex.clean && !ex.busy && sessionID != "" && ex.sessionID == sessionID && ex.position == position
+}
+
+// idleOwner is the attempt whose committed turn the idle process stands at; "" when the process
+// is busy or unfit.
+func (ex *executor) idleOwner() string {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	if ex.busy || !ex.clean {
+		return ""
+	}
+	return ex.owner
 }
 
 // idleFor arranges for onIdle to run when no turn starts within d.
@@ -363,11 +404,9 @@ func (ex *executor) idleFor(d time.Duration, onIdle func()) {
 	ex.idleTimer = time.AfterFunc(d, onIdle)
 }
 
-// sendPrompt writes the prompt and tells the adapter about it.
+// sendPrompt tells the adapter about the prompt, then writes it.
 func (ex *executor) sendPrompt(ctx context.Context, p claudecode.Prompt) error {
-	ex.adapterMu.Lock()
 	ex.adapter.PromptSent(p.UUID, p.Text)
-	ex.adapterMu.Unlock()
 	if err := ex.proc.Client().SendUser(ctx, p); err != nil {
 		return fmt.Errorf("sending the prompt: %w", err)
 	}
@@ -382,8 +421,8 @@ func (ex *executor) interrupt(ctx context.Context) error {
 	return nil
 }
 
-// stop ends the process (close stdin, SIGTERM, SIGKILL, each bounded) and
-// waits for the reading goroutine. Safe to call more than once.
+// stop ends the process (close stdin, SIGTERM, SIGKILL, each bounded; then whatever is left of
+// its tree) and waits for the reading goroutine. Safe to call more than once.
 func (ex *executor) stop(ctx context.Context, reason string) {
 	ex.stopOnce.Do(func() {
 		ex.mu.Lock()
@@ -405,6 +444,13 @@ func (ex *executor) stop(ctx context.Context, reason string) {
 		if ex.debug != nil {
 			_ = ex.debug.Close()
 		}
+		ex.removePrivate()
 		ex.logger.Info("claude process stopped", "task_id", ex.taskID, "reason", reason)
 	})
+}
+
+func (ex *executor) removePrivate() {
+	if ex.privateDir != "" {
+		_ = os.RemoveAll(ex.privateDir)
+	}
 }

@@ -1,4 +1,4 @@
-package activities
+package engine
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/drover-run/drover/claudecode"
+	"github.com/drover-run/drover/task"
 )
 
 // maxAttachmentBytes bounds one attached image; the Messages API refuses
@@ -19,34 +20,36 @@ const maxAttachmentBytes = 5 << 20
 // errOutsideWorkspace reports a path that escapes its workspace.
 var errOutsideWorkspace = errors.New("path escapes the workspace")
 
-// resolveWorkspace checks that dir is an existing directory (inside root, when
-// root is set) and returns its absolute, symlink-free form.
-func resolveWorkspace(root, dir string) (string, error) {
+// resolveWorkspace checks that dir is an existing directory (inside root, when root is set)
+// and returns its absolute, symlink-free form. A workspace that is not there is
+// WorkspaceMissing; one that is not acceptable, InvalidInput.
+func resolveWorkspace(root, dir string) (string, *Error) {
+	invalid := func(format string, args ...any) (string, *Error) {
+		return "", failure(task.ErrTypeInvalidInput, format, args...)
+	}
 	if dir == "" {
-		return "", errors.New("the task has no workspace")
+		return invalid("the task has no workspace")
 	}
-	abs, err := filepath.Abs(dir)
+	if !filepath.IsAbs(dir) {
+		return invalid("the workspace %q is not an absolute path", dir)
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err == nil {
+		var st os.FileInfo
+		if st, err = os.Stat(real); err == nil && !st.IsDir() {
+			err = errors.New("not a directory")
+		}
+	}
 	if err != nil {
-		return "", fmt.Errorf("workspace %q: %w", dir, err)
-	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return "", fmt.Errorf("workspace %q: %w", dir, err)
-	}
-	st, err := os.Stat(real)
-	if err != nil {
-		return "", fmt.Errorf("workspace %q: %w", dir, err)
-	}
-	if !st.IsDir() {
-		return "", fmt.Errorf("workspace %q is not a directory", dir)
+		return "", failure(task.ErrTypeWorkspaceMissing, "the workspace %s is not a directory on this host: %v", dir, err)
 	}
 	if root != "" {
 		rootReal, err := filepath.EvalSymlinks(root)
 		if err != nil {
-			return "", fmt.Errorf("workspace root %q: %w", root, err)
+			return invalid("the workspace root %q: %v", root, err)
 		}
 		if !within(rootReal, real) {
-			return "", fmt.Errorf("workspace %q is outside the workspace root %q", dir, root)
+			return invalid("the workspace %q is outside the workspace root %q", dir, root)
 		}
 	}
 	return real, nil

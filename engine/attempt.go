@@ -1,0 +1,599 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/drover-run/drover/claudecode"
+	"github.com/drover-run/drover/events"
+	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/streamjson"
+	"github.com/drover-run/drover/task"
+)
+
+// RunTurn runs one attempt of a turn: one prompt to one result, persisted.
+//
+// The attempt begins in one transaction (it owns the task's executor row, learns the resume
+// point the turn's first attempt fixed, and records itself on the turn); it resumes the session
+// there (a warm process standing exactly there is reused), sends the prompt with an uuid of its
+// own, streams the CLI's events to the task's log, and commits the turn once its result is in
+// and its events are stored. However it ends, exactly one function (settle) records the end:
+// the turn committed, or the attempt ended on the executor row (and the turn closed when no
+// attempt follows). A failed attempt's error is an *Error whose Type says whether a retry can
+// help.
+func (e *Engine) RunTurn(ctx context.Context, req Request) (task.RunTurnResult, error) {
+	log := e.cfg.Logger.With("task_id", req.TaskID, "turn", req.Turn, "attempt", req.Attempt)
+	ctx, span := e.cfg.Tracer.Start(ctx, "drover.turn", trace.WithAttributes(
+		attribute.String("drover.task_id", req.TaskID),
+		attribute.Int("drover.turn", req.Turn),
+		attribute.Int("drover.attempt", req.Attempt),
+	))
+	defer span.End()
+
+	a := &attempt{e: e, req: req, log: log}
+	stopHeartbeat := a.heartbeat(ctx)
+	res, err := e.settle(ctx, a, a.run(ctx))
+	a.close(ctx)
+	stopHeartbeat()
+
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+		span.SetAttributes(attribute.String("drover.error_type", err.Type))
+		log.Warn("turn attempt failed", "error_type", err.Type, "retryable", err.Retryable(), "error", err)
+		return task.RunTurnResult{}, err
+	}
+	span.SetAttributes(
+		attribute.String("drover.turn_status", string(res.Status)),
+		attribute.Float64("drover.cost_usd", res.CostUSD),
+	)
+	log.Info("turn finished", "status", res.Status, "cost_usd", res.CostUSD, "session_id", res.SessionID)
+	return res, nil
+}
+
+// attempt is the state of one RunTurn call.
+type attempt struct {
+	e   *Engine
+	req Request
+	log *slog.Logger
+
+	// claimed: BeginAttempt succeeded, so the attempt owns the executor row and its end must
+	// be recorded there.
+	claimed bool
+	elog    atomic.Pointer[eventLog]
+	stopLog func()
+	logDone sync.WaitGroup
+	sink    *tracingSink
+	// ex is the process serving the attempt, once it has one; inTurn once its sink is attached.
+	ex     *executor
+	inTurn bool
+}
+
+// outcome is how an attempt's run ended: exactly one of fail, commit and answered is set.
+type outcome struct {
+	// fail: the attempt failed; nothing of the turn is committed.
+	fail *Error
+	// commit: the turn reached its result; commit it and answer with result.
+	commit *store.TurnCommit
+	// answered: an earlier attempt committed the turn; result comes from its record.
+	answered bool
+	result   task.RunTurnResult
+}
+
+func failed(e *Error) outcome { return outcome{fail: e} }
+
+// run takes the attempt as far as it goes and says how it ended. It records nothing final:
+// settle does.
+func (a *attempt) run(ctx context.Context) (o outcome) {
+	defer func() {
+		if r := recover(); r != nil {
+			a.log.Error("panic running a turn", "panic", r, "stack", string(debug.Stack()))
+			o = failed(failure(task.ErrTypeInternal, "internal error running the turn: %v", r))
+		}
+	}()
+	e, req := a.e, a.req
+	if err := validateRequest(req); err != nil {
+		return failed(&Error{Type: task.ErrTypeInvalidInput, Err: err})
+	}
+	workspace, ferr := resolveWorkspace(e.cfg.WorkspaceRoot, req.Workspace)
+	if ferr != nil {
+		return failed(ferr)
+	}
+	images, err := loadAttachments(workspace, req.Prompt.Attachments)
+	if err != nil {
+		return failed(&Error{Type: task.ErrTypeInvalidInput, Err: err})
+	}
+
+	// A warm process of the task claims the row as running; whether it stands at the turn's
+	// resume point is known once the attempt has begun.
+	warmPID := 0
+	if ex := e.pool.get(req.TaskID); ex != nil {
+		if _, idle := ex.idleSince(); idle {
+			warmPID = ex.pid()
+		}
+	}
+	begun, err := store.BeginAttempt(ctx, e.cfg.DB, store.AttemptStart{
+		TaskID: req.TaskID, AttemptID: req.AttemptID, AttemptToken: req.AttemptToken, HostID: e.cfg.HostID,
+		Turn: req.Turn, Prompt: req.Prompt.Text, PromptUUID: req.PromptUUID,
+		Workspace: workspace, Model: req.Profile.Model, PID: warmPID,
+		FallbackSessionID: req.SessionID, FallbackMessageUUID: req.LastMessageUUID,
+		LostTurnError: "the turn's last attempt was lost with its worker; it was not completed",
+	})
+	switch {
+	case errors.Is(err, store.ErrPromptMismatch):
+		return failed(&Error{Type: task.ErrTypeInvalidInput, Err: err})
+	case err != nil && ctx.Err() != nil:
+		return failed(contextFailure(ctx))
+	case err != nil:
+		return failed(&Error{Type: task.ErrTypeStoreUnavailable, Err: err})
+	}
+	a.claimed = true
+	if begun.LostTurns > 0 {
+		a.log.Warn("closed earlier turns whose last attempt was lost", "turns", begun.LostTurns)
+	}
+	if begun.Turn.Finished() {
+		// An earlier attempt committed the turn, but its answer never reached the caller (the
+		// worker died in between). Answer from the record.
+		a.log.Info("turn already committed by an earlier attempt")
+		return outcome{answered: true, result: resultFromRecord(begun, req.Attempt)}
+	}
+	sessionID, resumeAt := begun.Turn.ResumeSessionID, begun.Turn.ResumeFromUUID
+
+	a.openLog(ctx)
+	if req.Attempt > 1 || begun.LostTurns > 0 {
+		a.closeLostToolCalls(ctx)
+	}
+	if req.Attempt > 1 {
+		reason := req.PreviousFailure
+		if reason == "" {
+			reason = "the previous attempt failed"
+		}
+		a.emit(events.AgentEvent{Type: events.TypeTurnRetry, SessionID: sessionID,
+			TurnRetry: &events.TurnRetry{Attempt: req.Attempt - 1, Reason: reason}})
+	}
+
+	ex, fresh, ferr := a.executor(ctx, workspace, sessionID, resumeAt, begun.PriorCostUSD)
+	if ferr != nil {
+		return failed(ferr)
+	}
+	a.ex = ex
+	a.sink = newTracingSink(ctx, e.cfg.Tracer, a.logSink())
+	ended, err := ex.beginTurn(req.Turn, a.sink)
+	if err != nil {
+		return failed(&Error{Type: task.ErrTypeInternal, Err: err})
+	}
+	a.inTurn = true
+	prompt := claudecode.Prompt{Text: req.Prompt.Text, Images: images, UUID: attemptPromptUUID(req.PromptUUID, req.Attempt)}
+	if err := ex.sendPrompt(ctx, prompt); err != nil {
+		// The CLI may have exited on its own (a rejected resume exits before reading any
+		// prompt): its exit says more than the broken pipe.
+		select {
+		case <-ex.exited:
+			return failed(exitFailure(ex.exitErr))
+		case <-time.After(e.cfg.StopTimeout):
+			return failed(&Error{Type: task.ErrTypeClaudeExited, Err: err})
+		}
+	}
+	if fresh {
+		if err := store.SetExecutorRunning(ctx, e.cfg.DB, req.TaskID, req.AttemptID, ex.pid()); err != nil {
+			if errors.Is(err, store.ErrStaleAttempt) {
+				return failed(&Error{Type: task.ErrTypeAttemptSuperseded, Err: err})
+			}
+			// The turn goes on; its commit rides out the database's trouble.
+			a.log.Warn("recording the running claude process", "error", err)
+		}
+	}
+	if e.takeInterrupt(req.TaskID, req.Turn) {
+		a.log.Info("interrupting the turn as asked before it started")
+		if err := ex.interrupt(ctx); err != nil {
+			a.log.Warn("interrupting the turn", "error", err)
+		}
+	}
+	return a.wait(ctx, ex, ended)
+}
+
+// wait waits for the turn to end, the CLI to exit or stall, or ctx to end.
+func (a *attempt) wait(ctx context.Context, ex *executor, ended <-chan turnEnd) outcome {
+	e := a.e
+	stall := time.NewTicker(min(e.cfg.StallTimeout/4, time.Minute))
+	defer stall.Stop()
+	for {
+		select {
+		case <-stall.C:
+			if quiet := ex.quietFor(); quiet >= e.cfg.StallTimeout {
+				return failed(failure(task.ErrTypeClaudeStalled, "claude printed nothing for %s; stopped it", quiet.Round(time.Second)))
+			}
+		case end := <-ended:
+			return a.finish(end)
+		case <-ex.exited:
+			select {
+			case end := <-ended: // the result came just before the exit
+				return a.finish(end)
+			default:
+			}
+			return failed(exitFailure(ex.exitErr))
+		case <-ctx.Done():
+			// Stop the turn before the process: an interrupted CLI ends its tools itself.
+			ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.StopTimeout)
+			if err := ex.interrupt(ictx); err != nil {
+				a.log.Debug("interrupting the cancelled turn", "error", err)
+			}
+			cancel()
+			return failed(contextFailure(ctx))
+		}
+	}
+}
+
+// finish decides what a turn's result means: a turn to commit (completed, interrupted, or
+// failed in a way a retry would repeat: max turns, budget), or a failed attempt.
+func (a *attempt) finish(end turnEnd) outcome {
+	c := end.complete
+	res := task.RunTurnResult{
+		Attempt: a.req.Attempt, SessionID: c.SessionID, LastMessageUUID: c.LastMessageUUID, ResultUUID: c.ResultUUID,
+		CostUSD: c.CostUSD, InputTokens: c.InputTokens, OutputTokens: c.OutputTokens,
+		DurationMS: c.DurationMS, NumTurns: c.NumTurns, Status: task.TurnCompleted,
+	}
+	status := store.TurnCompleted
+	if c.IsError {
+		info := end.err
+		if info == nil {
+			info = &events.ErrorInfo{Kind: events.ErrorExecution,
+				Message: fmt.Sprintf("the turn ended with an error (%s, %s)", c.Subtype, c.TerminalReason)}
+		}
+		res.Error = info.Message
+		switch info.Kind {
+		case events.ErrorAPI, events.ErrorExecution, events.ErrorProtocol, events.ErrorResumeRejected:
+			// Worth another attempt (or a new session): resume where the turn began and send
+			// the prompt again.
+			return failed(turnFailure(info, end.retryAfter))
+		case events.ErrorInterrupted:
+			status, res.Status = store.TurnInterrupted, task.TurnInterrupted
+		default: // max turns, budget: the work done stands; the turn ends failed.
+			status, res.Status = store.TurnFailed, task.TurnFailed
+		}
+	}
+	if res.LastMessageUUID == "" || res.SessionID == "" {
+		return failed(failure(task.ErrTypeClaudeProtocol, "the turn ended without a transcript position to resume at"))
+	}
+	return outcome{result: res, commit: &store.TurnCommit{
+		TaskID: a.req.TaskID, Turn: a.req.Turn, AttemptID: a.req.AttemptID,
+		SessionID: res.SessionID, LastMessageUUID: res.LastMessageUUID, ResultUUID: res.ResultUUID,
+		Status: status, CostUSD: c.CostUSD, InputTokens: c.InputTokens, OutputTokens: c.OutputTokens,
+		CacheReadTokens: c.CacheReadInputTokens, CacheCreationTokens: c.CacheCreationInputTokens,
+		DurationMS: c.DurationMS, NumTurns: c.NumTurns, IsError: c.IsError, Error: res.Error,
+	}}
+}
+
+// settle records how the attempt ended, and is the only place that does: every path of run
+// comes here. A turn to commit is committed after its events are stored (and its process kept
+// for the next turn, or stopped); anything else stops the attempt's process and ends the
+// attempt on the executor row, closing the turn when no attempt follows.
+func (e *Engine) settle(ctx context.Context, a *attempt, o outcome) (task.RunTurnResult, *Error) {
+	if o.answered {
+		return o.result, nil
+	}
+	if o.fail == nil {
+		if o.fail = e.commit(ctx, a, *o.commit); o.fail == nil {
+			a.ex.endTurn(o.commit.SessionID, o.commit.LastMessageUUID, a.req.AttemptID)
+			e.keepOrStop(ctx, a.ex)
+			return o.result, nil
+		}
+	}
+	f := o.fail
+	if a.ex != nil {
+		if a.inTurn {
+			a.ex.endTurn("", "", "")
+		}
+		e.drop(ctx, a.ex, f.Type)
+	}
+	if a.claimed && f.Type != task.ErrTypeAttemptSuperseded {
+		e.endAttempt(ctx, a.req, f)
+	}
+	return task.RunTurnResult{}, f
+}
+
+// commit stores the turn's events, then commits the turn, riding out database failures for
+// CommitRetry.
+func (e *Engine) commit(ctx context.Context, a *attempt, c store.TurnCommit) *Error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.CommitRetry)
+	defer cancel()
+	l := a.elog.Load()
+	if err := l.Flush(ctx); err != nil {
+		return &Error{Type: task.ErrTypeStoreUnavailable, Err: fmt.Errorf("storing the turn's events: %w", err)}
+	}
+	if err := l.Err(); err != nil {
+		return &Error{Type: task.ErrTypeStoreUnavailable, Err: err}
+	}
+	backoff := 100 * time.Millisecond
+	for {
+		applied, err := store.CommitTurn(ctx, e.cfg.DB, c)
+		switch {
+		case err == nil:
+			if !applied {
+				a.log.Info("the turn's accounting was already committed")
+			}
+			return nil
+		case errors.Is(err, store.ErrStaleAttempt):
+			return &Error{Type: task.ErrTypeAttemptSuperseded, Err: fmt.Errorf("a newer attempt owns the task: %w", err)}
+		}
+		a.log.Warn("committing the turn failed; retrying", "error", err)
+		select {
+		case <-ctx.Done():
+			return &Error{Type: task.ErrTypeStoreUnavailable, Err: fmt.Errorf("committing the turn: %w", err)}
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
+}
+
+// endAttempt records a failed attempt on the executor row: failed (or stopped, when it was
+// stopped on purpose), its pid gone, the session forgotten when the CLI refused it, and the
+// turn closed when no attempt follows. It retries briefly through database failures; what it
+// cannot record, the next attempt's claim overwrites.
+func (e *Engine) endAttempt(ctx context.Context, req Request, f *Error) {
+	final := !f.Retryable() || (req.MaxAttempts > 0 && req.Attempt >= req.MaxAttempts)
+	status := store.ExecutorFailed
+	if f.Type == task.ErrTypeCancelled || f.Type == task.ErrTypeWorkerStopping {
+		status = store.ExecutorStopped
+	}
+	end := store.AttemptEnd{
+		TaskID: req.TaskID, AttemptID: req.AttemptID, Status: status,
+		Error: f.Type + ": " + f.Error(), ForgetSession: f.Type == task.ErrTypeResumeRejected,
+	}
+	if final {
+		end.AbandonTurn = req.Turn
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 4*e.cfg.StopTimeout)
+	defer cancel()
+	backoff := 100 * time.Millisecond
+	for {
+		err := store.EndAttempt(ctx, e.cfg.DB, end)
+		if err == nil {
+			return
+		}
+		if errors.Is(err, store.ErrStaleAttempt) || errors.Is(err, store.ErrNotFound) {
+			e.cfg.Logger.Info("a newer attempt owns the task; not recording this one's end", "task_id", req.TaskID, "error", err)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			e.cfg.Logger.Warn("recording the failed attempt", "task_id", req.TaskID, "error", err)
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 2*time.Second)
+	}
+}
+
+// executor returns a process for the task standing exactly at the resume point: the kept one
+// when it qualifies, else a fresh one started with --resume/--resume-session-at (or a new
+// session). fresh reports a process started for this attempt.
+func (a *attempt) executor(ctx context.Context, workspace, sessionID, resumeAt string, priorCost float64) (ex *executor, fresh bool, ferr *Error) {
+	e, req := a.e, a.req
+	if ex := e.pool.get(req.TaskID); ex != nil {
+		if ex.reusableAt(sessionID, resumeAt) {
+			a.log.Debug("reusing the running claude process", "pid", ex.pid())
+			return ex, false, nil
+		}
+		e.drop(ctx, ex, "not at the committed resume point")
+	}
+
+	spec := executorSpec{stopTimeout: e.cfg.StopTimeout, backgroundWait: e.cfg.BackgroundWait}
+	spec.cmd = e.command(req.Profile, workspace)
+	if sessionID != "" && resumeAt != "" {
+		spec.cmd.Resume, spec.cmd.ResumeSessionAt = sessionID, resumeAt
+		spec.sessionID, spec.resumeSessionID, spec.resumeAt = sessionID, sessionID, resumeAt
+		// The CLI's running cost continues across --resume from what the session cost so far;
+		// the adapter subtracts it when a result lacks per-turn usage.
+		spec.priorTotalCostUSD = priorCost
+	} else {
+		spec.sessionID = uuid.NewString()
+		spec.cmd.SessionID = spec.sessionID
+	}
+	if e.cfg.DebugDir != "" {
+		d, err := streamjson.OpenDebugCapture(streamjson.DebugConfig{Dir: e.cfg.DebugDir, AgentID: req.TaskID, Secrets: []string{e.cfg.Claude.APIKey}})
+		if err != nil {
+			a.log.Warn("debug capture unavailable", "error", err)
+		} else {
+			spec.debug = d
+		}
+	}
+
+	ex, err := startExecutor(ctx, e.cfg.Launcher, req.TaskID, spec, a.log)
+	if err != nil {
+		if spec.debug != nil {
+			_ = spec.debug.Close()
+		}
+		return nil, false, &Error{Type: task.ErrTypeClaudeStartFailed, Err: err}
+	}
+	if err := ex.initialize(ctx, initializeRequest(req.Profile)); err != nil {
+		ex.stop(ctx, "initialize failed")
+		<-ex.exited
+		var rr *claudecode.ResumeRejectedError
+		switch {
+		case errors.As(ex.exitErr, &rr):
+			return nil, false, exitFailure(ex.exitErr)
+		case ctx.Err() != nil:
+			return nil, false, contextFailure(ctx)
+		}
+		return nil, false, &Error{Type: task.ErrTypeClaudeStartFailed, Err: fmt.Errorf("%w%s", err, stderrTail(ex.exitErr))}
+	}
+	if old := e.pool.put(ex); old != nil {
+		old.stop(ctx, "replaced")
+	}
+	a.log.Info("claude started", "pid", ex.pid(), "session_id", spec.sessionID, "resume_at", spec.resumeAt)
+	return ex, true, nil
+}
+
+func initializeRequest(task.Profile) claudecode.InitializeRequest {
+	return claudecode.InitializeRequest{}
+}
+
+// closeLostToolCalls closes, in the log, the tool calls that attempts lost with their worker
+// left open, so that no reader waits for them for ever. A failure to look is logged: the turn
+// goes on.
+func (a *attempt) closeLostToolCalls(ctx context.Context) {
+	open, err := store.OpenToolCalls(ctx, a.e.cfg.DB, a.req.TaskID, a.req.Turn, a.req.Attempt)
+	if err != nil {
+		a.log.Warn("looking for tool calls lost attempts left open", "error", err)
+		return
+	}
+	for _, o := range open {
+		a.emit(events.AgentEvent{
+			Type: events.TypeToolUpdate, ToolCallID: o.ToolCallID, ToolName: o.ToolName,
+			ParentToolCallID: o.ParentToolCallID, ToolStatus: events.ToolError,
+			ToolError: fmt.Sprintf("the attempt running this tool (turn %d, attempt %d) was lost before the tool ended", o.Turn, o.Attempt),
+		})
+	}
+	if len(open) > 0 {
+		a.log.Info("closed tool calls of lost attempts", "tool_calls", len(open))
+	}
+}
+
+// openLog starts the attempt's event log and its background writer.
+func (a *attempt) openLog(ctx context.Context) {
+	l := newEventLog(a.e.cfg.DB, a.req.TaskID, a.req.Turn, a.req.Attempt, a.log)
+	a.elog.Store(l)
+	lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	a.stopLog = stop
+	a.logDone.Go(func() { l.run(lctx) })
+}
+
+// logSink is where the attempt's events go.
+func (a *attempt) logSink() streamjson.Sink { return a.elog.Load() }
+
+// emit appends an event of the attempt's own to its log.
+func (a *attempt) emit(ev events.AgentEvent) {
+	if l := a.elog.Load(); l != nil {
+		l.Emit(ev)
+	}
+}
+
+// close ends the attempt's spans and stores whatever its log still holds (frames that follow
+// the result, the last events of a failed attempt).
+func (a *attempt) close(ctx context.Context) {
+	if a.sink != nil {
+		a.sink.close()
+	}
+	l := a.elog.Load()
+	if l == nil {
+		return
+	}
+	a.stopLog()
+	a.logDone.Wait()
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := l.Flush(fctx); err != nil {
+		a.log.Warn("storing the attempt's last events", "error", err)
+	}
+}
+
+// heartbeat calls Request.Heartbeat from now until the returned function is called.
+func (a *attempt) heartbeat(ctx context.Context) (stop func()) {
+	if a.req.Heartbeat == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(a.e.cfg.HeartbeatInterval)
+		defer t.Stop()
+		for {
+			var seq int64
+			if l := a.elog.Load(); l != nil {
+				seq = l.LastSeq()
+			}
+			a.req.Heartbeat(seq)
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+func validateRequest(r Request) error {
+	switch {
+	case r.TaskID == "":
+		return errors.New("the task id is empty")
+	case r.Turn < 1:
+		return fmt.Errorf("turn %d is not a turn number", r.Turn)
+	case r.Attempt < 1:
+		return fmt.Errorf("attempt %d is not an attempt number", r.Attempt)
+	case r.AttemptID == "":
+		return errors.New("the attempt id is empty")
+	case strings.TrimSpace(r.Prompt.Text) == "" && len(r.Prompt.Attachments) == 0:
+		return errors.New("the prompt is empty")
+	case !claudecode.IsUUID(r.PromptUUID):
+		return fmt.Errorf("the prompt uuid %q is not a uuid", r.PromptUUID)
+	case !r.Profile.PermissionMode.Valid():
+		return fmt.Errorf("unknown permission mode %q (allowed: autonomous, supervised, plan)", r.Profile.PermissionMode)
+	case r.Profile.PermissionMode != "" && r.Profile.PermissionMode != task.Autonomous:
+		return fmt.Errorf("permission mode %q is not available yet: tasks run autonomous", r.Profile.PermissionMode)
+	case r.Profile.MaxTurns < 0:
+		return fmt.Errorf("max turns %d is negative", r.Profile.MaxTurns)
+	}
+	return nil
+}
+
+// attemptPromptUUID gives each attempt its own transcript uuid for the prompt: the first
+// attempt uses the workflow's, later ones a uuid derived from it, so that a retried prompt never
+// repeats a uuid already written to the transcript (the file is append-only; a repeated uuid
+// would attach the lost attempt's entries to the new prompt).
+func attemptPromptUUID(promptUUID string, attempt int) string {
+	if attempt <= 1 {
+		return promptUUID
+	}
+	base, err := uuid.Parse(promptUUID)
+	if err != nil {
+		return uuid.NewString()
+	}
+	return uuid.NewSHA1(base, fmt.Appendf(nil, "attempt/%d", attempt)).String()
+}
+
+// resultFromRecord answers an attempt whose turn an earlier attempt committed.
+func resultFromRecord(b store.AttemptBegun, attempt int) task.RunTurnResult {
+	rec := b.Turn
+	out := task.RunTurnResult{
+		Attempt: attempt, SessionID: b.SessionID, LastMessageUUID: rec.LastMessageUUID, ResultUUID: rec.ResultUUID,
+		CostUSD: rec.CostUSD, InputTokens: rec.InputTokens, OutputTokens: rec.OutputTokens,
+		DurationMS: rec.DurationMS, NumTurns: rec.NumTurns, Error: rec.Error,
+	}
+	switch rec.Status {
+	case store.TurnInterrupted:
+		out.Status = task.TurnInterrupted
+	case store.TurnFailed:
+		out.Status = task.TurnFailed
+	default:
+		out.Status = task.TurnCompleted
+	}
+	return out
+}
+
+// stderrTail is the last stderr lines of a CLI that exited, for an error message.
+func stderrTail(err error) string {
+	var ee *claudecode.ExitError
+	if errors.As(err, &ee) && len(ee.Stderr) > 0 {
+		return "; stderr: " + strings.Join(ee.Stderr, " | ")
+	}
+	return ""
+}

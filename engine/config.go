@@ -1,0 +1,158 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/drover-run/drover/store"
+)
+
+// The defaults of Config. They are defined here and nowhere else: the worker's configuration,
+// its command-line flags and the documentation refer to these names.
+const (
+	// DefaultKeepAlive is how long a task's CLI process waits for the task's next turn.
+	DefaultKeepAlive = 10 * time.Minute
+	// DefaultMaxIdle bounds the CLI processes kept waiting between turns.
+	DefaultMaxIdle = 16
+	// DefaultHeartbeatInterval is how often a running attempt reports progress.
+	DefaultHeartbeatInterval = 2 * time.Second
+	// DefaultBackgroundWait is how long a turn whose result came while subagents or background
+	// shells still run waits for them.
+	DefaultBackgroundWait = 15 * time.Minute
+	// DefaultStallTimeout stops a CLI that prints nothing for this long during a turn.
+	DefaultStallTimeout = 30 * time.Minute
+	// DefaultCommitRetry is how long a finished turn keeps trying to commit through database
+	// failures.
+	DefaultCommitRetry = 2 * time.Minute
+	// DefaultStopTimeout bounds each step of stopping a CLI process.
+	DefaultStopTimeout = 5 * time.Second
+)
+
+// Claude describes how to run the Claude Code CLI on this host.
+type Claude struct {
+	// Bin is the path of the claude binary. Required.
+	Bin string
+	// ConfigDir is the CLI's CLAUDE_CONFIG_DIR, where it keeps session transcripts. It must
+	// survive a worker restart for resume to work. Empty leaves the CLI's default (~/.claude).
+	ConfigDir string
+	// Home, when set, is the HOME the CLI runs with.
+	Home string
+	// BaseURL overrides the Messages API address (ANTHROPIC_BASE_URL).
+	BaseURL string
+	// APIKey is handed to the CLI as ANTHROPIC_API_KEY. It never appears in arguments, logs,
+	// events or traces.
+	APIKey string
+	// Env is the environment the CLI inherits (KEY=VALUE), normally the worker's own, as the
+	// command line read it. The engine drops from it what it sets itself: ANTHROPIC_*,
+	// CLAUDE_CONFIG_DIR, DROVER_*, and HOME when Home is set. Values an MCP server
+	// configuration names as ${VAR} come from here.
+	Env []string
+	// PartialMessages asks the CLI for stream_event deltas, so text reaches the event log as it
+	// is generated rather than a block at a time.
+	PartialMessages bool
+	// Guard, when set, is the command that supervises each CLI process (see claudecode.Guard):
+	// the CLI runs as its child, and the whole tree the CLI started is killed when the worker
+	// dies, however it dies. Typically the worker's own executable and its guard subcommand.
+	Guard []string
+}
+
+// Config is what the engine needs. Zero values take the defaults above.
+type Config struct {
+	// DB is the Postgres pool. Required.
+	DB store.TxDB
+	// HostID is this worker host's stable identity. Required.
+	HostID string
+	// Claude is how to run the CLI. Bin is required.
+	Claude Claude
+	// WorkspaceRoot, when set, is the folder every task workspace must be in.
+	WorkspaceRoot string
+	// KeepAlive is how long a task's CLI process waits for its next turn before it is stopped.
+	// Defaults to DefaultKeepAlive; negative stops it after every turn.
+	KeepAlive time.Duration
+	// MaxIdle bounds the CLI processes kept waiting for a next turn; beyond it the longest idle
+	// are stopped (their tasks resume from Postgres). Defaults to DefaultMaxIdle.
+	MaxIdle int
+	// HeartbeatInterval is how often a running attempt calls Request.Heartbeat. Defaults to
+	// DefaultHeartbeatInterval.
+	HeartbeatInterval time.Duration
+	// BackgroundWait is how long a turn whose result came while subagents or background shells
+	// still run waits for them (the CLI reports their end in a turn of its own). Defaults to
+	// DefaultBackgroundWait.
+	BackgroundWait time.Duration
+	// StallTimeout stops a CLI that prints nothing for this long during a turn; the attempt fails
+	// with ClaudeStalled. Defaults to DefaultStallTimeout.
+	StallTimeout time.Duration
+	// CommitRetry is how long a finished turn keeps trying to commit through database failures
+	// before the attempt fails with StoreUnavailable. Defaults to DefaultCommitRetry.
+	CommitRetry time.Duration
+	// StopTimeout bounds each step of stopping a CLI process. Defaults to DefaultStopTimeout.
+	StopTimeout time.Duration
+	// DebugDir, when set, receives raw and normalized JSONL captures of every CLI run.
+	DebugDir string
+	// Launcher starts CLI processes. Nil runs Claude.Bin.
+	Launcher Launcher
+	// Logger receives the engine's logs. Nil means silent.
+	Logger *slog.Logger
+	// Tracer traces turns. Defaults to the global provider's tracer.
+	Tracer trace.Tracer
+}
+
+func (c *Config) withDefaults() {
+	if c.KeepAlive == 0 {
+		c.KeepAlive = DefaultKeepAlive
+	}
+	if c.MaxIdle <= 0 {
+		c.MaxIdle = DefaultMaxIdle
+	}
+	if c.HeartbeatInterval <= 0 {
+		c.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if c.BackgroundWait <= 0 {
+		c.BackgroundWait = DefaultBackgroundWait
+	}
+	if c.StallTimeout <= 0 {
+		c.StallTimeout = DefaultStallTimeout
+	}
+	if c.CommitRetry <= 0 {
+		c.CommitRetry = DefaultCommitRetry
+	}
+	if c.StopTimeout <= 0 {
+		c.StopTimeout = DefaultStopTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Tracer == nil {
+		c.Tracer = otel.Tracer("github.com/drover-run/drover/engine")
+	}
+	if c.Launcher == nil {
+		c.Launcher = execLauncher{guard: c.Claude.Guard}
+	}
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.DB == nil:
+		return errors.New("engine: a database is required")
+	case c.HostID == "":
+		return errors.New("engine: a host id is required")
+	case c.Claude.Bin == "":
+		return errors.New("engine: the claude binary is required (run scripts/tools.sh or set DROVER_CLAUDE_BIN)")
+	}
+	if _, isExec := c.Launcher.(execLauncher); isExec {
+		if _, err := os.Stat(c.Claude.Bin); err != nil {
+			return fmt.Errorf("engine: claude binary: %w", err)
+		}
+	}
+	if c.WorkspaceRoot != "" && !filepath.IsAbs(c.WorkspaceRoot) {
+		return fmt.Errorf("engine: the workspace root %q is not absolute", c.WorkspaceRoot)
+	}
+	return nil
+}

@@ -1,0 +1,112 @@
+package engine
+
+import (
+	"context"
+	"sync"
+
+	"github.com/drover-run/drover/task"
+)
+
+// Engine runs the turns of the tasks this host serves. It is safe for concurrent use: turns of
+// different tasks run in parallel; a task runs one turn at a time (the workflow sees to it).
+type Engine struct {
+	cfg  Config
+	pool *pool
+
+	// interrupts remembers interrupts that arrived for a turn not running yet (still queued on
+	// this host, or between two attempts): task id → turn.
+	interruptsMu sync.Mutex
+	interrupts   map[string]int
+}
+
+// New checks cfg and returns an engine.
+func New(cfg Config) (*Engine, error) {
+	cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Engine{cfg: cfg, pool: newPool(), interrupts: make(map[string]int)}, nil
+}
+
+// HostID is the identity of the host the engine runs on.
+func (e *Engine) HostID() string { return e.cfg.HostID }
+
+// Request is one attempt of one turn: run the prompt in the task's session and commit it.
+type Request struct {
+	TaskID string
+	Turn   int // 1-based
+	// Attempt counts the attempts of this turn from 1; MaxAttempts bounds them (0: unbounded),
+	// so that the last failing attempt closes the turn's record.
+	Attempt     int
+	MaxAttempts int
+	// AttemptID is unique per attempt: it becomes the owner of the task's executor row, and
+	// every write of the attempt is compare-and-set on it.
+	AttemptID string
+	// AttemptToken is kept with the executor row while the attempt owns it (see
+	// store.Executor.AttemptToken).
+	AttemptToken []byte
+	Prompt       task.Prompt
+	// PromptUUID is the transcript uuid of the prompt, the same on every attempt.
+	PromptUUID string
+	Workspace  string
+	Profile    task.Profile
+	// SessionID and LastMessageUUID are the caller's view of the resume point before this turn;
+	// the executor row's committed point wins over them.
+	SessionID       string
+	LastMessageUUID string
+	// PreviousFailure says why the previous attempt failed, for the turn_retry event.
+	PreviousFailure string
+	// Heartbeat, when set, is called from the start of the attempt to its end, every
+	// Config.HeartbeatInterval, with the sequence number of the last event stored.
+	Heartbeat func(lastSeq int64)
+}
+
+// Interrupt asks the CLI serving the task to interrupt the turn; that turn's RunTurn then ends
+// with status interrupted. An interrupt for a turn not running yet is remembered and applied as
+// soon as the turn's prompt is sent. It is not an error when the turn has already ended.
+func (e *Engine) Interrupt(ctx context.Context, taskID string, turn int) error {
+	ex := e.pool.get(taskID)
+	if ex == nil || !ex.runningTurn(turn) {
+		e.interruptsMu.Lock()
+		e.interrupts[taskID] = turn
+		e.interruptsMu.Unlock()
+		e.cfg.Logger.Info("interrupt recorded for a turn not running yet", "task_id", taskID, "turn", turn)
+		return nil
+	}
+	return ex.interrupt(ctx)
+}
+
+// takeInterrupt reports, once, whether an interrupt is recorded for the turn.
+func (e *Engine) takeInterrupt(taskID string, turn int) bool {
+	e.interruptsMu.Lock()
+	defer e.interruptsMu.Unlock()
+	t, ok := e.interrupts[taskID]
+	if !ok || t < turn {
+		return false
+	}
+	if t == turn {
+		delete(e.interrupts, taskID)
+	}
+	return t == turn
+}
+
+// StopTask stops the task's CLI process on this host, if any, and forgets the task's pending
+// interrupt.
+func (e *Engine) StopTask(ctx context.Context, taskID string) {
+	e.interruptsMu.Lock()
+	delete(e.interrupts, taskID)
+	e.interruptsMu.Unlock()
+	if ex := e.pool.remove(taskID); ex != nil {
+		e.retire(ctx, ex, "task stopped")
+	}
+}
+
+// Close stops every CLI process of this host. Turns still running end as their attempts
+// decide (their contexts should be cancelled first).
+func (e *Engine) Close(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, ex := range e.pool.drain() {
+		wg.Go(func() { e.retire(ctx, ex, "worker shutting down") })
+	}
+	wg.Wait()
+}

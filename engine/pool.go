@@ -1,0 +1,140 @@
+package engine
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/drover-run/drover/store"
+)
+
+// pool holds the CLI process serving each task on this host: running a turn, or idle and kept
+// for the task's next turn.
+type pool struct {
+	mu    sync.Mutex
+	execs map[string]*executor
+}
+
+func newPool() *pool { return &pool{execs: make(map[string]*executor)} }
+
+func (p *pool) get(taskID string) *executor {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.execs[taskID]
+}
+
+// put stores ex for its task and returns the executor it replaces, if any.
+func (p *pool) put(ex *executor) *executor {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	old := p.execs[ex.taskID]
+	p.execs[ex.taskID] = ex
+	if old == ex {
+		return nil
+	}
+	return old
+}
+
+func (p *pool) remove(taskID string) *executor {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ex := p.execs[taskID]
+	delete(p.execs, taskID)
+	return ex
+}
+
+// removeIf removes ex only if it still serves its task.
+func (p *pool) removeIf(ex *executor) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.execs[ex.taskID] != ex {
+		return false
+	}
+	delete(p.execs, ex.taskID)
+	return true
+}
+
+func (p *pool) drain() []*executor {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]*executor, 0, len(p.execs))
+	for id, ex := range p.execs {
+		out = append(out, ex)
+		delete(p.execs, id)
+	}
+	return out
+}
+
+func (p *pool) all() []*executor {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]*executor, 0, len(p.execs))
+	for _, ex := range p.execs {
+		out = append(out, ex)
+	}
+	return out
+}
+
+// drop stops ex, which failed or is unfit, and forgets it. The attempt that ran it records the
+// executor row.
+func (e *Engine) drop(ctx context.Context, ex *executor, reason string) {
+	e.pool.removeIf(ex)
+	ex.stop(ctx, reason)
+}
+
+// retire stops an idle process that served its last committed turn and records on the task's
+// executor row that it is gone (the resume point stands). A row another attempt owns by now is
+// left alone.
+func (e *Engine) retire(ctx context.Context, ex *executor, reason string) {
+	owner := ex.idleOwner()
+	ex.stop(ctx, reason)
+	if owner == "" {
+		return
+	}
+	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.StopTimeout)
+	defer cancel()
+	if _, err := store.MarkExecutorStopped(mctx, e.cfg.DB, ex.taskID, owner, reason); err != nil {
+		e.cfg.Logger.Warn("recording a stopped claude process", "task_id", ex.taskID, "error", err)
+	}
+}
+
+// keepOrStop keeps a process that committed its turn for the task's next one, or stops it
+// when processes are not kept.
+func (e *Engine) keepOrStop(ctx context.Context, ex *executor) {
+	if e.cfg.KeepAlive < 0 {
+		e.pool.removeIf(ex)
+		e.retire(ctx, ex, "not kept between turns")
+		return
+	}
+	ex.idleFor(e.cfg.KeepAlive, func() {
+		if e.pool.removeIf(ex) {
+			e.retire(context.Background(), ex, "idle for the keep-alive")
+		}
+	})
+	e.evictIdle(ctx)
+}
+
+// evictIdle stops the processes idle the longest while more than MaxIdle wait for a next turn:
+// each holds a couple of hundred MB.
+func (e *Engine) evictIdle(ctx context.Context) {
+	type idle struct {
+		ex    *executor
+		since time.Time
+	}
+	var idles []idle
+	for _, ex := range e.pool.all() {
+		if since, ok := ex.idleSince(); ok {
+			idles = append(idles, idle{ex, since})
+		}
+	}
+	if len(idles) <= e.cfg.MaxIdle {
+		return
+	}
+	slices.SortFunc(idles, func(x, y idle) int { return x.since.Compare(y.since) })
+	for _, i := range idles[:len(idles)-e.cfg.MaxIdle] {
+		if e.pool.removeIf(i.ex) {
+			go e.retire(context.WithoutCancel(ctx), i.ex, "too many idle processes")
+		}
+	}
+}

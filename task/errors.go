@@ -1,0 +1,67 @@
+package task
+
+// Error types of the application errors the turn activities return: the Type of a
+// temporal.ApplicationError, stable across releases, so that workflows, dashboards and fleet
+// policies can branch on them. Retryable reports which ones a retry of the same turn can cure.
+const (
+	// ErrTypeInvalidInput: the turn cannot run as given (a malformed id or prompt uuid, an
+	// unknown or unavailable permission mode, an attachment outside the workspace or not an
+	// image, a turn record begun with another prompt). Not retryable.
+	ErrTypeInvalidInput = "InvalidInput"
+	// ErrTypeWorkspaceMissing: the task's workspace is not a directory on the host that took the
+	// turn. Not retryable: the message names the path. (A workspace outside the host's
+	// workspace root is InvalidInput.)
+	ErrTypeWorkspaceMissing = "WorkspaceMissing"
+	// ErrTypeResumeRejected: the CLI refused to resume the session at the committed point. The
+	// session is forgotten and the workflow's next turn starts a new one. Not retryable.
+	ErrTypeResumeRejected = "ResumeRejected"
+	// ErrTypeClaudeStartFailed: the CLI could not be started or did not answer initialize.
+	ErrTypeClaudeStartFailed = "ClaudeStartFailed"
+	// ErrTypeClaudeExited: the CLI exited or was killed before the turn ended.
+	ErrTypeClaudeExited = "ClaudeExited"
+	// ErrTypeClaudeStalled: the CLI printed nothing for the stall timeout and was stopped.
+	ErrTypeClaudeStalled = "ClaudeStalled"
+	// ErrTypeClaudeProtocol: the CLI's output broke the protocol (for example a result with no
+	// transcript position to resume at).
+	ErrTypeClaudeProtocol = "ClaudeProtocol"
+	// ErrTypeModelAPI: the turn ended with a Messages API error the CLI's own retries did not
+	// cure. Retryable; when the API said when to come back, the next attempt waits that long.
+	ErrTypeModelAPI = "ModelAPI"
+	// ErrTypeStoreUnavailable: Postgres could not record the attempt or its commit in time.
+	ErrTypeStoreUnavailable = "StoreUnavailable"
+	// ErrTypeAttemptSuperseded: a newer attempt owns the task; this one stopped without writing
+	// anything. Not retryable (the newer attempt carries the turn).
+	ErrTypeAttemptSuperseded = "AttemptSuperseded"
+	// ErrTypeAttemptTimedOut: the attempt outlived its start-to-close bound. Temporal reports its
+	// own timeout to the workflow; this type is what the executor row and the logs record.
+	ErrTypeAttemptTimedOut = "AttemptTimedOut"
+	// ErrTypeWorkerStopping: the worker is shutting down; the attempt's CLI was stopped so that
+	// another attempt takes the turn from its committed point.
+	ErrTypeWorkerStopping = "WorkerStopping"
+	// ErrTypeWorkerLost: the worker running the attempt died; its host reported the attempt
+	// failed when it came back, so that the retry need not wait for a heartbeat timeout.
+	ErrTypeWorkerLost = "WorkerLost"
+	// ErrTypeInternal: drover itself failed running the turn (a bug); the attempt is retried.
+	ErrTypeInternal = "Internal"
+	// ErrTypeCancelled: the task was cancelled while the turn ran. The activity acknowledges
+	// Temporal's cancellation (a CanceledError whose details carry this type) rather than
+	// failing, so the workflow and the UI see a cancelled activity.
+	ErrTypeCancelled = "Cancelled"
+)
+
+// Retryable reports whether an activity error of type t is worth another attempt of the turn.
+// Unknown types are retryable: Temporal's default.
+func Retryable(t string) bool {
+	switch t {
+	case ErrTypeInvalidInput, ErrTypeWorkspaceMissing, ErrTypeResumeRejected,
+		ErrTypeAttemptSuperseded, ErrTypeCancelled:
+		return false
+	}
+	return true
+}
+
+// NonRetryableErrorTypes lists the error types Retryable refuses, for a retry policy.
+func NonRetryableErrorTypes() []string {
+	return []string{ErrTypeInvalidInput, ErrTypeWorkspaceMissing, ErrTypeResumeRejected,
+		ErrTypeAttemptSuperseded, ErrTypeCancelled}
+}
