@@ -27,8 +27,8 @@ func TaskWorkflow(ctx workflow.Context, p task.Params) (task.State, error) {
 }
 
 func runTask(ctx workflow.Context, p task.Params, lim limits) (task.State, error) {
-	p = withDefaults(p)
-	if err := validate(p); err != nil {
+	p = p.WithDefaults()
+	if err := p.Validate(); err != nil {
 		return task.State{Status: task.StatusFailed, Workspace: p.Workspace},
 			temporal.NewNonRetryableApplicationError(fmt.Sprintf("invalid task params: %v", err), ErrTypeInvalidParams, nil)
 	}
