@@ -180,11 +180,20 @@ func TestInvalidParamsFailTheWorkflow(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			env := newEnv(t, defaultLimits)
+			// The prompt arrives with the start, as Update-with-Start sends it.
+			var prompt *update
+			env.RegisterDelayedCallback(func() { prompt = sendPrompt(env, "p1", "hello") }, 0)
 			env.ExecuteWorkflow(task.WorkflowName, tc.p)
 			var appErr *temporal.ApplicationError
 			require.True(t, errors.As(env.GetWorkflowError(), &appErr), "%v", env.GetWorkflowError())
 			assert.Equal(t, ErrTypeInvalidParams, appErr.Type())
 			assert.Contains(t, appErr.Error(), tc.says)
+
+			// The prompt is rejected naming the problem, not as an unknown update.
+			require.NotNil(t, prompt, "the prompt was sent")
+			rejectedWith(t, prompt, ErrTypeInvalidParams)
+			assert.Contains(t, prompt.err.Error(), "invalid task params: ")
+			assert.Contains(t, prompt.err.Error(), tc.says)
 		})
 	}
 }

@@ -24,6 +24,9 @@ func PromptUUID(firstRunID string, turn int) string {
 // validatePrompt is the validator of UpdatePrompt: it runs before anything is
 // written to history and must not change state.
 func (s *taskState) validatePrompt(ctx workflow.Context, p task.Prompt) error {
+	if err := s.validateParams(); err != nil {
+		return err
+	}
 	if _, dup := s.recentAnswer(updateID(ctx)); dup {
 		return nil // answered before: the handler repeats that answer
 	}

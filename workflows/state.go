@@ -15,6 +15,9 @@ type taskState struct {
 	lim        limits
 	taskID     string
 	firstRunID string
+	// invalidParams is why p cannot run, nil when it can. Every Update is
+	// rejected with it, and the run ends as soon as its handlers are set.
+	invalidParams error
 
 	// turn is the highest turn number given out.
 	turn int
