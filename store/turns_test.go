@@ -197,6 +197,36 @@ func TestTurnRetryResumesFromOriginalPointAndCountsOnce(t *testing.T) {
 	}
 }
 
+func TestRetryResumesFromOriginalPointWhenRowChanged(t *testing.T) {
+	t.Parallel()
+	ctx, db := t.Context(), pgtest.NewPool(t)
+
+	begin(t, db, attempt("t", "a1", 1))
+	commitTurn(t, db, "t", 1, "a1", "sess", "u1", 1)
+	begin(t, db, attempt("t", "a2", 2))
+
+	// A failed attempt forgets the row's committed point without giving up the turn: the retry
+	// still resumes where the turn's first attempt did.
+	must(t, store.EndAttempt(ctx, db, store.AttemptEnd{
+		TaskID: "t", AttemptID: "a2", Status: store.ExecutorFailed, Error: "x", ForgetSession: true,
+	}))
+	s := attempt("t", "a3", 2)
+	s.FallbackSessionID, s.FallbackMessageUUID = "sess-other", "u-other"
+	if b := begin(t, db, s); b.Turn.Attempts != 2 || b.Turn.ResumeSessionID != "sess" || b.Turn.ResumeFromUUID != "u1" {
+		t.Fatalf("retry after the row forgot its point = %+v, want attempts 2 resuming at (sess, u1)", b.Turn)
+	}
+
+	// The executor row is lost altogether; the next retry offers another point, and still
+	// resumes where the turn's first attempt did.
+	_, err := db.Exec(ctx, `DELETE FROM executors_running WHERE task_id = $1`, "t")
+	must(t, err)
+	s = attempt("t", "a4", 2)
+	s.FallbackSessionID, s.FallbackMessageUUID = "sess-caller", "u-caller"
+	if b := begin(t, db, s); b.Turn.Attempts != 3 || b.Turn.ResumeSessionID != "sess" || b.Turn.ResumeFromUUID != "u1" {
+		t.Fatalf("retry after the row was lost = %+v, want attempts 3 resuming at (sess, u1)", b.Turn)
+	}
+}
+
 func TestCommitTurnMovesResumePoint(t *testing.T) {
 	t.Parallel()
 	ctx, db := t.Context(), pgtest.NewPool(t)
@@ -211,10 +241,14 @@ func TestCommitTurnMovesResumePoint(t *testing.T) {
 		t.Fatalf("after committing turn 1: %+v, want idle with pid 77 at (s1, u1)", e)
 	}
 
-	// A commit that reports no session or message keeps the committed point.
+	// A commit that reports no session or message keeps the committed point. (The next attempt
+	// comes without the warm process: the row forgets its pid.)
 	b := begin(t, db, attempt("t", "a2", 2))
 	if b.Turn.ResumeSessionID != "s1" || b.Turn.ResumeFromUUID != "u1" {
 		t.Fatalf("turn 2 resumes at (%q, %q), want (s1, u1)", b.Turn.ResumeSessionID, b.Turn.ResumeFromUUID)
+	}
+	if e := getExecutor(t, db, "t"); e.Status != store.ExecutorStarting || e.PID != 0 || !pidIsNull(t, db, "t") {
+		t.Fatalf("an attempt without a process left the row %+v, want starting with no pid", e)
 	}
 	commitTurn(t, db, "t", 2, "a2", "", "", 1)
 	e, err = store.GetExecutor(ctx, db, "t")
@@ -471,7 +505,9 @@ func TestTurnLookups(t *testing.T) {
 	commitTurn(t, db, "other", 1, "o", "s", "u", 9)
 	begin(t, db, attempt("t", "a", 1))
 	commitTurn(t, db, "t", 1, "a", "s", "u", 1)
-	begin(t, db, attempt("t", "b", 2))
+	if b := begin(t, db, attempt("t", "b", 2)); b.PriorCostUSD != 1 {
+		t.Fatalf("PriorCostUSD = %v, want 1 (the task's own turns only)", b.PriorCostUSD)
+	}
 	totals, err := store.TaskTotals(ctx, db, "t")
 	must(t, err)
 	if want := (store.Totals{Turns: 2, CostUSD: 1, InputTokens: 10, OutputTokens: 20}); totals != want {

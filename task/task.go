@@ -4,7 +4,10 @@
 //
 // Everything here is a plain, JSON-serialisable value with no behaviour that
 // touches I/O, so the deterministic workflow code, the activities, the worker
-// and the command line can all share it without importing each other.
+// and the command line can all share it without importing each other. The
+// defaults and checks of a task's input live here too (Params.WithDefaults,
+// Params.Validate, ValidatePrompt, ValidateID), so that every caller refuses
+// what the workflow would refuse before anything is sent.
 package task
 
 import "time"

@@ -35,10 +35,14 @@ func (c *Client) queue() string {
 // already runs, sends it the prompt: Update-with-Start either way. updateID
 // makes the call idempotent: a retry with the same id is answered with the
 // first answer and queues nothing. Empty means a fresh id.
+//
+// The id, params and prompt are checked first (task.ValidateID,
+// task.Params.Validate, task.ValidatePrompt): a bad start never reaches
+// Temporal, and its error wraps the *task.InvalidError of each problem.
 func (c *Client) Start(ctx context.Context, taskID string, p task.Params, prompt task.Prompt, updateID string) (task.PromptAccepted, error) {
 	var out task.PromptAccepted
-	if taskID == "" {
-		return out, errors.New("starting a task: the task id is empty")
+	if err := errors.Join(task.ValidateID(taskID), p.WithDefaults().Validate(), task.ValidatePrompt(prompt)); err != nil {
+		return out, fmt.Errorf("starting task %s: %w", taskID, err)
 	}
 	start := c.Temporal.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 		ID:                       taskID,
@@ -64,9 +68,13 @@ func (c *Client) Start(ctx context.Context, taskID string, p task.Params, prompt
 	return out, nil
 }
 
-// Prompt queues a prompt on a running task.
+// Prompt queues a prompt on a running task. A prompt that no task could take
+// (task.ValidatePrompt) is refused without reaching Temporal.
 func (c *Client) Prompt(ctx context.Context, taskID string, prompt task.Prompt, updateID string) (task.PromptAccepted, error) {
 	var out task.PromptAccepted
+	if err := task.ValidatePrompt(prompt); err != nil {
+		return out, fmt.Errorf("prompting task %s: %w", taskID, err)
+	}
 	err := c.update(ctx, taskID, task.UpdatePrompt, updateID, &out, prompt)
 	if err != nil {
 		return out, fmt.Errorf("prompting task %s: %w", taskID, err)
@@ -134,15 +142,15 @@ func (c *Client) WaitIdle(ctx context.Context, taskID string, every time.Duratio
 
 // Summary is one task in a listing.
 type Summary struct {
-	TaskID    string
-	RunID     string
-	Status    string
-	Started   time.Time
-	Closed    time.Time
-	Turns     int64
-	CostUSD   float64
-	Model     string
-	Workspace string
+	TaskID    string    `json:"task_id"`
+	RunID     string    `json:"run_id"`
+	Status    string    `json:"status"`
+	Started   time.Time `json:"started"`
+	Closed    time.Time `json:"closed,omitzero"`
+	Turns     int64     `json:"turns"`
+	CostUSD   float64   `json:"cost_usd"`
+	Model     string    `json:"model,omitempty"`
+	Workspace string    `json:"workspace,omitempty"`
 }
 
 // List returns the most recent tasks, newest first. query is an optional

@@ -12,8 +12,20 @@ import (
 
 // validateOpen rejects an Update sent to a task that has ended.
 func (s *taskState) validateOpen(workflow.Context) error {
+	if err := s.validateParams(); err != nil {
+		return err
+	}
 	if s.final != "" {
 		return rejection(ErrTypeTaskClosed, fmt.Sprintf("task has ended (%s)", s.final))
+	}
+	return nil
+}
+
+// validateParams rejects every Update sent to a run whose params are invalid,
+// saying what is wrong with them.
+func (s *taskState) validateParams() error {
+	if s.invalidParams != nil {
+		return rejection(ErrTypeInvalidParams, fmt.Sprintf("invalid task params: %v", s.invalidParams))
 	}
 	return nil
 }

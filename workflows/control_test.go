@@ -25,7 +25,6 @@ func rejectedWith(t *testing.T, u *update, errType string) {
 func TestValidatorRejects(t *testing.T) {
 	t.Parallel()
 	lim := defaultLimits
-	lim.maxPromptBytes = 200
 	lim.maxPending = 2
 	lim.maxQueuedBytes = 300
 	env := newEnv(t, lim)
@@ -38,7 +37,7 @@ func TestValidatorRejects(t *testing.T) {
 	env.RegisterDelayedCallback(func() {
 		empty = sendPrompt(env, "empty", "")
 		blank = sendPrompt(env, "blank", " \n\t ")
-		big = sendPrompt(env, "big", strings.Repeat("x", 300))
+		big = sendPrompt(env, "big", strings.Repeat("x", task.MaxPromptBytes))
 		badAttach = sendUpdate(env, task.UpdatePrompt, "attach", task.Prompt{Text: "look", Attachments: []string{"../../etc/passwd"}})
 		ok1 = sendPrompt(env, "ok1", "runs at once")
 		ok2 = sendUpdate(env, task.UpdatePrompt, "ok2", task.Prompt{Text: strings.Repeat("y", 150), Attachments: []string{"img/a.png"}})
@@ -166,20 +165,35 @@ func TestIdleTimeoutEndsTheTask(t *testing.T) {
 
 func TestInvalidParamsFailTheWorkflow(t *testing.T) {
 	t.Parallel()
-	for name, p := range map[string]task.Params{
-		"no workspace":       {},
-		"bad mode":           {Workspace: "/w", Profile: task.Profile{PermissionMode: "yolo"}},
-		"negative idle":      {Workspace: "/w", IdleTimeout: -time.Second},
-		"attempts":           {Workspace: "/w", MaxAttempts: 1000},
-		"carry out of order": {Workspace: "/w", Carry: &task.Carry{Turn: 2, Pending: []task.QueuedPrompt{{Turn: 2}, {Turn: 1}}}},
+	for name, tc := range map[string]struct {
+		p    task.Params
+		says string
+	}{
+		"no workspace":       {task.Params{}, "workspace: is required"},
+		"bad mode":           {task.Params{Workspace: "/w", Profile: task.Profile{PermissionMode: "yolo"}}, `"yolo" is unknown`},
+		"mode not available": {task.Params{Workspace: "/w", Profile: task.Profile{PermissionMode: task.Supervised}}, `"supervised" is not available yet`},
+		"negative max turns": {task.Params{Workspace: "/w", Profile: task.Profile{MaxTurns: -3}}, "profile.max_turns: -3 is negative"},
+		"negative idle":      {task.Params{Workspace: "/w", IdleTimeout: -time.Second}, "idle_timeout: -1s is negative"},
+		"attempts":           {task.Params{Workspace: "/w", MaxAttempts: 1000}, "max_attempts: 1000 is outside 1..100"},
+		"carry out of order": {task.Params{Workspace: "/w", Carry: &task.Carry{Turn: 2, Pending: []task.QueuedPrompt{{Turn: 2}, {Turn: 1}}}}, "carry.pending"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			env := newEnv(t, defaultLimits)
-			env.ExecuteWorkflow(task.WorkflowName, p)
+			// The prompt arrives with the start, as Update-with-Start sends it.
+			var prompt *update
+			env.RegisterDelayedCallback(func() { prompt = sendPrompt(env, "p1", "hello") }, 0)
+			env.ExecuteWorkflow(task.WorkflowName, tc.p)
 			var appErr *temporal.ApplicationError
 			require.True(t, errors.As(env.GetWorkflowError(), &appErr), "%v", env.GetWorkflowError())
 			assert.Equal(t, ErrTypeInvalidParams, appErr.Type())
+			assert.Contains(t, appErr.Error(), tc.says)
+
+			// The prompt is rejected naming the problem, not as an unknown update.
+			require.NotNil(t, prompt, "the prompt was sent")
+			rejectedWith(t, prompt, ErrTypeInvalidParams)
+			assert.Contains(t, prompt.err.Error(), "invalid task params: ")
+			assert.Contains(t, prompt.err.Error(), tc.says)
 		})
 	}
 }

@@ -97,22 +97,21 @@ func TestQueryState(t *testing.T) {
 		after = query(t, env)
 		sendUpdate(env, task.UpdateClose, "close")
 	}, time.Hour)
-	p := params()
-	p.Profile.PermissionMode = task.Supervised
-	env.ExecuteWorkflow(task.WorkflowName, p)
+	// params() leave the mode empty: the state shows the default.
+	env.ExecuteWorkflow(task.WorkflowName, params())
 	final := result(t, env)
 
 	assert.Equal(t, task.State{
 		Status:         task.StatusIdle,
 		Workspace:      "/srv/work/t1",
 		Model:          "claude-test",
-		PermissionMode: task.Supervised,
+		PermissionMode: task.Autonomous,
 	}, before)
 	assert.Equal(t, task.State{
 		Status:         task.StatusRunning,
 		Workspace:      "/srv/work/t1",
 		Model:          "claude-test",
-		PermissionMode: task.Supervised,
+		PermissionMode: task.Autonomous,
 		Turn:           2,
 		RunningTurn:    1,
 		HostQueue:      hostA,
@@ -122,7 +121,7 @@ func TestQueryState(t *testing.T) {
 		Status:          task.StatusIdle,
 		Workspace:       "/srv/work/t1",
 		Model:           "claude-test",
-		PermissionMode:  task.Supervised,
+		PermissionMode:  task.Autonomous,
 		Turn:            2,
 		SessionID:       "s1",
 		LastMessageUUID: "m2",

@@ -8,11 +8,9 @@ import "time"
 type limits struct {
 	// maxPending bounds the prompts waiting for a turn (the running one not counted).
 	maxPending int
-	// maxPromptBytes bounds one prompt, measured as its JSON encoding.
-	maxPromptBytes int
 	// maxQueuedBytes bounds all waiting prompts together, JSON-encoded, so that
 	// the continue-as-new input that carries them stays well under Temporal's
-	// 2 MiB payload limit.
+	// 2 MiB payload limit. One prompt is bounded by task.MaxPromptBytes.
 	maxQueuedBytes int
 	// maxLastErrorBytes bounds State.LastError.
 	maxLastErrorBytes int
@@ -47,7 +45,6 @@ type limits struct {
 // defaultLimits are the limits of TaskWorkflow.
 var defaultLimits = limits{
 	maxPending:        100,
-	maxPromptBytes:    1 << 20,
 	maxQueuedBytes:    1 << 20,
 	maxLastErrorBytes: 2 << 10,
 

@@ -1,11 +1,8 @@
 package workflows
 
 import (
-	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/google/uuid"
 	"go.temporal.io/sdk/workflow"
@@ -24,23 +21,12 @@ func PromptUUID(firstRunID string, turn int) string {
 	return uuid.NewSHA1(promptNamespace, []byte(firstRunID+"/"+strconv.Itoa(turn))).String()
 }
 
-// promptSize is the size of p as it travels in a payload: the default data
-// converter encodes it with encoding/json, escapes included.
-func promptSize(p task.Prompt) int {
-	// encoding/json is deterministic for a struct of strings; workflowcheck
-	// flags it only for the caches and map encoding it may use.
-	//workflowcheck:ignore
-	b, err := json.Marshal(p)
-	if err != nil {
-		// A Prompt holds only strings; json.Marshal cannot fail on it.
-		return len(p.Text)
-	}
-	return len(b)
-}
-
 // validatePrompt is the validator of UpdatePrompt: it runs before anything is
 // written to history and must not change state.
 func (s *taskState) validatePrompt(ctx workflow.Context, p task.Prompt) error {
+	if err := s.validateParams(); err != nil {
+		return err
+	}
 	if _, dup := s.recentAnswer(updateID(ctx)); dup {
 		return nil // answered before: the handler repeats that answer
 	}
@@ -50,18 +36,10 @@ func (s *taskState) validatePrompt(ctx workflow.Context, p task.Prompt) error {
 	if s.closing {
 		return rejection(ErrTypeTaskClosed, "task is closing; it accepts no more prompts")
 	}
-	if strings.TrimSpace(p.Text) == "" {
-		return rejection(ErrTypeInvalidPrompt, "prompt is empty")
+	if err := task.ValidatePrompt(p); err != nil {
+		return rejection(ErrTypeInvalidPrompt, err.Error())
 	}
-	for _, a := range p.Attachments {
-		if !filepath.IsLocal(a) {
-			return rejection(ErrTypeInvalidPrompt, fmt.Sprintf("attachment %q is not a path inside the workspace", a))
-		}
-	}
-	size := promptSize(p)
-	if size > s.lim.maxPromptBytes {
-		return rejection(ErrTypeInvalidPrompt, fmt.Sprintf("prompt is %d bytes, more than the %d allowed", size, s.lim.maxPromptBytes))
-	}
+	size := task.PromptSize(p)
 	if len(s.pending) >= s.lim.maxPending {
 		return rejection(ErrTypeQueueFull, fmt.Sprintf("%d prompts are already waiting; wait for some to run", len(s.pending)))
 	}
@@ -88,7 +66,7 @@ func (s *taskState) acceptPrompt(ctx workflow.Context, p task.Prompt) (task.Prom
 		ahead++
 	}
 	s.pending = append(s.pending, q)
-	s.queuedBytes += promptSize(p)
+	s.queuedBytes += task.PromptSize(p)
 	workflow.GetLogger(ctx).Info("prompt queued", "turn", q.Turn, "prompt_uuid", q.PromptUUID, "ahead", ahead)
 	a := task.PromptAccepted{Turn: q.Turn, PromptUUID: q.PromptUUID, Queued: ahead}
 	s.remember(id, a)

@@ -15,6 +15,9 @@ type taskState struct {
 	lim        limits
 	taskID     string
 	firstRunID string
+	// invalidParams is why p cannot run, nil when it can. Every Update is
+	// rejected with it, and the run ends as soon as its handlers are set.
+	invalidParams error
 
 	// turn is the highest turn number given out.
 	turn int
@@ -58,7 +61,7 @@ func newTaskState(p task.Params, lim limits, taskID, firstRunID string) *taskSta
 		s.pending = slices.Clone(c.Pending)
 		s.recent = slices.Clone(c.Recent)
 		for _, q := range s.pending {
-			s.queuedBytes += promptSize(q.Prompt)
+			s.queuedBytes += task.PromptSize(q.Prompt)
 		}
 		// The carried params must not carry themselves into the next run.
 		s.p.Carry = nil
@@ -143,7 +146,7 @@ func (s *taskState) remember(id string, a task.PromptAccepted) {
 func (s *taskState) pop() task.QueuedPrompt {
 	q := s.pending[0]
 	s.pending = slices.Clone(s.pending[1:])
-	s.queuedBytes -= promptSize(q.Prompt)
+	s.queuedBytes -= task.PromptSize(q.Prompt)
 	return q
 }
 

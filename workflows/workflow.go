@@ -27,17 +27,21 @@ func TaskWorkflow(ctx workflow.Context, p task.Params) (task.State, error) {
 }
 
 func runTask(ctx workflow.Context, p task.Params, lim limits) (task.State, error) {
-	p = withDefaults(p)
-	if err := validate(p); err != nil {
-		return task.State{Status: task.StatusFailed, Workspace: p.Workspace},
-			temporal.NewNonRetryableApplicationError(fmt.Sprintf("invalid task params: %v", err), ErrTypeInvalidParams, nil)
-	}
+	p = p.WithDefaults()
 	info := workflow.GetInfo(ctx)
 	s := newTaskState(p, lim, info.WorkflowExecution.ID, info.FirstRunID)
+	s.invalidParams = p.Validate()
 	// Handlers go in before the first yield, so that the prompt of an
-	// Update-with-Start finds them.
+	// Update-with-Start finds them, and before invalid params end the run, so
+	// that its validator rejects the prompt naming what is wrong with them.
 	if err := s.setHandlers(ctx); err != nil {
 		return s.snapshot(), err
+	}
+	if s.invalidParams != nil {
+		msg := fmt.Sprintf("invalid task params: %v", s.invalidParams)
+		s.final = task.StatusFailed
+		s.setLastError(msg)
+		return s.snapshot(), temporal.NewNonRetryableApplicationError(msg, ErrTypeInvalidParams, nil)
 	}
 	s.seedPublished(ctx)
 	return s.loop(ctx)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/spf13/cobra"
 
 	"github.com/drover-run/drover/internal/fakeanthropic"
 	"github.com/drover-run/drover/store"
@@ -26,25 +26,41 @@ const (
 	demoContent = "Hello from a durable Claude Code task!\n"
 )
 
-func cmdDemo(ctx context.Context, args []string, e env, log *slog.Logger, stdout, stderr io.Writer) error {
-	fs := newFlags("demo", "drover demo [flags]", stderr)
-	real := fs.Bool("real-api", false, "use the real Messages API with ANTHROPIC_API_KEY instead of the offline fake")
-	keep := fs.Bool("keep", false, "keep the demo's state folder (printed at the end)")
-	timeout := fs.Duration("timeout", 3*time.Minute, "give up after this long")
-	if err := fs.Parse(args); err != nil {
-		return err
+func newDemoCommand(a *app) *cobra.Command {
+	var o demoOptions
+	c := &cobra.Command{
+		Use:   "demo",
+		Short: "Run one task end to end offline (fake Messages API) and exit",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runDemo(c.Context(), a, o)
+		},
 	}
-	if *real && e.apiKey == "" {
+	f := c.Flags()
+	f.BoolVar(&o.real, "real-api", false, "use the real Messages API with ANTHROPIC_API_KEY instead of the offline fake")
+	f.BoolVar(&o.keep, "keep", false, "keep the demo's state folder (printed at the end)")
+	f.DurationVar(&o.timeout, "timeout", 3*time.Minute, "give up after this long")
+	return c
+}
+
+type demoOptions struct {
+	real, keep bool
+	timeout    time.Duration
+}
+
+func runDemo(ctx context.Context, a *app, o demoOptions) error {
+	e, stdout, stderr := a.env, a.stdout, a.stderr
+	if o.real && e.apiKey == "" {
 		return errors.New("demo: --real-api needs ANTHROPIC_API_KEY")
 	}
-	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 
 	state, err := os.MkdirTemp("", "drover-demo-")
 	if err != nil {
 		return err
 	}
-	if !*keep {
+	if !o.keep {
 		defer os.RemoveAll(state)
 	}
 	workspace := filepath.Join(state, "workspace")
@@ -56,7 +72,7 @@ func cmdDemo(ctx context.Context, args []string, e env, log *slog.Logger, stdout
 	quietLog := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	fmt.Fprintln(stdout, "Starting a Temporal dev server, the fake Messages API and a worker...")
 	s, err := startStack(ctx, e, stackOptions{
-		stateDir: state, headless: true, fakeAPI: !*real, hostID: "demo-" + uuid.NewString()[:8],
+		stateDir: state, headless: true, fakeAPI: !o.real, hostID: "demo-" + uuid.NewString()[:8],
 	}, quietLog)
 	if err != nil {
 		return err
@@ -112,13 +128,13 @@ func cmdDemo(ctx context.Context, args []string, e env, log *slog.Logger, stdout
 	content, _ := os.ReadFile(filepath.Join(workspace, "hello.txt"))
 	fmt.Fprintf(stdout, "\nTask %s: %d turns, $%.6f, session %s\n", taskID, st.Totals.Turns, st.Totals.CostUSD, st.SessionID)
 	fmt.Fprintf(stdout, "hello.txt on disk: %q\n", string(content))
-	if *keep {
+	if o.keep {
 		fmt.Fprintf(stdout, "State kept in %s\n", state)
 	}
 	if st.LastError != "" {
 		return fmt.Errorf("demo: the task reported an error: %s", st.LastError)
 	}
-	if !*real && string(content) != demoContent {
+	if !o.real && string(content) != demoContent {
 		return errors.New("demo: hello.txt does not hold what the agent wrote")
 	}
 	return nil

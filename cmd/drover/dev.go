@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/drover-run/drover/internal/devserver"
@@ -68,7 +68,7 @@ func startStack(ctx context.Context, e env, o stackOptions, log *slog.Logger) (*
 		"DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1", "DISABLE_AUTOUPDATER=1")
 
 	if o.temporalAddress == "" {
-		bin := os.Getenv("DROVER_TEMPORAL_BIN")
+		bin := e.temporalBin
 		if bin == "" {
 			var err error
 			if bin, err = tools.TemporalBin(); err != nil {
@@ -153,34 +153,52 @@ func searchAttributeFlags() map[string]string {
 	return out
 }
 
-func cmdDev(ctx context.Context, args []string, e env, log *slog.Logger, stdout, stderr io.Writer) error {
-	fs := newFlags("dev", "drover dev [flags]", stderr)
-	state := fs.String("state", ".drover", "folder for the dev server's database and the CLI's sessions")
-	addr := fs.String("temporal-address", "", "use this Temporal server instead of starting the dev server")
-	port := fs.Int("port", 7233, "dev server gRPC port")
-	uiPort := fs.Int("ui-port", 8233, "dev server web UI port")
-	fake := fs.Bool("fake-api", os.Getenv("ANTHROPIC_API_KEY") == "" && os.Getenv("ANTHROPIC_BASE_URL") == "",
-		"answer the CLI from drover's offline fake Messages API (default when ANTHROPIC_API_KEY is unset)")
-	hostID := fs.String("host-id", "dev", "this worker host's stable identity")
-	if err := fs.Parse(args); err != nil {
-		return err
+func newDevCommand(a *app) *cobra.Command {
+	var o struct {
+		state, addr, hostID string
+		port, uiPort        int
+		fake                bool
 	}
+	c := &cobra.Command{
+		Use:   "dev",
+		Short: "Run a Temporal dev server, migrations and a worker, until Ctrl-C",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			hostID := o.hostID
+			if a.env.hostID != "" && !c.Flags().Changed("host-id") {
+				hostID = a.env.hostID
+			}
+			return runDev(c.Context(), a, stackOptions{
+				stateDir: o.state, temporalAddress: o.addr, port: o.port, uiPort: o.uiPort,
+				fakeAPI: o.fake, fakeResponder: echoResponder, hostID: hostID,
+			})
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.state, "state", ".drover", "folder for the dev server's database and the CLI's sessions")
+	f.StringVar(&o.addr, "temporal-address", "", "use this Temporal server instead of starting the dev server")
+	f.IntVar(&o.port, "port", 7233, "dev server gRPC port")
+	f.IntVar(&o.uiPort, "ui-port", 8233, "dev server web UI port")
+	f.BoolVar(&o.fake, "fake-api", a.env.apiKey == "" && a.env.baseURL == "",
+		"answer the CLI from drover's offline fake Messages API (default when ANTHROPIC_API_KEY is unset)")
+	f.StringVar(&o.hostID, "host-id", "dev", "this worker host's stable identity (DROVER_HOST_ID wins over the default)")
+	return c
+}
+
+// runDev runs the dev stack until ctx ends.
+func runDev(ctx context.Context, a *app, o stackOptions) error {
+	e, log, stdout := a.env, a.log, a.stdout
 	shutdown, err := telemetry.Setup(ctx, "drover-dev", version)
 	if err != nil {
 		return err
 	}
 	defer shutdown(context.WithoutCancel(ctx))
-	if e.hostID != "" {
-		*hostID = e.hostID
-	}
-	stateDir, err := filepath.Abs(*state)
+	stateDir, err := filepath.Abs(o.stateDir)
 	if err != nil {
 		return err
 	}
-	s, err := startStack(ctx, e, stackOptions{
-		stateDir: stateDir, temporalAddress: *addr, port: *port, uiPort: *uiPort,
-		fakeAPI: *fake, fakeResponder: echoResponder, hostID: *hostID,
-	}, log)
+	o.stateDir = stateDir
+	s, err := startStack(ctx, e, o, log)
 	if err != nil {
 		return err
 	}

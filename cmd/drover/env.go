@@ -12,7 +12,8 @@ import (
 
 const defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/drover?sslmode=disable"
 
-// env is drover's configuration from the environment.
+// env is drover's configuration from the environment. This file is the only
+// place drover reads environment variables.
 type env struct {
 	databaseURL     string
 	temporalAddress string
@@ -20,6 +21,7 @@ type env struct {
 	taskQueue       string
 	hostID          string
 	claudeBin       string
+	temporalBin     string
 	claudeConfigDir string
 	workspaceRoot   string
 	apiKey          string
@@ -40,6 +42,7 @@ func loadEnv() env {
 		taskQueue:       getenv("DROVER_TASK_QUEUE", task.SharedQueue),
 		hostID:          os.Getenv("DROVER_HOST_ID"),
 		claudeBin:       os.Getenv("DROVER_CLAUDE_BIN"),
+		temporalBin:     os.Getenv("DROVER_TEMPORAL_BIN"),
 		claudeConfigDir: os.Getenv("DROVER_CLAUDE_CONFIG_DIR"),
 		workspaceRoot:   os.Getenv("DROVER_WORKSPACE_ROOT"),
 		apiKey:          os.Getenv("ANTHROPIC_API_KEY"),

@@ -6,44 +6,36 @@
 //	drover migrate             apply database migrations
 //	drover task ...            start, prompt, interrupt, close, cancel, list, show, watch
 //	drover normalize [FILE]    stream-json transcript → normalized events (JSONL)
+//	drover completion SHELL    shell completion for bash, zsh, fish or powershell
 //
-// Every command takes --help. Addresses and credentials come from the
-// environment (see envHelp).
+// Every command takes --help (or -h), and "drover help COMMAND …" prints the
+// same. Addresses and credentials come from the environment (see envHelp),
+// read in env.go only.
+//
+// The command tree is built with github.com/spf13/cobra, the library behind
+// the Temporal CLI, gh and kubectl: it accepts flags before or after positional
+// arguments, gives every subcommand its own help, and generates shell
+// completion, so drover behaves like the tools its users already know.
+//
+// Each command lives in its own small file as a constructor taking *app; a
+// new task subcommand is one such file plus one line in newTaskCommand.
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+
+	"github.com/spf13/cobra"
 
 	"github.com/drover-run/drover/claudecode"
 )
-
-const usage = `drover runs Claude Code sessions as durable Temporal tasks.
-
-Usage:
-  drover dev [flags]             Temporal dev server, migrations and a worker, until Ctrl-C
-  drover demo [flags]            run one task end to end offline (fake Messages API) and exit
-  drover worker [flags]          run a worker host
-  drover migrate                 apply database migrations
-  drover task start [flags] PROMPT
-  drover task prompt TASK PROMPT
-  drover task interrupt TASK
-  drover task close TASK
-  drover task cancel TASK
-  drover task list [--query Q]
-  drover task show TASK
-  drover task watch TASK [--after SEQ] [--follow=false] [--json]
-  drover normalize [FILE]        print the normalized events of a stream-json transcript
-
-Run "drover COMMAND --help" for a command's flags.
-` + envHelp
 
 const envHelp = `
 Environment:
@@ -54,6 +46,7 @@ Environment:
   DROVER_HOST_ID           this worker host's stable identity (default: the host name)
   DROVER_CLAUDE_BIN        the claude binary (default: the one scripts/tools.sh installs, else PATH)
   DROVER_CLAUDE_CONFIG_DIR where the CLI keeps session transcripts (must survive restarts)
+  DROVER_TEMPORAL_BIN      the temporal CLI that dev and demo run (default: the one scripts/tools.sh installs)
   DROVER_WORKSPACE_ROOT    confine task workspaces to this folder
   ANTHROPIC_API_KEY        the key the CLI uses (never logged)
   ANTHROPIC_BASE_URL       another Messages API address
@@ -61,6 +54,35 @@ Environment:
   DROVER_LOG_LEVEL         debug, info (default), warn, error
   DROVER_DEBUG_AGENT_MESSAGES=true  capture raw and normalized JSONL of every CLI run
 `
+
+// usageTemplate is cobra's default usage text, with the environment appended
+// and without a "[flags]" line for commands that only group subcommands.
+const usageTemplate = `Usage:{{if and .Runnable (not .HasAvailableSubCommands)}}
+  {{.UseLine}}{{end}}{{if .HasAvailableSubCommands}}
+  {{.CommandPath}} COMMAND{{end}}{{if gt (len .Aliases) 0}}
+
+Aliases:
+  {{.NameAndAliases}}{{end}}{{if .HasExample}}
+
+Examples:
+{{.Example}}{{end}}{{if .HasAvailableSubCommands}}
+
+Commands:{{range .Commands}}{{if (or .IsAvailableCommand (eq .Name "help"))}}
+  {{rpad .Name .NamePadding }} {{.Short}}{{end}}{{end}}{{end}}{{if .HasAvailableLocalFlags}}
+
+Flags:
+{{.LocalFlags.FlagUsages | trimTrailingWhitespaces}}{{end}}{{if .HasAvailableInheritedFlags}}
+
+Global Flags:
+{{.InheritedFlags.FlagUsages | trimTrailingWhitespaces}}{{end}}{{if .HasAvailableSubCommands}}
+
+Run "{{.CommandPath}} COMMAND --help" for a command's flags.{{end}}
+` + envHelp
+
+func init() {
+	// Commands are listed in the order they are added, most used first.
+	cobra.EnableCommandSorting = false
+}
 
 // guardCommand is the hidden first argument that makes this program the guard of one CLI
 // process (see claudecode.RunGuard): drover __guard --tag=TAG -- CLAUDE ARGS...
@@ -73,42 +95,76 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		os.Exit(0)
-	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "drover:", err)
+		var ue *usageError
+		if errors.As(err, &ue) {
+			fmt.Fprintf(os.Stderr, "Run \"%s --help\" for usage.\n", ue.command)
+		}
+		stop()
 		os.Exit(1)
 	}
 }
 
+// app is what every command shares: the configuration from the environment,
+// the logger and the standard streams.
+type app struct {
+	env    env
+	log    *slog.Logger
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// run runs the drover command line args with the given streams. A --help
+// prints the help on stdout and returns nil.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	root := newRootCommand(stdin, stdout, stderr)
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		root.SetOut(stderr)
+		_ = root.Usage()
 		return errors.New("no command given")
 	}
-	env := loadEnv()
-	log := newLogger(stderr, env.logLevel)
-	switch args[0] {
-	case "dev":
-		return cmdDev(ctx, args[1:], env, log, stdout, stderr)
-	case "demo":
-		return cmdDemo(ctx, args[1:], env, log, stdout, stderr)
-	case "worker":
-		return cmdWorker(ctx, args[1:], env, log, stderr)
-	case "migrate":
-		return cmdMigrate(ctx, args[1:], env, log, stderr)
-	case "task":
-		return cmdTask(ctx, args[1:], env, log, stdout, stderr)
-	case "normalize":
-		return cmdNormalize(args[1:], stdin, stdout, stderr)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return nil
-	default:
-		fmt.Fprint(stderr, usage)
-		return fmt.Errorf("unknown command %q", args[0])
+	root.SetArgs(args)
+	c, err := root.ExecuteContextC(ctx)
+	var ii *invalidInput
+	if errors.As(err, &ii) {
+		// Name the command: its flags are what the message talks about.
+		return &usageError{command: c.CommandPath(), err: err}
 	}
+	return err
+}
+
+// newRootCommand builds the command tree; run executes it.
+func newRootCommand(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	e := loadEnv()
+	a := &app{env: e, log: newLogger(stderr, e.logLevel), stdin: stdin, stdout: stdout, stderr: stderr}
+	root := &cobra.Command{
+		Use:   "drover",
+		Short: "Run Claude Code sessions as durable Temporal tasks",
+		Long: `drover runs Claude Code sessions as durable Temporal tasks: each task is a
+workflow, each turn (one prompt, one result) drives the claude CLI, and a
+failed turn is retried by itself from its last committed message.`,
+		Version:       version,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+	}
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetUsageTemplate(usageTemplate)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &usageError{command: c.CommandPath(), err: err}
+	})
+	root.AddCommand(
+		newDevCommand(a),
+		newDemoCommand(a),
+		newWorkerCommand(a),
+		newMigrateCommand(a),
+		newTaskCommand(a),
+		newNormalizeCommand(a),
+	)
+	return root
 }
 
 func newLogger(w io.Writer, level string) *slog.Logger {
@@ -119,15 +175,41 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l}))
 }
 
-// newFlags makes a flag set whose --help prints the command's usage line,
-// its flags and the environment it reads.
-func newFlags(name, synopsis string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: %s\n\nFlags:\n", synopsis)
-		fs.PrintDefaults()
-		fmt.Fprint(stderr, envHelp)
+// usageError is a command line that does not fit its command's usage: an
+// unknown flag, a missing argument.
+type usageError struct {
+	command string
+	err     error
+}
+
+func (e *usageError) Error() string {
+	// main prints "drover:" before every error already.
+	if _, sub, ok := strings.Cut(e.command, " "); ok {
+		return sub + ": " + e.err.Error()
 	}
-	return fs
+	return e.err.Error()
+}
+func (e *usageError) Unwrap() error { return e.err }
+
+func usageErrorf(c *cobra.Command, format string, args ...any) error {
+	return &usageError{command: c.CommandPath(), err: fmt.Errorf(format, args...)}
+}
+
+// noArgs is the Args check of a command that takes no arguments.
+func noArgs(c *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageErrorf(c, "takes no arguments, got %q", args)
+	}
+	return nil
+}
+
+// argsBetween checks that a command got min to max arguments; what names
+// them in the error, as the usage line does.
+func argsBetween(min, max int, what string) cobra.PositionalArgs {
+	return func(c *cobra.Command, args []string) error {
+		if len(args) < min || (max >= 0 && len(args) > max) {
+			return usageErrorf(c, "want %s, got %d argument(s)", what, len(args))
+		}
+		return nil
+	}
 }

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
+	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/drover-run/drover/internal/pgtest"
 )
 
 func TestNormalizeCommandOnRecordedTranscripts(t *testing.T) {
@@ -56,25 +58,45 @@ func TestNormalizeCommandSurvivesGarbage(t *testing.T) {
 	}
 }
 
+// everyCommand is every command line that names one command.
+var everyCommand = [][]string{
+	{"dev"}, {"demo"}, {"worker"}, {"migrate"}, {"normalize"}, {"task"},
+	{"task", "start"}, {"task", "prompt"}, {"task", "interrupt"}, {"task", "close"},
+	{"task", "cancel"}, {"task", "list"}, {"task", "show"}, {"task", "watch"},
+	{"completion"},
+}
+
 func TestEveryCommandHasHelp(t *testing.T) {
-	for _, args := range [][]string{
-		{"dev", "--help"}, {"demo", "--help"}, {"worker", "--help"}, {"migrate", "--help"}, {"normalize", "--help"},
-		{"task", "start", "--help"}, {"task", "prompt", "--help"}, {"task", "interrupt", "--help"},
-		{"task", "close", "--help"}, {"task", "cancel", "--help"}, {"task", "list", "--help"},
-		{"task", "show", "--help"}, {"task", "watch", "--help"},
-	} {
-		var out, errb bytes.Buffer
-		err := run(context.Background(), args, nil, &out, &errb)
-		if !errors.Is(err, flag.ErrHelp) {
-			t.Errorf("%v: err = %v", args, err)
-		}
-		if !strings.Contains(errb.String(), "Usage: drover") || !strings.Contains(errb.String(), "DROVER_DATABASE_URL") {
-			t.Errorf("%v: help text lacks the usage line or the environment:\n%s", args, errb.String())
+	for _, cmd := range everyCommand {
+		// --help, -h and "drover help …" print the same help, on stdout.
+		var first string
+		for _, args := range [][]string{
+			append(slices.Clone(cmd), "--help"), append(slices.Clone(cmd), "-h"), append([]string{"help"}, cmd...),
+		} {
+			var out, errb bytes.Buffer
+			if err := run(context.Background(), args, nil, &out, &errb); err != nil {
+				t.Errorf("%v: err = %v", args, err)
+			}
+			help := out.String()
+			if !strings.Contains(help, "Usage:\n  drover "+strings.Join(cmd, " ")) {
+				t.Errorf("%v: help text lacks the usage line:\n%s", args, help)
+			}
+			if cmd[0] != "completion" && !strings.Contains(help, "DROVER_DATABASE_URL") {
+				t.Errorf("%v: help text lacks the environment:\n%s", args, help)
+			}
+			if first == "" {
+				first = help
+			} else if help != first {
+				t.Errorf("%v prints another help than %v --help", args, cmd)
+			}
 		}
 	}
 	var out, errb bytes.Buffer
 	if err := run(context.Background(), []string{"bogus"}, nil, &out, &errb); err == nil {
 		t.Error("an unknown command was accepted")
+	}
+	if err := run(context.Background(), nil, nil, &out, &errb); err == nil || !strings.Contains(errb.String(), "Usage:") {
+		t.Errorf("no command: err = %v, stderr %q; want an error and the usage", err, errb.String())
 	}
 }
 
@@ -82,5 +104,65 @@ func TestRedactURL(t *testing.T) {
 	got := redactURL("postgres://drover:hunter2@db:5432/drover")
 	if strings.Contains(got, "hunter2") || !strings.Contains(got, "drover:***@db") {
 		t.Errorf("redactURL = %q", got)
+	}
+}
+
+func TestCompletion(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh", "fish"} {
+		var out bytes.Buffer
+		if err := run(context.Background(), []string{"completion", shell}, nil, &out, io.Discard); err != nil {
+			t.Fatalf("completion %s: %v", shell, err)
+		}
+		if !strings.Contains(out.String(), "drover") {
+			t.Errorf("completion %s printed no script for drover", shell)
+		}
+	}
+	// What the shell asks when completing: subcommands, then flag values.
+	for _, tc := range []struct {
+		line []string
+		want []string
+	}{
+		{[]string{"__complete", "task", ""}, []string{"start", "prompt", "interrupt", "close", "cancel", "list", "show", "watch"}},
+		{[]string{"__complete", "task", "start", "--mode", ""}, []string{"autonomous"}},
+		{[]string{"__complete", "task", "show", "t1", "-o", ""}, []string{"text", "json"}},
+	} {
+		var out bytes.Buffer
+		if err := run(context.Background(), tc.line, nil, &out, io.Discard); err != nil {
+			t.Fatalf("%q: %v", tc.line, err)
+		}
+		var got []string
+		for _, l := range strings.Split(out.String(), "\n") {
+			if l != "" && !strings.HasPrefix(l, ":") {
+				name, _, _ := strings.Cut(l, "\t")
+				got = append(got, name)
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%q completes %q, want %q", tc.line, got, tc.want)
+		}
+	}
+}
+
+// TestMigrateThenWatch runs migrate and a watch with its flags after the task
+// id on a real database: an empty log prints nothing and ends.
+func TestMigrateThenWatch(t *testing.T) {
+	t.Setenv("DROVER_DATABASE_URL", pgtest.NewDatabase(t))
+	t.Setenv("DROVER_LOG_LEVEL", "error")
+	ctx := context.Background()
+	if err := run(ctx, []string{"migrate"}, nil, io.Discard, io.Discard); err != nil {
+		t.Fatalf("migrate: %v", err)
+	}
+	for _, args := range [][]string{
+		{"task", "watch", "t1", "--follow=false", "--json"},
+		{"task", "watch", "--follow=false", "t1", "-o", "json", "--after", "3"},
+		{"task", "watch", "t1", "--follow=false"},
+	} {
+		var out, errb bytes.Buffer
+		if err := run(ctx, args, nil, &out, &errb); err != nil {
+			t.Errorf("%q: %v\n%s", args, err, errb.String())
+		}
+		if out.Len() != 0 {
+			t.Errorf("%q printed %q for an empty log", args, out.String())
+		}
 	}
 }

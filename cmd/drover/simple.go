@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
+
+	"github.com/spf13/cobra"
 
 	"github.com/drover-run/drover/engine"
 	"github.com/drover-run/drover/internal/telemetry"
@@ -14,68 +15,81 @@ import (
 	"github.com/drover-run/drover/worker"
 )
 
-func cmdMigrate(ctx context.Context, args []string, e env, log *slog.Logger, stderr io.Writer) error {
-	fs := newFlags("migrate", "drover migrate", stderr)
-	if err := fs.Parse(args); err != nil {
-		return err
+func newMigrateCommand(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "migrate",
+		Short: "Apply database migrations",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			ctx := c.Context()
+			if err := store.EnsureDatabase(ctx, a.env.databaseURL); err != nil {
+				return err
+			}
+			pool, err := store.Connect(ctx, a.env.databaseURL)
+			if err != nil {
+				return err
+			}
+			defer pool.Close()
+			applied, err := store.Migrate(ctx, pool, a.log)
+			if err != nil {
+				return err
+			}
+			a.log.Info("migrations applied", "versions", applied)
+			return nil
+		},
 	}
-	if err := store.EnsureDatabase(ctx, e.databaseURL); err != nil {
-		return err
-	}
-	pool, err := store.Connect(ctx, e.databaseURL)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	applied, err := store.Migrate(ctx, pool, log)
-	if err != nil {
-		return err
-	}
-	log.Info("migrations applied", "versions", applied)
-	return nil
 }
 
-func cmdWorker(ctx context.Context, args []string, e env, log *slog.Logger, stderr io.Writer) error {
-	fs := newFlags("worker", "drover worker [flags]", stderr)
-	cfg := e.workerConfig()
-	fs.StringVar(&cfg.HostID, "host-id", cfg.HostID, "this worker host's stable identity (DROVER_HOST_ID)")
-	fs.DurationVar(&cfg.KeepAlive, "keep-alive", 0, fmt.Sprintf("how long a task's CLI waits for its next turn (0: %s; negative: stop after each turn)", engine.DefaultKeepAlive))
-	fs.IntVar(&cfg.MaxIdle, "max-idle", 0, fmt.Sprintf("CLI processes kept waiting for a next turn; the longest idle beyond it stop (0: %d)", engine.DefaultMaxIdle))
-	fs.DurationVar(&cfg.StallTimeout, "stall-timeout", 0, fmt.Sprintf("stop and retry a turn whose CLI prints nothing for this long (0: %s)", engine.DefaultStallTimeout))
-	fs.IntVar(&cfg.MaxConcurrentTurns, "max-turns", 0, fmt.Sprintf("turns this host runs at once (0: %d)", worker.DefaultMaxConcurrentTurns))
-	if err := fs.Parse(args); err != nil {
-		return err
+func newWorkerCommand(a *app) *cobra.Command {
+	cfg := a.env.workerConfig()
+	c := &cobra.Command{
+		Use:   "worker",
+		Short: "Run a worker host",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			ctx := c.Context()
+			shutdown, err := telemetry.Setup(ctx, "drover-worker", version)
+			if err != nil {
+				return err
+			}
+			defer shutdown(context.WithoutCancel(ctx))
+			if err := store.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
+				return err
+			}
+			cfg.Logger = a.log
+			return worker.Run(ctx, cfg)
+		},
 	}
-	shutdown, err := telemetry.Setup(ctx, "drover-worker", version)
-	if err != nil {
-		return err
-	}
-	defer shutdown(context.WithoutCancel(ctx))
-	if err := store.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
-		return err
-	}
-	cfg.Logger = log
-	return worker.Run(ctx, cfg)
+	// Zero means the package default for each, named in the help from where it is defined.
+	f := c.Flags()
+	f.StringVar(&cfg.HostID, "host-id", cfg.HostID, "this worker host's stable identity (DROVER_HOST_ID)")
+	f.DurationVar(&cfg.KeepAlive, "keep-alive", 0, fmt.Sprintf("how long a task's CLI waits for its next turn (0: %s; negative: stop after each turn)", engine.DefaultKeepAlive))
+	f.IntVar(&cfg.MaxIdle, "max-idle", 0, fmt.Sprintf("CLI processes kept waiting for a next turn; the longest idle beyond it stop (0: %d)", engine.DefaultMaxIdle))
+	f.DurationVar(&cfg.StallTimeout, "stall-timeout", 0, fmt.Sprintf("stop and retry a turn whose CLI prints nothing for this long (0: %s)", engine.DefaultStallTimeout))
+	f.IntVar(&cfg.MaxConcurrentTurns, "max-turns", 0, fmt.Sprintf("turns this host runs at once (0: %d)", worker.DefaultMaxConcurrentTurns))
+	return c
 }
 
-func cmdNormalize(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := newFlags("normalize", "drover normalize [FILE]   (reads stdin without FILE or with -)", stderr)
-	if err := fs.Parse(args); err != nil {
-		return err
+func newNormalizeCommand(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "normalize [FILE]",
+		Short: "Print the normalized events of a stream-json transcript",
+		Long: `Print the normalized events of a stream-json transcript, one JSON object a
+line. It reads standard input without FILE or with -.`,
+		Args: argsBetween(0, 1, "at most one FILE"),
+		RunE: func(_ *cobra.Command, args []string) error {
+			var in io.Reader = a.stdin
+			if len(args) == 1 && args[0] != "-" {
+				f, err := os.Open(args[0])
+				if err != nil {
+					return fmt.Errorf("normalize: %w", err)
+				}
+				defer f.Close()
+				in = f
+			}
+			return streamjson.Normalize(in, a.stdout)
+		},
 	}
-	in := stdin
-	if fs.NArg() > 1 {
-		return fmt.Errorf("normalize: want at most one FILE")
-	}
-	if name := fs.Arg(0); name != "" && name != "-" {
-		f, err := os.Open(name)
-		if err != nil {
-			return fmt.Errorf("normalize: %w", err)
-		}
-		defer f.Close()
-		in = f
-	}
-	return streamjson.Normalize(in, stdout)
 }
 
 // version is set at build time with -ldflags "-X main.version=…".

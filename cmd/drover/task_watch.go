@@ -6,40 +6,61 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/drover-run/drover/events"
 	"github.com/drover-run/drover/store"
 )
 
-func taskWatch(ctx context.Context, args []string, e env, log *slog.Logger, stdout, stderr io.Writer) error {
-	fs := newFlags("task watch", "drover task watch [flags] TASK", stderr)
-	after := fs.Int64("after", 0, "print events after this sequence number (resume a watch where it stopped)")
-	follow := fs.Bool("follow", true, "keep printing new events until interrupted")
-	asJSON := fs.Bool("json", false, "print one JSON object per event: seq, time, turn, attempt, type, event")
-	if err := fs.Parse(args); err != nil {
-		return err
+func newTaskWatchCommand(a *app) *cobra.Command {
+	var (
+		after  int64
+		follow bool
+	)
+	c := &cobra.Command{
+		Use:   "watch TASK",
+		Short: "Print a task's events as they happen",
+		Long: `Print a task's events as they happen, from its event log in Postgres. Stopped
+and run again with --after SEQ, it resumes with no gap and no repeat. With
+--output json it prints one JSON object a line: seq, time, turn, attempt, type
+and event.`,
+		Example: `  drover task watch hello
+  drover task watch hello --follow=false --output json
+  drover task watch hello --after 120`,
+		Args: taskArg,
 	}
-	if fs.NArg() != 1 {
-		return errors.New("task watch: want one TASK")
+	out := addOutputFlags(c, true)
+	c.Flags().Int64Var(&after, "after", 0, "print events after this sequence number (resume a watch where it stopped)")
+	c.Flags().BoolVar(&follow, "follow", true, "keep printing new events until interrupted")
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if after < 0 {
+			return inputError(fmt.Errorf("--after: %d is negative; use 0 (from the first event) or a sequence number", after))
+		}
+		return watchTask(c.Context(), a, args[0], after, follow, out.isJSON())
 	}
-	id := fs.Arg(0)
-	pool, err := store.Connect(ctx, e.databaseURL)
+	return c
+}
+
+// watchTask prints the events of task id after the sequence number after,
+// and with follow the new ones until ctx ends.
+func watchTask(ctx context.Context, a *app, id string, after int64, follow, asJSON bool) error {
+	pool, err := store.Connect(ctx, a.env.databaseURL)
 	if err != nil {
 		return fmt.Errorf("task watch: %w", err)
 	}
 	defer pool.Close()
 	print := func(ev store.Event) error {
-		if *asJSON {
-			return writeEventJSON(stdout, ev)
+		if asJSON {
+			return writeEventJSON(a.stdout, ev)
 		}
-		renderEvent(stdout, ev)
+		renderEvent(a.stdout, ev)
 		return nil
 	}
-	if !*follow {
-		cursor := *after
+	if !follow {
+		cursor := after
 		for {
 			evs, err := store.ListEvents(ctx, pool, id, cursor, 1000)
 			if err != nil {
@@ -56,7 +77,7 @@ func taskWatch(ctx context.Context, args []string, e env, log *slog.Logger, stdo
 			}
 		}
 	}
-	err = store.WatchEvents(ctx, pool, id, *after, print)
+	err = store.WatchEvents(ctx, pool, id, after, print)
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		return nil
 	}

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/spf13/cobra"
+
+	"github.com/drover-run/drover/task"
+	"github.com/drover-run/drover/taskclient"
+)
+
+// promptAccepted is what start and prompt print with --output json.
+type promptAccepted struct {
+	TaskID string `json:"task_id"`
+	task.PromptAccepted
+}
+
+func newTaskStartCommand(a *app) *cobra.Command {
+	var (
+		id, workspace, model, mode, requestID string
+		maxTurns                              int
+		idle                                  time.Duration
+		in                                    promptInput
+	)
+	c := &cobra.Command{
+		Use:   "start PROMPT...",
+		Short: "Start a task with its first prompt",
+		Long: `Start a task with its first prompt. Starting a task that already runs (the
+same --id) sends it the prompt.
+
+` + promptHelp,
+		Example: `  drover task start --id hello --workspace . "Say hello"
+  drover task start "Fix the failing test" --max-turns 20 --idle-timeout 1h
+  drover task start --id docs --prompt-file brief.md
+  git diff | drover task start --id review -`,
+		Args: cobra.ArbitraryArgs,
+	}
+	out := addOutputFlags(c, false)
+	f := c.Flags()
+	f.StringVar(&id, "id", "", "task id (default: a new uuid); starting an existing task sends it the prompt")
+	f.StringVar(&workspace, "workspace", ".", "the folder the agent works in, on the worker's host")
+	f.StringVar(&model, "model", "", "model for the CLI's --model (default: the CLI's)")
+	f.StringVar(&mode, "mode", string(task.Autonomous), "permission mode: "+modesHelp())
+	f.IntVar(&maxTurns, "max-turns", 0, "bound the agentic loop of each turn (0: none)")
+	f.DurationVar(&idle, "idle-timeout", 0, "finish the task after this long without a prompt (0: never)")
+	f.StringVar(&requestID, "request-id", "", "makes the call idempotent: a retry with the same id is answered once and queues nothing")
+	in.addFlags(c)
+	_ = c.RegisterFlagCompletionFunc("mode", completeModes)
+	_ = c.MarkFlagDirname("workspace")
+
+	c.RunE = func(c *cobra.Command, args []string) error {
+		if !c.Flags().Changed("id") {
+			id = uuid.NewString()
+		}
+		ws, err := filepath.Abs(workspace)
+		if err != nil {
+			return fmt.Errorf("--workspace: %w", err)
+		}
+		p := task.Params{
+			Workspace:   ws,
+			Profile:     task.Profile{Model: model, PermissionMode: task.PermissionMode(mode), MaxTurns: maxTurns},
+			IdleTimeout: idle,
+		}
+		if err := errors.Join(task.ValidateID(id), p.Validate()); err != nil {
+			return inputError(err)
+		}
+		prompt, err := in.prompt(args, a.stdin)
+		if err != nil {
+			return err
+		}
+		ctx := c.Context()
+		return a.withClient(ctx, func(tc *taskclient.Client) error {
+			acc, err := tc.Start(ctx, id, p, prompt, requestID)
+			if err != nil {
+				return err
+			}
+			if out.isJSON() {
+				return writeJSON(a.stdout, promptAccepted{TaskID: id, PromptAccepted: acc})
+			}
+			fmt.Fprintf(a.stdout, "task %s: prompt accepted as turn %d (uuid %s)\n", id, acc.Turn, acc.PromptUUID)
+			fmt.Fprintf(a.stdout, "follow it with: drover task watch %s\n", id)
+			return nil
+		})
+	}
+	return c
+}
+
+// modesHelp lists the permission modes for --mode's help.
+func modesHelp() string {
+	var avail, later []string
+	for _, m := range task.PermissionModes() {
+		if m.Available() {
+			avail = append(avail, string(m))
+		} else {
+			later = append(later, string(m))
+		}
+	}
+	s := strings.Join(avail, ", ")
+	if len(later) > 0 {
+		s += " (" + strings.Join(later, " and ") + " are not available yet)"
+	}
+	return s
+}
+
+func completeModes(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	var out []cobra.Completion
+	for _, m := range task.AvailableModes() {
+		out = append(out, string(m))
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}

@@ -1,0 +1,205 @@
+package task
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Defaults and limits of a task's input. The workflow enforces the same ones:
+// they are defined here once, for every caller to check before it sends.
+const (
+	// DefaultTurnTimeout is Params.TurnTimeout when it is zero.
+	DefaultTurnTimeout = time.Hour
+	// DefaultMaxAttempts is Params.MaxAttempts when it is zero.
+	DefaultMaxAttempts = 3
+	// MaxMaxAttempts bounds Params.MaxAttempts.
+	MaxMaxAttempts = 100
+	// MaxPromptBytes bounds one prompt, measured by PromptSize: as it travels
+	// in a Temporal payload.
+	MaxPromptBytes = 1 << 20
+	// MaxIDBytes bounds a task id.
+	MaxIDBytes = 255
+)
+
+// InvalidError says which part of a task's input is wrong, what is wrong with
+// it and what is allowed instead.
+type InvalidError struct {
+	// Field names the part by its JSON name: "profile.max_turns",
+	// "attachments[1]", "id", "prompt".
+	Field string
+	// Reason is what is wrong and what is allowed, for a person to read.
+	Reason string
+}
+
+func (e *InvalidError) Error() string { return e.Field + ": " + e.Reason }
+
+func invalid(field, format string, args ...any) error {
+	return &InvalidError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// PermissionModes are the known modes, in the order help texts list them.
+func PermissionModes() []PermissionMode { return []PermissionMode{Autonomous, Supervised, Plan} }
+
+// Available reports whether tasks can run in mode m yet. The empty mode means
+// Autonomous. Supervised and Plan need human approval wired through the
+// workflow; until then a task in either would fail every turn.
+func (m PermissionMode) Available() bool {
+	switch m {
+	case "", Autonomous:
+		return true
+	}
+	return false
+}
+
+// AvailableModes are the modes a task can run in today.
+func AvailableModes() []PermissionMode {
+	var out []PermissionMode
+	for _, m := range PermissionModes() {
+		if m.Available() {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// WithDefaults fills in the zero fields of p that have a default.
+func (p Params) WithDefaults() Params {
+	if p.TurnTimeout == 0 {
+		p.TurnTimeout = DefaultTurnTimeout
+	}
+	if p.MaxAttempts == 0 {
+		p.MaxAttempts = DefaultMaxAttempts
+	}
+	if p.Profile.PermissionMode == "" {
+		p.Profile.PermissionMode = Autonomous
+	}
+	return p
+}
+
+// Validate reports every field of p that a task cannot run with, each as an
+// *InvalidError, joined. Zero values are valid: they mean the defaults.
+func (p Params) Validate() error {
+	var errs []error
+	if p.Workspace == "" {
+		errs = append(errs, invalid("workspace", "is required: the folder the agent works in"))
+	}
+	if err := validateMode(p.Profile.PermissionMode); err != nil {
+		errs = append(errs, err)
+	}
+	if p.Profile.MaxTurns < 0 {
+		errs = append(errs, invalid("profile.max_turns", "%d is negative; use 0 (no bound) or more", p.Profile.MaxTurns))
+	}
+	if p.IdleTimeout < 0 {
+		errs = append(errs, invalid("idle_timeout", "%s is negative; use 0 (never) or a positive duration", p.IdleTimeout))
+	}
+	if p.TurnTimeout < 0 {
+		errs = append(errs, invalid("turn_timeout", "%s is negative; use 0 (the default, %s) or a positive duration", p.TurnTimeout, DefaultTurnTimeout))
+	}
+	if p.MaxAttempts < 0 || p.MaxAttempts > MaxMaxAttempts {
+		errs = append(errs, invalid("max_attempts", "%d is outside 1..%d (0 means %d)", p.MaxAttempts, MaxMaxAttempts, DefaultMaxAttempts))
+	}
+	if p.Carry != nil {
+		if err := p.Carry.validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func validateMode(m PermissionMode) error {
+	if !m.Valid() {
+		return invalid("profile.permission_mode", "%q is unknown; use %s", m, joinModes(PermissionModes()))
+	}
+	if !m.Available() {
+		return invalid("profile.permission_mode", "%q is not available yet; use %s", m, joinModes(AvailableModes()))
+	}
+	return nil
+}
+
+func joinModes(ms []PermissionMode) string {
+	s := make([]string, len(ms))
+	for i, m := range ms {
+		s[i] = string(m)
+	}
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}
+
+// validate checks the state handed over by continue-as-new.
+func (c *Carry) validate() error {
+	if c.Turn < 0 {
+		return invalid("carry.turn", "%d is negative", c.Turn)
+	}
+	last := 0
+	for _, q := range c.Pending {
+		if q.Turn <= last || q.Turn > c.Turn {
+			return invalid("carry.pending", "a prompt has turn %d, want one in %d..%d", q.Turn, last+1, c.Turn)
+		}
+		last = q.Turn
+	}
+	return nil
+}
+
+// PromptSize is the size of p as it travels in a Temporal payload: the default
+// data converter encodes it with encoding/json, escapes included.
+func PromptSize(p Prompt) int {
+	// encoding/json is deterministic for a struct of strings; workflowcheck
+	// flags it only for the caches and map encoding it may use.
+	//workflowcheck:ignore
+	b, err := json.Marshal(p)
+	if err != nil {
+		// A Prompt holds only strings; json.Marshal cannot fail on it.
+		return len(p.Text)
+	}
+	return len(b)
+}
+
+// ValidatePrompt reports what is wrong with p whatever task it goes to: an
+// empty text, an attachment that is not a relative path inside the workspace,
+// or a size over MaxPromptBytes. Each problem is an *InvalidError; the first
+// one found is returned.
+func ValidatePrompt(p Prompt) error {
+	if strings.TrimSpace(p.Text) == "" {
+		return invalid("prompt", "the text is empty; give the text to send")
+	}
+	for i, a := range p.Attachments {
+		if !filepath.IsLocal(a) || strings.ContainsRune(a, 0) {
+			return invalid(fmt.Sprintf("attachments[%d]", i),
+				"%q is not a relative path inside the workspace; give a path such as img/screen.png, without .. or a leading /", a)
+		}
+	}
+	if size := PromptSize(p); size > MaxPromptBytes {
+		return invalid("prompt", "%d bytes as JSON, more than the %d allowed", size, MaxPromptBytes)
+	}
+	return nil
+}
+
+// ValidateID reports whether id can name a new task: 1 to MaxIDBytes bytes of
+// UTF-8, printable, without spaces, not starting with '-'.
+func ValidateID(id string) error {
+	const allowed = "use 1 to %d bytes of printable characters, without spaces, not starting with '-'"
+	switch {
+	case id == "":
+		return invalid("id", "is empty; "+allowed, MaxIDBytes)
+	case len(id) > MaxIDBytes:
+		return invalid("id", "is %d bytes long; "+allowed, len(id), MaxIDBytes)
+	case !utf8.ValidString(id):
+		return invalid("id", "%q is not valid UTF-8; "+allowed, id, MaxIDBytes)
+	case strings.HasPrefix(id, "-"):
+		return invalid("id", "%q starts with '-'; "+allowed, id, MaxIDBytes)
+	}
+	for _, r := range id {
+		if unicode.IsSpace(r) || !unicode.IsPrint(r) {
+			return invalid("id", "%q holds a space or a control character; "+allowed, id, MaxIDBytes)
+		}
+	}
+	return nil
+}
