@@ -27,11 +27,7 @@ func realCommand(t *testing.T) Command {
 	return Command{
 		Path: bin,
 		Dir:  work,
-		Env: []string{
-			"PATH=" + os.Getenv("PATH"), "HOME=" + home,
-			"DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-			"DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_MAX_RETRIES=0",
-		},
+		Env:  append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "CLAUDE_CODE_MAX_RETRIES=0"}, OfflineEnv()...),
 		APIKey:    "sk-ant-test-claudecode",
 		BaseURL:   "http://127.0.0.1:9", // discard port: connections are refused
 		ConfigDir: filepath.Join(home, "config"),

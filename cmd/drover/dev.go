@@ -12,10 +12,10 @@ import (
 	"github.com/spf13/cobra"
 	enumspb "go.temporal.io/api/enums/v1"
 
+	"github.com/drover-run/drover/claudecode"
 	"github.com/drover-run/drover/internal/devserver"
 	"github.com/drover-run/drover/internal/fakeanthropic"
 	"github.com/drover-run/drover/internal/telemetry"
-	"github.com/drover-run/drover/internal/tools"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/worker"
 	"github.com/drover-run/drover/workflows"
@@ -64,19 +64,14 @@ func startStack(ctx context.Context, e env, o stackOptions, log *slog.Logger) (*
 	if cfg.Claude.ConfigDir == "" {
 		cfg.Claude.ConfigDir = filepath.Join(o.stateDir, "claude")
 	}
-	cfg.Claude.Env = append(cfg.Claude.Env,
-		"DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1", "DISABLE_AUTOUPDATER=1")
+	cfg.Claude.Env = append(cfg.Claude.Env, claudecode.OfflineEnv()...)
 
 	if o.temporalAddress == "" {
-		bin := e.temporalBin
-		if bin == "" {
-			var err error
-			if bin, err = tools.TemporalBin(); err != nil {
-				return nil, err
-			}
+		if e.temporalBin == "" {
+			return nil, e.temporalBinErr
 		}
 		srv, err := devserver.Start(ctx, devserver.Config{
-			Bin: bin, Port: o.port, UIPort: o.uiPort, Headless: o.headless,
+			Bin: e.temporalBin, Port: o.port, UIPort: o.uiPort, Headless: o.headless,
 			DBFile:           filepath.Join(o.stateDir, "temporal.db"),
 			Namespace:        e.namespace,
 			SearchAttributes: searchAttributeFlags(),
@@ -188,7 +183,7 @@ func newDevCommand(a *app) *cobra.Command {
 // runDev runs the dev stack until ctx ends.
 func runDev(ctx context.Context, a *app, o stackOptions) error {
 	e, log, stdout := a.env, a.log, a.stdout
-	shutdown, err := telemetry.Setup(ctx, "drover-dev", version)
+	shutdown, err := telemetry.Setup(ctx, "drover-dev", version, a.env.otlpExport)
 	if err != nil {
 		return err
 	}

@@ -22,12 +22,15 @@ type env struct {
 	hostID          string
 	claudeBin       string
 	temporalBin     string
+	// temporalBinErr says why no temporal CLI was found, when temporalBin is empty.
+	temporalBinErr  error
 	claudeConfigDir string
 	workspaceRoot   string
 	apiKey          string
 	baseURL         string
 	logLevel        string
 	debugCapture    bool
+	otlpExport      bool
 	// environ is the whole environment, which the CLI inherits (minus drover's own settings).
 	environ []string
 	// self is this program's executable, which guards the CLI processes it starts.
@@ -49,13 +52,17 @@ func loadEnv() env {
 		baseURL:         os.Getenv("ANTHROPIC_BASE_URL"),
 		logLevel:        getenv("DROVER_LOG_LEVEL", "info"),
 		debugCapture:    os.Getenv("DROVER_DEBUG_AGENT_MESSAGES") == "true",
+		otlpExport:      os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "",
 		environ:         os.Environ(),
+	}
+	if e.temporalBin == "" {
+		e.temporalBin, e.temporalBinErr = tools.Env(os.Getenv).TemporalBin()
 	}
 	if self, err := os.Executable(); err == nil {
 		e.self = self
 	}
 	if e.claudeBin == "" {
-		if p, err := tools.ClaudeBin(); err == nil {
+		if p, err := tools.Env(os.Getenv).ClaudeBin(); err == nil {
 			e.claudeBin = p
 		} else if p, err := exec.LookPath("claude"); err == nil {
 			e.claudeBin = p

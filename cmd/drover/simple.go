@@ -48,7 +48,7 @@ func newWorkerCommand(a *app) *cobra.Command {
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			ctx := c.Context()
-			shutdown, err := telemetry.Setup(ctx, "drover-worker", version)
+			shutdown, err := telemetry.Setup(ctx, "drover-worker", version, a.env.otlpExport)
 			if err != nil {
 				return err
 			}

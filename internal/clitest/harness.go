@@ -182,12 +182,9 @@ func (h *Harness) environ() []string {
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + h.Home,
 		"TMPDIR=" + h.TmpDir,
-		"DISABLE_TELEMETRY=1",
-		"DISABLE_ERROR_REPORTING=1",
-		"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
-		"DISABLE_AUTOUPDATER=1",
 		"CLAUDE_CODE_MAX_RETRIES=" + strconv.Itoa(h.opts.MaxRetries),
 	}
+	env = append(env, claudecode.OfflineEnv()...)
 	return append(env, h.opts.Env...)
 }
 

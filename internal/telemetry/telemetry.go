@@ -1,14 +1,12 @@
 // Package telemetry sets up OpenTelemetry tracing for a drover process: an OTLP
-// exporter when OTEL_EXPORTER_OTLP_ENDPOINT (or the traces-specific variable)
-// is set, and nothing at all otherwise, so that tracing costs nothing unless
-// someone collects it.
+// exporter when the command line found an OTLP endpoint configured, and nothing
+// at all otherwise, so that tracing costs nothing unless someone collects it.
 package telemetry
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
@@ -18,17 +16,14 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
 )
 
-// Enabled reports whether the environment asks for traces to be exported.
-func Enabled() bool {
-	return os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
-}
-
 // Setup installs the global tracer provider and propagator. It returns a
-// function that flushes and shuts the provider down; call it on exit. When
-// tracing is not enabled it installs only the propagator and returns a no-op.
-func Setup(ctx context.Context, service, version string) (shutdown func(context.Context) error, err error) {
+// function that flushes and shuts the provider down; call it on exit. Unless
+// export is set it installs only the propagator and returns a no-op; when it
+// is, the OTLP/gRPC exporter takes its endpoint and options from the standard
+// OTEL_EXPORTER_OTLP_* variables.
+func Setup(ctx context.Context, service, version string, export bool) (shutdown func(context.Context) error, err error) {
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
-	if !Enabled() {
+	if !export {
 		return func(context.Context) error { return nil }, nil
 	}
 	exp, err := otlptracegrpc.New(ctx)

@@ -28,35 +28,46 @@ const (
 // ErrNotInstalled is returned (wrapped) when a tool is missing.
 var ErrNotInstalled = errors.New("not installed: run scripts/tools.sh")
 
+// Env is where the tools' locations come from: a lookup of the variables above and of HOME.
+// The command line passes the environment it read; tests use the process's own (ClaudeBin,
+// TemporalBin).
+type Env func(key string) string
+
 // Dir returns the tools folder: $DROVER_TOOLS, or $HOME/.cache/drover/tools.
-func Dir() (string, error) {
-	if d := os.Getenv(EnvToolsDir); d != "" {
+func (env Env) Dir() (string, error) {
+	if d := env(EnvToolsDir); d != "" {
 		return d, nil
 	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("locating tools folder: %w", err)
+	home := env("HOME")
+	if home == "" {
+		return "", errors.New("locating tools folder: neither DROVER_TOOLS nor HOME is set")
 	}
 	return filepath.Join(home, ".cache", "drover", "tools"), nil
 }
 
 // ClaudeBin returns the path of the pinned Claude Code CLI: $DROVER_CLAUDE_BIN if set, else
 // <Dir>/claude-code-<ClaudeVersion>/node_modules/@anthropic-ai/claude-code-linux-x64/claude.
-func ClaudeBin() (string, error) {
-	return locate("claude", EnvClaudeBin, filepath.Join("claude-code-"+ClaudeVersion,
+func (env Env) ClaudeBin() (string, error) {
+	return env.locate("claude", EnvClaudeBin, filepath.Join("claude-code-"+ClaudeVersion,
 		"node_modules", "@anthropic-ai", "claude-code-linux-x64", "claude"))
 }
 
 // TemporalBin returns the path of the pinned Temporal CLI: $DROVER_TEMPORAL_BIN if set, else
 // <Dir>/temporal-<TemporalVersion>/temporal.
-func TemporalBin() (string, error) {
-	return locate("temporal", EnvTemporalBin, filepath.Join("temporal-"+TemporalVersion, "temporal"))
+func (env Env) TemporalBin() (string, error) {
+	return env.locate("temporal", EnvTemporalBin, filepath.Join("temporal-"+TemporalVersion, "temporal"))
 }
 
-func locate(name, env, rel string) (string, error) {
-	path := os.Getenv(env)
+// ClaudeBin is Env(os.Getenv).ClaudeBin, for tests.
+func ClaudeBin() (string, error) { return Env(os.Getenv).ClaudeBin() }
+
+// TemporalBin is Env(os.Getenv).TemporalBin, for tests.
+func TemporalBin() (string, error) { return Env(os.Getenv).TemporalBin() }
+
+func (env Env) locate(name, key, rel string) (string, error) {
+	path := env(key)
 	if path == "" {
-		dir, err := Dir()
+		dir, err := env.Dir()
 		if err != nil {
 			return "", err
 		}

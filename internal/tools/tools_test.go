@@ -84,7 +84,7 @@ func TestLocate(t *testing.T) {
 	// Without DROVER_TOOLS the folder is under HOME.
 	t.Setenv(EnvToolsDir, "")
 	t.Setenv("HOME", dir)
-	if d, err := Dir(); err != nil || d != filepath.Join(dir, ".cache", "drover", "tools") {
+	if d, err := Env(os.Getenv).Dir(); err != nil || d != filepath.Join(dir, ".cache", "drover", "tools") {
 		t.Fatalf("Dir() = %q, %v", d, err)
 	}
 }
