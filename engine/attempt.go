@@ -134,6 +134,8 @@ func (a *attempt) run(ctx context.Context) (o outcome) {
 	switch {
 	case errors.Is(err, store.ErrPromptMismatch):
 		return failed(&Error{Type: task.ErrTypeInvalidInput, Err: err})
+	case errors.Is(err, store.ErrStaleAttempt):
+		return failed(&Error{Type: task.ErrTypeAttemptSuperseded, Err: err})
 	case err != nil && ctx.Err() != nil:
 		return failed(contextFailure(ctx))
 	case err != nil:

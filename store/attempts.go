@@ -57,7 +57,8 @@ type AttemptBegun struct {
 //
 // If the turn was already finished by an earlier attempt, the row is returned to idle and the
 // finished record is returned: the caller answers from it. A turn begun with another prompt
-// uuid gets ErrPromptMismatch and nothing is written.
+// uuid gets ErrPromptMismatch, and an attempt of a turn older than the one the row serves (a
+// straggler the task has moved past) gets ErrStaleAttempt; either way nothing is written.
 func BeginAttempt(ctx context.Context, db TxDB, s AttemptStart) (AttemptBegun, error) {
 	var out AttemptBegun
 	if s.TaskID == "" || s.AttemptID == "" {
@@ -86,6 +87,7 @@ func BeginAttempt(ctx context.Context, db TxDB, s AttemptStart) (AttemptBegun, e
 				pid = excluded.pid,
 				error = '',
 				updated_at = now()
+			WHERE x.turn <= excluded.turn
 			RETURNING session_id, last_message_uuid`,
 			s.TaskID, s.AttemptID, s.AttemptToken, s.Turn, s.HostID, s.Workspace, s.Model, s.PID)
 		b.Queue(`
@@ -106,6 +108,10 @@ func BeginAttempt(ctx context.Context, db TxDB, s AttemptStart) (AttemptBegun, e
 		br := tx.SendBatch(ctx, b)
 		if err := br.QueryRow().Scan(&out.SessionID, &out.LastMessageUUID); err != nil {
 			_ = br.Close()
+			if errors.Is(err, pgx.ErrNoRows) {
+				// A later turn's attempt owns the row: this one is a straggler.
+				return fmt.Errorf("claiming the executor row: %w: a later turn owns it", ErrStaleAttempt)
+			}
 			return fmt.Errorf("claiming the executor row: %w", err)
 		}
 		tag, err := br.Exec()

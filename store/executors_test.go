@@ -484,3 +484,26 @@ func TestMigration0002KeepsCommittedResumePoint(t *testing.T) {
 		t.Fatalf("the pre-migration owner wrote after a new claim: %v", err)
 	}
 }
+
+// A straggler attempt of a turn the task has moved past cannot take the row from the attempt
+// running the current turn.
+func TestLateAttemptOfEarlierTurnKeepsCurrentOwner(t *testing.T) {
+	t.Parallel()
+	ctx, db := t.Context(), pgtest.NewPool(t)
+	begin(t, db, attempt("t", "a1", 1))
+	commitTurn(t, db, "t", 1, "a1", "sess", "u1", 1)
+	begin(t, db, attempt("t", "a2", 2))
+	must(t, store.SetExecutorRunning(ctx, db, "t", "a2", 500))
+	before := snapshot(t, db, "t")
+	if _, err := store.BeginAttempt(ctx, db, attempt("t", "a1-late", 1)); !errors.Is(err, store.ErrStaleAttempt) {
+		t.Fatalf("late attempt: err = %v, want ErrStaleAttempt", err)
+	}
+	if after := snapshot(t, db, "t"); after != before {
+		t.Fatalf("the late attempt wrote:\nbefore %s\nafter  %s", before, after)
+	}
+	applied, err := store.CommitTurn(ctx, db, store.TurnCommit{TaskID: "t", Turn: 2, AttemptID: "a2",
+		SessionID: "sess", LastMessageUUID: "u2", Status: store.TurnCompleted, CostUSD: 1})
+	if err != nil || !applied {
+		t.Fatalf("the current attempt's commit: applied=%v, err=%v", applied, err)
+	}
+}
