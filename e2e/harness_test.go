@@ -118,6 +118,13 @@ func newWorld(tb testing.TB, prefix string, fakeCfg fakeanthropic.Config) world 
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = fake.Close() })
+	// The fake checks every request the way the real API does: a conversation drover made the
+	// CLI send wrong (a duplicated prompt, a broken resume) fails the test.
+	tb.Cleanup(func() {
+		if err := fake.CheckValid(); err != nil {
+			tb.Error(err)
+		}
+	})
 	w.fake = fake
 	return w
 }

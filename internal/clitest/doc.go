@@ -11,6 +11,7 @@
 //     neither its pid nor its process group is left.
 //   - The stdin record is byte for byte what the client wrote, re-marshalled with the same claudecode
 //     functions the client uses (claudecode.Process owns the stdin pipe, so it cannot be tapped).
+//   - A test fails if the CLI sent the fake Messages API a request that the real API would refuse.
 //   - A test is skipped, with a message saying to run scripts/tools.sh, only when the CLI binary is
 //     absent.
 //

@@ -270,7 +270,8 @@ func (h *Harness) Resume(ctx context.Context, sessionID, at string) {
 }
 
 // Close stops every process still running, checks none is left and that the API key appears in
-// nothing the CLI printed, and closes the fake API. It is idempotent and runs at cleanup.
+// nothing the CLI printed, closes the fake API, and fails the test if the fake refused a request as
+// invalid (see fakeanthropic.Server.Invalid). It is idempotent and runs at cleanup.
 func (h *Harness) Close() {
 	h.tb.Helper()
 	h.mu.Lock()
@@ -299,6 +300,9 @@ func (h *Harness) Close() {
 	}
 	if err := h.Fake.Close(); err != nil {
 		h.tb.Errorf("closing the fake Messages API: %v", err)
+	}
+	if err := h.Fake.CheckValid(); err != nil {
+		h.tb.Error(err)
 	}
 }
 

@@ -121,11 +121,40 @@ func estimateTokens(n int) int {
 	return max(1, n/4)
 }
 
-// estimateUsage estimates the usage of answering r with blocks.
-func estimateUsage(bodyLen int, blocks []servedBlock) Usage {
+// CacheSplit shares the prompt tokens of an estimated usage: Read of them
+// are reported as cache_read_input_tokens, Write as
+// cache_creation_input_tokens and the rest as input_tokens. Each share is at
+// least 0 and together at most 1.
+type CacheSplit struct {
+	Read  float64
+	Write float64
+}
+
+// DefaultCacheSplit is the split of Config.CacheSplit's default: half of the
+// prompt read from the cache, a quarter written to it, so that every answer
+// without WithUsage reports cache tokens of both kinds.
+var DefaultCacheSplit = CacheSplit{Read: 0.5, Write: 0.25}
+
+// estimateUsage estimates the usage of answering a request of bodyLen bytes
+// with blocks, the prompt shared out by split. A non-zero share is at least
+// one token, and input_tokens is never zero.
+func estimateUsage(bodyLen int, blocks []servedBlock, split CacheSplit) Usage {
 	out := 0
 	for _, b := range blocks {
 		out += len(b.Text) + len(b.Thinking) + len(b.input)
 	}
-	return Usage{InputTokens: estimateTokens(bodyLen), OutputTokens: estimateTokens(out)}
+	prompt := estimateTokens(bodyLen)
+	share := func(f float64) int {
+		if f <= 0 {
+			return 0
+		}
+		return max(1, int(float64(prompt)*f))
+	}
+	read, write := share(split.Read), share(split.Write)
+	return Usage{
+		InputTokens:              max(1, prompt-read-write),
+		OutputTokens:             estimateTokens(out),
+		CacheReadInputTokens:     read,
+		CacheCreationInputTokens: write,
+	}
 }

@@ -45,6 +45,7 @@ type cliOptions struct {
 	args     []string // extra flags
 	env      []string // extra KEY=VALUE, after the defaults (so they win)
 	settings string   // settings.json content for CLAUDE_CONFIG_DIR, if any
+	root     string   // folder of home, config and work; a new temporary one if empty
 }
 
 // cliSession is a running claude CLI in stream-json mode, talking to srv.
@@ -66,7 +67,10 @@ type cliSession struct {
 func startCLI(t *testing.T, srv *Server, o cliOptions) *cliSession {
 	t.Helper()
 	bin := claudeBin(t)
-	dir := t.TempDir()
+	dir := o.root
+	if dir == "" {
+		dir = t.TempDir()
+	}
 	home, cfg, work := filepath.Join(dir, "home"), filepath.Join(dir, "config"), filepath.Join(dir, "work")
 	for _, d := range []string{home, cfg, work} {
 		if err := os.MkdirAll(d, 0o755); err != nil {

@@ -1,5 +1,7 @@
 // Package fakeanthropic is a fake Anthropic Messages API that the real
-// claude CLI accepts, so Claude Code runs offline in tests and demos.
+// claude CLI accepts, so Claude Code runs offline in tests and demos, and a
+// witness of what the CLI sent and was billed that a test can hold drover's
+// own records against.
 //
 // Start a Server on a loopback address, point the CLI at it with
 // ANTHROPIC_BASE_URL=srv.URL(), and script what the "model" says:
@@ -9,6 +11,8 @@
 //	defer srv.Close()
 //	srv.Enqueue(fakeanthropic.Reply(fakeanthropic.UseBash("echo hi")))
 //	srv.Enqueue(fakeanthropic.Reply(fakeanthropic.Text("done")))
+//	...
+//	if err := srv.CheckValid(); err != nil { t.Error(err) }
 //
 // The server promises:
 //
@@ -18,6 +22,12 @@
 //     and with one JSON message otherwise. POST /v1/messages/count_tokens
 //     answers a rough estimate. Any other path is a 404 in Anthropic's error
 //     shape, except the CLI's HEAD/GET /api/hello connectivity probe.
+//   - Every Messages and count_tokens request is validated as the real API
+//     validates it (below). An invalid one is answered with the API's error
+//     (400 invalid_request_error, or 404 not_found_error for an unknown
+//     model), consumes nothing scripted, bills nothing, and is recorded with
+//     its reason: Invalid lists them, CheckValid turns them into one error.
+//     The test harnesses built on this package fail a test that has any.
 //   - Every request is classified (see Class) and recorded, parsed, with
 //     secret-bearing headers removed. Scripted replies are consumed only by
 //     the requests they are meant for: the main conversation takes from the
@@ -26,10 +36,129 @@
 //   - A main request that finds nothing scripted gets a short default reply
 //     and is counted by Unscripted, so a test can assert that the script
 //     covered the whole conversation.
-//   - Failures can be injected per Response: an HTTP error with retry-after,
-//     an SSE error event after some blocks, a delay before every event, or a
-//     stream held open until released, until the client goes away, or until
-//     Close.
+//   - Every answer that carries a message is written in a ledger (Ledger,
+//     LedgerSince with Mark, LedgerTotals, SumLedger): class, model, the
+//     usage it reported, whether it completed, and its cost by the price
+//     table below. Unless a reply sets its usage (WithUsage), the usage is
+//     estimated from the request's size and shared between plain input,
+//     cache reads and cache writes (Config.CacheSplit; by default every
+//     answer reports cache tokens of both kinds).
+//   - anthropic-ratelimit-* headers go with every answer (Config.RateLimit)
+//     or with one reply (WithRateLimit); WithHeader adds any other header.
+//   - Failures can be injected per Response: an HTTP error with retry-after;
+//     an SSE error event between blocks (WithStreamError) or inside a block,
+//     after some of its deltas and before its content_block_stop
+//     (WithStreamErrorMidBlock); a dropped connection at the same places
+//     (WithDisconnect, WithDisconnectMidBlock); a delay before every event;
+//     or a stream held open until released, until the client goes away, or
+//     until Close.
 //   - All methods are safe for concurrent use. Close shuts down gracefully and
 //     unblocks held streams. The server never logs or records an API key.
+//
+// # Validation
+//
+// A request is refused, with a message worded like the real API's, when:
+//
+//   - model is missing, or not a known model: the built-in ones
+//     (BuiltinModels: every id the pinned CLI accepts and the dated ids of
+//     the same models) and Config.Models. An unknown model gets what the real
+//     API answers, 404 not_found_error "model: NAME";
+//   - max_tokens is missing, not an integer, below 1, or above the model's
+//     output limit (not checked for count_tokens);
+//   - messages is missing or empty, or the first message's role is not
+//     "user", or a role is not "user", "assistant" or "system";
+//   - two "user" or two "assistant" messages follow each other, messages
+//     with role "system" (which the pinned CLI sends: see Class) standing
+//     outside the alternation;
+//   - a message other than a final assistant message has no content;
+//   - a text block (of a message, of the system prompt, or inside a
+//     tool_result) is empty or only whitespace;
+//   - a tool_use of an assistant message is not answered by a tool_result
+//     with its id in the very next message, which must be a user message; a
+//     tool_result does not answer a tool_use of the message just before it;
+//     tool_use ids repeat; a tool_use sits in a user message or a
+//     tool_result in an assistant one.
+//
+// The real API accepts two consecutive messages of one role and merges
+// them. The fake refuses them, because the pinned CLI never sends them on
+// its own: every request of every scenario of this package's CLI tests, of
+// claudecode/realcli (the recorded transcripts), of the streamjson live
+// tests and of the e2e suite alternates user and assistant, with "system"
+// messages only right after a user message (a subagent's request ends with
+// one) and never between a tool_use and its tool_result. The CLI merges
+// consecutive user turns itself (an interrupt note and the next prompt, or a
+// prompt written twice into a session transcript, become one user message
+// with several text blocks), and drops empty text blocks and tool_results
+// without a tool_use from the prompts it is given. It sends two assistant
+// messages in a row when a resumed session transcript lost a tool's result:
+// it drops the unanswered call and keeps the assistant messages around it.
+// That is the malformed resume the validation is there to catch; the CLI
+// then reports "API Error: 400 messages.N: roles must alternate …" (after
+// trying the same request several times) and exits 1.
+//
+// # Ledger and prices
+//
+// An answer is billed as completed when all of it was sent: message_stop
+// for a stream, the whole body for JSON. A stream cut by an injected error
+// event, a dropped connection, the client going away or Close has an entry
+// too, with Completed false, Cut saying why, Blocks the number of blocks it
+// sent whole, and the usage it reported before the cut (message_start's:
+// output_tokens 1); LedgerTotals keeps such entries apart
+// (Incomplete…). HTTP errors and refused requests have no entry.
+//
+// The pinned CLI counts a turn's cost and tokens (result
+// model_usage_since_last_result and the running total_cost_usd) exactly as
+// the ledger does for answers that completed, main, subagent, auxiliary and
+// compaction alike. Of a cut stream it counts what it reported when the CLI continues
+// from it (an error event after at least one complete block), and nothing
+// when it gives the stream up and asks again without streaming (an error
+// event inside or before the first block). After a dropped connection what
+// it counts depends on timing: nothing, the cut stream's usage, or that
+// usage with more output tokens.
+//
+// Price.Cost reproduces the CLI's arithmetic. The rates, in dollars per
+// million tokens (input / output / cache write / cache read), were read off
+// the CLI: recorded transcripts (claudecode/testdata/transcripts,
+// streamjson/testdata/recorded: claude-opus-5-5 only) and runs of the pinned
+// CLI with --model set and one kind of token at a time:
+//
+//	claude-opus-5-5                                 4     / 20   / 5     / 0.2
+//	claude-opus-5, -4-8, -4-7, -4-6, -4-5           5     / 25   / 6.25  / 0.5
+//	claude-opus-4-1, -4-0 (list prices; the CLI sends claude-opus-5-5 instead)
+//	                                                15    / 75   / 18.75 / 1.5
+//	claude-sonnet-5-5                               2     / 10   / 2.5   / 0.1
+//	claude-sonnet-5                                 2     / 10   / 2.5   / 0.2
+//	claude-sonnet-4-6, -4-5, -4-0, 3-7, 3-5         3     / 15   / 3.75  / 0.3
+//	claude-fable-5, claude-mythos-5                 10    / 50   / 12.5  / 1
+//	claude-fable-5-1, claude-mythos-5-1             10    / 50   / 12.5  / 0.25
+//	claude-fable-5-2, claude-mythos-5-2             8     / 40   / 10    / 0.2
+//	claude-haiku-5-5                                0.1   / 0.5  / 0.125 / 0.01
+//	  prompts over 100,000 tokens (input + cache)   0.5   / 2.5  / 0.625 / 0.05
+//	claude-haiku-4-5                                1     / 5    / 1.25  / 0.1
+//	claude-3-5-haiku                                0.8   / 4    / 1     / 0.08
+//
+// Cache writes are priced at the five-minute rate: the fake never reports
+// one-hour cache writes nor an inference region, which the CLI would price
+// otherwise. The CLI prices a model it does not know like claude-opus-5-5.
+//
+// # Rate-limit headers
+//
+// With an API key the pinned CLI shows nothing of the anthropic-ratelimit-*
+// headers, even when every window is used up and with the unified-* headers
+// of claude.ai subscriptions: no rate_limit_event (it sends those only for
+// claude.ai accounts), no api_retry, no other frame, the same result. A 429
+// carrying them is an ordinary API error, retried after retry-after.
+//
+// # Injected stream failures
+//
+// The pinned CLI never keeps a block that was cut. After an error event
+// that follows at least one complete block (between blocks or inside a
+// later one) it keeps the complete blocks and asks for a continuation
+// (streaming, with a user note that the answer was cut off); after four cut
+// answers in a row the turn ends with "API Error: Server error
+// mid-response…" and no api_error_status. After an error event before or
+// inside the first block, or any dropped connection, it asks again without
+// streaming (max_tokens the smaller of 64000 and the model's limit); when
+// that fails too, the turn ends with that API error ("API Error: 529
+// Overloaded…", or "API Error: Connection dropped (ECONNRESET)…").
 package fakeanthropic

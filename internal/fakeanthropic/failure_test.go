@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -197,5 +199,141 @@ func TestCloseUnblocksHeldAndDelayedAnswers(t *testing.T) {
 	}
 	if err := srv.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// readSSECut parses an event stream until it ends, returning the events and
+// the read error that ended it (nil for a clean end).
+func readSSECut(t *testing.T, r io.Reader) ([]sseEvent, error) {
+	t.Helper()
+	var events []sseEvent
+	br := bufio.NewReader(r)
+	var cur sseEvent
+	for {
+		line, err := br.ReadString('\n')
+		line = strings.TrimRight(line, "\r\n")
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			cur.Name = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			cur.Data = json.RawMessage(strings.TrimPrefix(line, "data: "))
+		case line == "" && cur.Name != "":
+			events = append(events, cur)
+			cur = sseEvent{}
+		}
+		if errors.Is(err, io.EOF) {
+			return events, nil
+		}
+		if err != nil {
+			return events, err
+		}
+	}
+}
+
+// blockEvents returns the names of the events about block index, in order.
+func blockEvents(t *testing.T, events []sseEvent, index int) []string {
+	t.Helper()
+	var out []string
+	for _, e := range events {
+		var ev struct {
+			Index *int `json:"index"`
+		}
+		_ = json.Unmarshal(e.Data, &ev)
+		if ev.Index != nil && *ev.Index == index {
+			out = append(out, e.Name)
+		}
+	}
+	return out
+}
+
+func TestStreamErrorMidBlock(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("abcdefghijkl", 5) // five text deltas
+	srv := startServer(t, Config{})
+	srv.Enqueue(
+		Reply(Text("whole"), Text(long), Text("never")).WithStreamErrorMidBlock(1, 2, "overloaded_error", "Overloaded mid-block"),
+		Reply(Text(long)).WithStreamErrorMidBlock(0, 99, "api_error", ""),
+		Reply(UseBash("echo a long enough command to need several chunks")).WithStreamErrorMidBlock(0, 2, "", ""),
+		Reply(Text("x")).WithStreamErrorMidBlock(0, 1, "", "").WithStreamError(0, "", ""), // back between blocks
+	)
+	c := client(t)
+
+	events := readSSE(t, post(t, c, srv, "/v1/messages", messagesBody(true, "x")).Body)
+	a := assemble(t, events)
+	if got := blockEvents(t, events, 1); !reflect.DeepEqual(got, []string{"content_block_start", "content_block_delta", "content_block_delta"}) {
+		t.Errorf("events of the cut block: %v", got)
+	}
+	if len(a.Blocks) != 2 || a.Blocks[0]["text"] != "whole" || a.Blocks[1]["text"] != long[:24] {
+		t.Errorf("blocks %v", a.Blocks)
+	}
+	if a.Error == nil || a.Error.Error.Type != "overloaded_error" || a.Error.Error.Message != "Overloaded mid-block" || a.Stopped || a.StopReason != "" {
+		t.Errorf("error %+v stopped %v", a.Error, a.Stopped)
+	}
+	if last := events[len(events)-1].Name; last != "error" {
+		t.Errorf("last event %s", last)
+	}
+
+	// More deltas than the block has: all of them, still no stop.
+	events = readSSE(t, post(t, c, srv, "/v1/messages", messagesBody(true, "x")).Body)
+	if got := blockEvents(t, events, 0); len(got) != 6 || got[5] != "content_block_delta" {
+		t.Errorf("events of the cut block: %v", got)
+	}
+	if a := assemble(t, events); a.Blocks[0]["text"] != long || a.Error == nil || a.Error.Error.Type != "api_error" {
+		t.Errorf("blocks %v error %+v", a.Blocks, a.Error)
+	}
+
+	// A tool call cut inside its input: the partial JSON never completes.
+	events = readSSE(t, post(t, c, srv, "/v1/messages", messagesBody(true, "x")).Body)
+	if got := blockEvents(t, events, 0); !reflect.DeepEqual(got, []string{"content_block_start", "content_block_delta", "content_block_delta"}) {
+		t.Errorf("events of the cut tool call: %v", got)
+	}
+	if n := len(names(events)); names(events)[n-1] != "error" {
+		t.Errorf("events %v", names(events))
+	}
+
+	// WithStreamError after WithStreamErrorMidBlock is between blocks again.
+	events = readSSE(t, post(t, c, srv, "/v1/messages", messagesBody(true, "x")).Body)
+	if got := names(events); !reflect.DeepEqual(got, []string{"message_start", "error"}) {
+		t.Errorf("events %v", got)
+	}
+}
+
+func TestDisconnect(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("abcdefghijkl", 5)
+	srv := startServer(t, Config{})
+	srv.Enqueue(
+		Reply(Text("whole"), Text("never")).WithDisconnect(1),
+		Reply(Text(long)).WithDisconnectMidBlock(0, 3),
+		Reply(Text("never")).WithDisconnect(0),
+	)
+	c := client(t)
+
+	events, err := readSSECut(t, post(t, c, srv, "/v1/messages", messagesBody(true, "x")).Body)
+	if err == nil {
+		t.Error("the stream ended cleanly")
+	}
+	if got := names(events); !reflect.DeepEqual(got, []string{"message_start", "content_block_start", "content_block_delta", "content_block_stop"}) {
+		t.Errorf("events before the drop: %v", got)
+	}
+
+	events, err = readSSECut(t, post(t, c, srv, "/v1/messages", messagesBody(true, "x")).Body)
+	if err == nil {
+		t.Error("the stream ended cleanly")
+	}
+	if got := blockEvents(t, events, 0); !reflect.DeepEqual(got, []string{"content_block_start", "content_block_delta", "content_block_delta", "content_block_delta"}) {
+		t.Errorf("events before the drop: %v", got)
+	}
+
+	// A non-streaming request gets no answer at all.
+	b, _ := json.Marshal(messagesBody(false, "x"))
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL()+"/v1/messages", strings.NewReader(string(b)))
+	if resp, err := c.Do(req); err == nil {
+		resp.Body.Close()
+		t.Errorf("non-streaming request answered %d", resp.StatusCode)
+	}
+	l := srv.Ledger()
+	if len(l) != 2 || l[0].Cut != CutDisconnect || l[0].Blocks != 1 || l[1].Cut != CutDisconnect || l[1].Blocks != 0 {
+		t.Errorf("ledger %+v", l)
 	}
 }

@@ -7,8 +7,8 @@ import (
 	"testing"
 )
 
-// FuzzParseRequest checks that no request body makes parsing or
-// classification panic.
+// FuzzParseRequest checks that no request body makes parsing, validation
+// or classification panic.
 func FuzzParseRequest(f *testing.F) {
 	// The small captured bodies: large seeds make the fuzzer crawl.
 	for _, name := range []string{"hook_pretooluse", "hook_stop", "main_no_tools"} {
@@ -26,6 +26,8 @@ func FuzzParseRequest(f *testing.F) {
 	f.Add([]byte(`{"messages":[{"role":"user","content":[{"type":"tool_result","content":[{"type":"text","text":"t"}]}]}]}`))
 	f.Add([]byte(`{"output_config":{"format":{"type":"json_schema","schema":{"type":"array","minItems":3}}}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
+		_ = validate(body, false, BuiltinModel)
+		_ = validate(body, true, BuiltinModel)
 		var r Request
 		if r.parseBody(body) != nil {
 			return

@@ -12,8 +12,23 @@ import (
 	"testing"
 )
 
-// startServer starts a server for one test and closes it at cleanup.
+// startServer starts a server for one test and closes it at cleanup. The
+// test fails if the server refused a request as invalid: use
+// startServerAllowInvalid where that is the point.
 func startServer(t *testing.T, cfg Config) *Server {
+	t.Helper()
+	srv := startServerAllowInvalid(t, cfg)
+	t.Cleanup(func() {
+		if err := srv.CheckValid(); err != nil {
+			t.Error(err)
+		}
+	})
+	return srv
+}
+
+// startServerAllowInvalid is startServer for tests that send invalid
+// requests on purpose.
+func startServerAllowInvalid(t *testing.T, cfg Config) *Server {
 	t.Helper()
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -73,7 +88,7 @@ func post(t *testing.T, c *http.Client, srv *Server, path string, body any) *htt
 // messagesBody is a minimal request body in the shape the CLI sends.
 func messagesBody(stream bool, prompt string) map[string]any {
 	return map[string]any{
-		"model":      "claude-test-1",
+		"model":      DefaultModel,
 		"max_tokens": 1024,
 		"stream":     stream,
 		"system":     []map[string]any{{"type": "text", "text": "You are a test."}},

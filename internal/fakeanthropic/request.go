@@ -22,6 +22,9 @@ type Request struct {
 	Header http.Header
 	// Body is the raw request body.
 	Body []byte
+	// Invalid is why the server refused the request as the API would (see
+	// Rejection), or "" for a request it answered.
+	Invalid string
 
 	// Model, MaxTokens and Stream as sent.
 	Model     string
@@ -114,6 +117,30 @@ func (r Request) LastUserText() string {
 		}
 	}
 	return ""
+}
+
+// PromptCount returns how many text blocks of the request's user messages
+// hold exactly prompt (surrounding white space aside). The CLI sends each
+// prompt as a text block of its own, and merges consecutive user turns into
+// one message, so a prompt that reached the conversation twice counts 2.
+func (r Request) PromptCount(prompt string) int {
+	want := strings.TrimSpace(prompt)
+	n := 0
+	for _, m := range r.Messages {
+		if m.Role != "user" {
+			continue
+		}
+		for _, raw := range m.Content {
+			var b struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			}
+			if json.Unmarshal(raw, &b) == nil && b.Type == "text" && strings.TrimSpace(b.Text) == want {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // ToolResults returns the tool_result blocks of all messages, in order.

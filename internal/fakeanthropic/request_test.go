@@ -9,7 +9,7 @@ import (
 
 func TestRecordingParsesRequests(t *testing.T) {
 	t.Parallel()
-	srv := startServer(t, Config{})
+	srv := startServerAllowInvalid(t, Config{})
 	c := client(t)
 	body := map[string]any{
 		"model":      "claude-test-2",
@@ -80,6 +80,9 @@ func TestRecordingParsesRequests(t *testing.T) {
 	if r.LastUserText() != "plain string prompt" || r.Messages[3].Text() != "plain string prompt" {
 		t.Errorf("last user text %q", r.LastUserText())
 	}
+	if r.PromptCount("plain string prompt") != 1 || r.PromptCount(" look at this\n") != 1 || r.PromptCount("running") != 0 || r.PromptCount("look") != 0 {
+		t.Errorf("prompt counts %d %d %d %d", r.PromptCount("plain string prompt"), r.PromptCount(" look at this\n"), r.PromptCount("running"), r.PromptCount("look"))
+	}
 	if !json.Valid(r.Body) || !strings.Contains(string(r.Body), "plain string prompt") {
 		t.Errorf("raw body not kept")
 	}
@@ -88,6 +91,11 @@ func TestRecordingParsesRequests(t *testing.T) {
 	}
 	if got := srv.MainRequests(); len(got) != 2 || got[1].Seq != 2 {
 		t.Errorf("main requests %d", len(got))
+	}
+	// Both are refused (an unknown model, no max_tokens) and recorded all
+	// the same.
+	if reqs[0].Invalid != "model: claude-test-2" || reqs[1].Invalid != "max_tokens: Field required" || len(srv.Invalid()) != 2 {
+		t.Errorf("refusals %q, %q, %d", reqs[0].Invalid, reqs[1].Invalid, len(srv.Invalid()))
 	}
 }
 

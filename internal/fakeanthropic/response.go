@@ -1,6 +1,7 @@
 package fakeanthropic
 
 import (
+	"net/http"
 	"time"
 )
 
@@ -86,6 +87,11 @@ type Response struct {
 	// StreamErrorAfter, when StreamError is set, is the number of complete
 	// blocks streamed before the SSE error event ends the stream.
 	StreamErrorAfter int
+	// StreamErrorDeltas, when positive, moves the error event inside the
+	// next block: after its content_block_start and this many of its
+	// content_block_delta events (at most all of them), before its
+	// content_block_stop. There must be such a block.
+	StreamErrorDeltas int
 	// StreamError makes a streaming answer end with an SSE error event
 	// instead of message_delta/message_stop. A non-streaming request gets the
 	// equivalent HTTP error instead.
@@ -97,6 +103,21 @@ type Response struct {
 	// synthetic user note that the answer was cut off); before any block it
 	// asks again without streaming ("stream":false, max_tokens 64000).
 	StreamError bool
+
+	// Disconnect drops the connection instead of finishing the answer: a
+	// stream is cut after DisconnectAfter complete blocks, or, when
+	// DisconnectDeltas is positive, inside the next block after that many of
+	// its content_block_delta events; a non-streaming request gets no answer
+	// at all. The client sees the connection close mid-response.
+	Disconnect       bool
+	DisconnectAfter  int
+	DisconnectDeltas int
+
+	// RateLimit, when set, is sent as anthropic-ratelimit-* headers with this
+	// answer, instead of Config.RateLimit.
+	RateLimit *RateLimit
+	// Header holds extra response headers for this answer.
+	Header http.Header
 
 	// Delay is waited before every SSE event (or before the JSON answer).
 	Delay time.Duration
@@ -132,8 +153,54 @@ func StreamError(errType, msg string, blocks ...Block) Response {
 func (r Response) WithStreamError(afterBlocks int, errType, msg string) Response {
 	r.StreamError = true
 	r.StreamErrorAfter = afterBlocks
+	r.StreamErrorDeltas = 0
 	r.ErrorType = errType
 	r.ErrorMessage = msg
+	return r
+}
+
+// WithStreamErrorMidBlock makes the stream end with an SSE error event
+// inside block number block (counting from 0), after deltas of its
+// content_block_delta events and before its content_block_stop; the blocks
+// before it are complete.
+func (r Response) WithStreamErrorMidBlock(block, deltas int, errType, msg string) Response {
+	r = r.WithStreamError(block, errType, msg)
+	r.StreamErrorDeltas = max(1, deltas)
+	return r
+}
+
+// WithDisconnect drops the connection after afterBlocks complete blocks (a
+// non-streaming request gets no answer).
+func (r Response) WithDisconnect(afterBlocks int) Response {
+	r.Disconnect = true
+	r.DisconnectAfter = afterBlocks
+	r.DisconnectDeltas = 0
+	return r
+}
+
+// WithDisconnectMidBlock drops the connection inside block number block,
+// after deltas of its content_block_delta events and before its
+// content_block_stop.
+func (r Response) WithDisconnectMidBlock(block, deltas int) Response {
+	r = r.WithDisconnect(block)
+	r.DisconnectDeltas = max(1, deltas)
+	return r
+}
+
+// WithRateLimit sends rl as anthropic-ratelimit-* headers with this answer.
+func (r Response) WithRateLimit(rl RateLimit) Response {
+	r.RateLimit = &rl
+	return r
+}
+
+// WithHeader adds a response header to this answer.
+func (r Response) WithHeader(name, value string) Response {
+	h := r.Header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	h.Add(name, value)
+	r.Header = h
 	return r
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -28,6 +29,23 @@ type Config struct {
 	// DefaultText is the text of the reply to a main or subagent request
 	// that nothing answered. Defaults to the DefaultText constant.
 	DefaultText string
+
+	// Models adds models to the built-in ones (see BuiltinModels), or
+	// replaces built-in ones of the same id. A request for a model in
+	// neither is refused as the API refuses it: 404 not_found_error
+	// "model: NAME".
+	Models map[string]Model
+
+	// CacheSplit shares the estimated prompt tokens of an answer without
+	// WithUsage between cache reads, cache writes and plain input. Nil means
+	// DefaultCacheSplit; a zero CacheSplit reports every prompt token as
+	// plain input.
+	CacheSplit *CacheSplit
+
+	// RateLimit, if set, is sent as anthropic-ratelimit-* headers with
+	// every answer to a Messages request, errors and refusals included. A
+	// Response's own RateLimit replaces it.
+	RateLimit *RateLimit
 
 	// ShutdownTimeout bounds how long Close waits for answers in progress.
 	// Defaults to 5s.
@@ -61,10 +79,17 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.CacheSplit == nil {
+		split := DefaultCacheSplit
+		c.CacheSplit = &split
+	}
 	return c
 }
 
 func (c Config) validate() error {
+	if sp := c.CacheSplit; sp.Read < 0 || sp.Write < 0 || sp.Read+sp.Write > 1 {
+		return fmt.Errorf("cache split %+v: each share must be at least 0 and together at most 1", *sp)
+	}
 	host, _, err := net.SplitHostPort(c.Addr)
 	if err != nil {
 		return fmt.Errorf("address %q: %w", c.Addr, err)
@@ -98,6 +123,8 @@ type Server struct {
 	mainQueue  []Response
 	subQueue   []Response
 	unscripted int
+	rejections []Rejection
+	ledger     []LedgerEntry
 }
 
 // Start listens on cfg.Addr and serves until Close.
@@ -210,6 +237,38 @@ func (s *Server) RequestsOf(c Class) []Request {
 		}
 	}
 	return out
+}
+
+// Invalid returns the requests the server refused because the real API
+// would refuse them (see the package documentation), in order. The pinned
+// CLI sends none in any scenario it was run through, so a test that drives
+// the CLI should find none.
+func (s *Server) Invalid() []Rejection {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Rejection(nil), s.rejections...)
+}
+
+// CheckValid returns nil if the server refused no request, else an error
+// that lists every refusal. Harnesses call it at the end of a test.
+func (s *Server) CheckValid() error {
+	bad := s.Invalid()
+	if len(bad) == 0 {
+		return nil
+	}
+	lines := make([]string, 0, len(bad))
+	for _, r := range bad {
+		lines = append(lines, "  "+r.String())
+	}
+	return fmt.Errorf("the fake Messages API refused %d invalid request(s):\n%s", len(bad), strings.Join(lines, "\n"))
+}
+
+// model looks a model up in Config.Models, then in the built-in ones.
+func (s *Server) model(id string) (Model, bool) {
+	if m, ok := s.cfg.Models[id]; ok {
+		return m, true
+	}
+	return BuiltinModel(id)
 }
 
 // record numbers r (setting r.Seq) and stores a copy.

@@ -70,7 +70,7 @@ func TestUnknownPathIs404(t *testing.T) {
 
 func TestInvalidBody(t *testing.T) {
 	t.Parallel()
-	srv := startServer(t, Config{})
+	srv := startServerAllowInvalid(t, Config{})
 	resp, err := client(t).Post(srv.URL()+"/v1/messages", "application/json", strings.NewReader("{not json"))
 	if err != nil {
 		t.Fatal(err)
@@ -85,10 +85,17 @@ func TestInvalidBody(t *testing.T) {
 		t.Errorf("recorded %+v", r)
 	}
 
-	small := startServer(t, Config{MaxBodyBytes: 10})
+	if bad := srv.Invalid(); len(bad) != 1 || bad[0].Status != 400 || bad[0].Class != ClassOther {
+		t.Errorf("refusals %v", bad)
+	}
+
+	small := startServerAllowInvalid(t, Config{MaxBodyBytes: 10})
 	resp2 := post(t, client(t), small, "/v1/messages", messagesBody(true, "too big"))
 	if resp2.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Errorf("oversized body: %d", resp2.StatusCode)
+	}
+	if bad := small.Invalid(); len(bad) != 1 || bad[0].Type != "request_too_large" {
+		t.Errorf("refusals %v", bad)
 	}
 }
 
@@ -98,7 +105,7 @@ func TestCountTokens(t *testing.T) {
 	c := client(t)
 	count := func(text string) int {
 		resp := post(t, c, srv, "/v1/messages/count_tokens?beta=true", map[string]any{
-			"model": "m", "messages": []map[string]any{{"role": "user", "content": text}},
+			"model": DefaultModel, "messages": []map[string]any{{"role": "user", "content": text}},
 		})
 		var out struct {
 			InputTokens int `json:"input_tokens"`
@@ -112,7 +119,7 @@ func TestCountTokens(t *testing.T) {
 	if small <= 0 || large <= small || large < 1000 {
 		t.Errorf("estimates %d and %d", small, large)
 	}
-	if r := srv.Requests(); r[0].Class != ClassCountTokens || r[0].Model != "m" {
+	if r := srv.Requests(); r[0].Class != ClassCountTokens || r[0].Model != DefaultModel {
 		t.Errorf("recorded %s %q", r[0].Class, r[0].Model)
 	}
 }

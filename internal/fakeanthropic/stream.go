@@ -102,17 +102,55 @@ type streamAnswer struct {
 	usage  Usage
 }
 
+// errDisconnect asks the handler to drop the connection.
+var errDisconnect = errors.New("injected disconnect")
+
+// streamed is what a stream reported before it ended.
+type streamed struct {
+	started   bool  // message_start was sent
+	usage     Usage // the last usage sent
+	blocks    int   // blocks sent whole
+	completed bool  // message_stop was sent
+	errEvent  bool  // an injected error event was sent
+}
+
+// cutPoint is where a stream stops early: after blocks complete blocks, or,
+// with deltas > 0, inside the next block after that many deltas.
+type cutPoint struct {
+	on     bool
+	blocks int
+	deltas int
+}
+
+// at reports whether the cut comes before block i (between blocks), and the
+// number of deltas of block i to send before a cut inside it (-1: none).
+func (c cutPoint) at(i, nblocks int) (between bool, inside int) {
+	if !c.on {
+		return false, -1
+	}
+	at := min(c.blocks, nblocks)
+	if i != at {
+		return false, -1
+	}
+	if c.deltas > 0 && i < nblocks {
+		return false, c.deltas
+	}
+	return true, -1
+}
+
 // streamMessage writes a as the API's event sequence: message_start, ping,
 // per block content_block_start / content_block_delta… / content_block_stop
 // followed by a ping, then message_delta and message_stop — or an error
-// event, or a hold, where the Response asks for them.
-func streamMessage(s *sseWriter, a streamAnswer) error {
+// event, a dropped connection (errDisconnect) or a hold, where the Response
+// asks for them, between blocks or inside one.
+func streamMessage(s *sseWriter, a streamAnswer) (streamed, error) {
+	var out streamed
 	h := s.w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	s.w.WriteHeader(http.StatusOK)
 	if err := s.rc.Flush(); err != nil {
-		return fmt.Errorf("flushing headers: %w", err)
+		return out, fmt.Errorf("flushing headers: %w", err)
 	}
 
 	startUsage := a.usage
@@ -131,30 +169,53 @@ func streamMessage(s *sseWriter, a streamAnswer) error {
 		},
 	})
 	if err != nil {
-		return err
+		return out, err
 	}
+	out.started, out.usage = true, startUsage
 	if err := s.ping(); err != nil {
-		return err
+		return out, err
 	}
 
 	r := a.resp
+	errEvent := func() error {
+		err := s.send("error", newAPIError(0, streamErrorType(r), r.ErrorMessage, ""))
+		out.errEvent = err == nil
+		return err
+	}
+	failure := cutPoint{on: r.StreamError, blocks: r.StreamErrorAfter, deltas: r.StreamErrorDeltas}
+	drop := cutPoint{on: r.Disconnect, blocks: r.DisconnectAfter, deltas: r.DisconnectDeltas}
 	holdAt := min(r.HoldAfter, len(a.blocks))
-	failAt := min(r.StreamErrorAfter, len(a.blocks))
 	for i := 0; i <= len(a.blocks); i++ {
 		if r.Hold != nil && i == holdAt {
 			if err := s.pace.hold(r.Hold, s.ping); err != nil {
-				return err
+				return out, err
 			}
 		}
-		if r.StreamError && i == failAt {
-			return s.send("error", newAPIError(0, streamErrorType(r), r.ErrorMessage, ""))
+		if between, _ := failure.at(i, len(a.blocks)); between {
+			return out, errEvent()
+		}
+		if between, _ := drop.at(i, len(a.blocks)); between {
+			return out, errDisconnect
 		}
 		if i == len(a.blocks) {
 			break
 		}
-		if err := streamBlock(s, i, a.blocks[i]); err != nil {
-			return err
+		if _, n := failure.at(i, len(a.blocks)); n > 0 {
+			if err := streamPartialBlock(s, i, a.blocks[i], n); err != nil {
+				return out, err
+			}
+			return out, errEvent()
 		}
+		if _, n := drop.at(i, len(a.blocks)); n > 0 {
+			if err := streamPartialBlock(s, i, a.blocks[i], n); err != nil {
+				return out, err
+			}
+			return out, errDisconnect
+		}
+		if err := streamBlock(s, i, a.blocks[i]); err != nil {
+			return out, err
+		}
+		out.blocks++
 	}
 
 	err = s.send("message_delta", map[string]any{
@@ -163,9 +224,14 @@ func streamMessage(s *sseWriter, a streamAnswer) error {
 		"usage": a.usage,
 	})
 	if err != nil {
-		return err
+		return out, err
 	}
-	return s.send("message_stop", map[string]any{"type": "message_stop"})
+	out.usage = a.usage
+	if err := s.send("message_stop", map[string]any{"type": "message_stop"}); err != nil {
+		return out, err
+	}
+	out.completed = true
+	return out, nil
 }
 
 // streamBlock writes the start, delta and stop events of block i, then a
@@ -184,6 +250,22 @@ func streamBlock(s *sseWriter, i int, b servedBlock) error {
 		return err
 	}
 	return s.ping()
+}
+
+// streamPartialBlock writes the start of block i and its first n delta
+// events (at most all of them), and no stop.
+func streamPartialBlock(s *sseWriter, i int, b servedBlock, n int) error {
+	err := s.send("content_block_start", map[string]any{"type": "content_block_start", "index": i, "content_block": b.start()})
+	if err != nil {
+		return err
+	}
+	deltas := b.deltas()
+	for _, d := range deltas[:min(n, len(deltas))] {
+		if err := s.send("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": d}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // streamErrorType is the error type of r's stream error: overloaded_error

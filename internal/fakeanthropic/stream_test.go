@@ -52,7 +52,7 @@ func TestStreamEventSequenceAndReassembly(t *testing.T) {
 	}
 
 	a := assemble(t, events)
-	if !strings.HasPrefix(a.ID, "msg_") || a.Model != "claude-test-1" {
+	if !strings.HasPrefix(a.ID, "msg_") || a.Model != DefaultModel {
 		t.Errorf("message id %q model %q", a.ID, a.Model)
 	}
 	if len(a.Blocks) != 4 {
@@ -158,7 +158,7 @@ func TestNonStreamingMessage(t *testing.T) {
 	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(m.ID, "msg_") || m.Type != "message" || m.Role != "assistant" || m.Model != "claude-test-1" {
+	if !strings.HasPrefix(m.ID, "msg_") || m.Type != "message" || m.Role != "assistant" || m.Model != DefaultModel {
 		t.Errorf("message %+v", m)
 	}
 	if len(m.Content) != 3 || m.Content[0]["signature"] == "" || m.Content[1]["text"] != "answer" ||
