@@ -393,7 +393,7 @@ func (d *Decoder) Float(p *float64) {
 	if !ok {
 		return
 	}
-	if v, ok := parseInt(num); ok && v > -1<<53 && v < 1<<53 {
+	if v, ok := parseInt(num); ok && v > -1<<53 && v < 1<<53 && (v != 0 || num[0] != '-') { // -0 keeps its sign
 		*p = float64(v)
 		return
 	}

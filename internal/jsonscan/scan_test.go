@@ -3,6 +3,7 @@ package jsonscan
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -121,7 +122,7 @@ func TestNumbers(t *testing.T) {
 		{`0`, 0, true, 0}, {`-0`, 0, true, 0}, {`42`, 42, true, 42}, {`-7`, -7, true, -7},
 		{`1.5`, 0, false, 1.5}, {`1e3`, 0, false, 1000}, {`9223372036854775807`, 9223372036854775807, true, 9223372036854775807},
 		{`9223372036854775808`, 0, false, 9223372036854775808}, {`-9223372036854775808`, -9223372036854775808, true, -9223372036854775808},
-		{`123456789012345678`, 123456789012345678, true, 123456789012345678},
+		{`123456789012345678`, 123456789012345678, true, 123456789012345678}, {`-0.0`, 0, false, 0},
 	} {
 		i := int64(-1)
 		New([]byte(c.in)).Int(&i)
@@ -132,7 +133,7 @@ func TestNumbers(t *testing.T) {
 		New([]byte(c.in)).Float(&f)
 		var want float64
 		_ = json.Unmarshal([]byte(c.in), &want)
-		if f != want || f != c.fval {
+		if f != want || f != c.fval || math.Signbit(f) != math.Signbit(want) {
 			t.Errorf("Float(%s) = %v, want %v", c.in, f, want)
 		}
 	}
