@@ -36,13 +36,20 @@ func Decode(line []byte) (Message, error) {
 	return decodeOwned(&d, append([]byte(nil), line...), typ, sub, nil)
 }
 
-// decode is Decode with the Reader's table of repeated values.
+// decode is Decode of a line the Reader returned, with the Reader's table of repeated values. Like
+// ReadMessage, it takes over a line assembled in the Reader's own buffer instead of copying it.
 func (r *Reader) decode(line []byte) (Message, error) {
 	typ, sub, isObject := probe(line)
 	if !isObject {
 		return Decode(line)
 	}
-	return decodeOwned(&r.dec, append([]byte(nil), line...), typ, sub, nil)
+	raw := line
+	if r.owned(line) {
+		r.buf = nil
+	} else {
+		raw = append([]byte(nil), line...)
+	}
+	return decodeOwned(&r.dec, raw, typ, sub, nil)
 }
 
 // decodeOwned decodes raw, which the returned message keeps, given the probe's type and subtype. It
