@@ -31,6 +31,10 @@ lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 
+## bench: every performance figure as a ratio to a baseline measured in the same run, as one table
+## (also written to bench-results.json); fails when a figure misses its goal. BENCH_QUICK=1 runs
+## small inputs and few runs, and only reports the goals. BENCH_FLAGS passes more flags
+## (for example BENCH_FLAGS="-only P1 -runs 11").
 bench: tools
 	@eval "$$(scripts/tools.sh --print)" && export DROVER_CLAUDE_BIN DROVER_TEMPORAL_BIN && \
-	  $(GO) test -run '^$$' -bench . -benchmem ./...
+	  $(GO) run ./cmd/drover-bench $(if $(BENCH_QUICK),-quick) $(BENCH_FLAGS)

@@ -211,7 +211,7 @@ func (c *Client) readLoop() {
 		if c.cfg.Tap != nil {
 			c.cfg.Tap(b)
 		}
-		msg, err := Decode(b)
+		msg, err := rd.decode(b)
 		if err != nil {
 			c.log.Warn("claude wrote a malformed line", "line", rd.Line(), "error", err)
 			c.queue.push(newMalformed(b, rd.Line(), err))

@@ -166,7 +166,9 @@ func TestClientTypedRequests(t *testing.T) {
 	if !strings.Contains(l, `"request":{"subtype":"initialize","hooks":{"Stop":[{"hookCallbackIds":["s"]}]}}`) {
 		t.Errorf("initialize line = %s", l)
 	}
-	var w controlRequestWire
+	var w struct {
+		RequestID string `json:"request_id"`
+	}
 	_ = json.Unmarshal([]byte(l), &w)
 	f.say(`{"type":"control_response","response":{"subtype":"success","request_id":"` + w.RequestID +
 		`","response":{"commands":[{"name":"review","description":"Review a PR","argumentHint":"<pr>"}],"models":[{"value":"opus","displayName":"Opus"}],"output_style":"default","account":{"email":"x"}}}}`)

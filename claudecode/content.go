@@ -87,20 +87,6 @@ func (c Content) MarshalJSON() ([]byte, error) {
 	return json.Marshal(c.Text)
 }
 
-// UnmarshalJSON decodes an event and keeps it verbatim in Raw. It never fails on a field of an
-// unexpected type.
-func (e *APIEvent) UnmarshalJSON(data []byte) error {
-	if firstByte(data) != '{' {
-		return nil
-	}
-	type plain APIEvent
-	if err := tolerate(json.Unmarshal(data, (*plain)(e))); err != nil {
-		return err
-	}
-	e.Raw = append(json.RawMessage(nil), data...)
-	return nil
-}
-
 // tolerate drops the type-mismatch errors of encoding/json: the decoder has then filled every field it
 // could, which is what we want from a protocol that adds fields and variants over time.
 func tolerate(err error) error {

@@ -58,20 +58,6 @@ type HookInput struct {
 	Raw json.RawMessage `json:"-"`
 }
 
-// UnmarshalJSON decodes the known fields and keeps the object in Raw. It never fails on a field of an
-// unexpected type.
-func (h *HookInput) UnmarshalJSON(data []byte) error {
-	if firstByte(data) != '{' {
-		return nil
-	}
-	type plain HookInput
-	if err := tolerate(json.Unmarshal(data, (*plain)(h))); err != nil {
-		return err
-	}
-	h.Raw = append(json.RawMessage(nil), data...)
-	return nil
-}
-
 // ControlResponse answers one of our control requests ({"type":"control_response","response":
 // {"subtype":"success"|"error","request_id":…,"response":{…}|"error":"…"}}). With
 // --replay-user-messages the CLI also echoes our own answers to its requests in this shape.
@@ -87,18 +73,3 @@ type ControlResponse struct {
 
 // Type returns "control_response".
 func (*ControlResponse) Type() string { return TypeControlResponse }
-
-// controlRequestWire and controlResponseWire are the envelopes as they appear on the wire.
-type controlRequestWire struct {
-	RequestID string          `json:"request_id"`
-	Request   json.RawMessage `json:"request"`
-}
-
-type controlResponseWire struct {
-	Response struct {
-		Subtype   string          `json:"subtype"`
-		RequestID string          `json:"request_id"`
-		Response  json.RawMessage `json:"response,omitempty"`
-		Error     string          `json:"error,omitempty"`
-	} `json:"response"`
-}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/drover-run/drover/internal/jsonscan"
 )
 
 // ErrNotObject is returned (wrapped) by Decode for valid JSON that is not an object.
@@ -11,143 +13,230 @@ var ErrNotObject = errors.New("not a JSON object")
 
 // Decode decodes one line of the CLI's stdout (without its line terminator; surrounding whitespace is
 // allowed). It chooses the concrete type from a cheap scan of the object's top-level "type" (and, for
-// system messages, "subtype") member, wherever it appears, then decodes the line once into that type.
+// system messages, "subtype") member, wherever it appears, then reads the line once, checking its
+// syntax as it decodes the fields of that type and skipping the others without building them.
 //
 // Decode fails only when line is not valid JSON or not an object. An unknown type or subtype is not an
 // error: it decodes to *Unknown. A field of an unexpected JSON type is left zero rather than failing
-// the message. Decode copies line: the returned message's Raw stays valid after line is reused.
+// the message. Decode copies line once: the returned message's Raw stays valid after line is reused,
+// and its json.RawMessage fields are slices of Raw.
+//
+// Keys match exactly (encoding/json also matches them case-insensitively); a repeated key takes its
+// last value; null leaves a field as it was (zero), except that it sets pointers, slices and maps to
+// nil.
 func Decode(line []byte) (Message, error) {
 	typ, sub, isObject := probe(line)
 	if !isObject {
-		if !json.Valid(line) {
+		if !jsonscan.Valid(line) {
 			return nil, fmt.Errorf("decoding message: %w", syntaxError(line))
 		}
 		return nil, fmt.Errorf("decoding message: %w", ErrNotObject)
 	}
-	return decodeOwned(append([]byte(nil), line...), typ, sub)
+	var d jsonscan.Decoder
+	return decodeOwned(&d, append([]byte(nil), line...), typ, sub, nil)
 }
 
-// decodeOwned decodes raw, which the returned message keeps, given the probe's type and subtype.
-func decodeOwned(raw []byte, typ, sub string) (Message, error) {
-	var (
-		msg Message
-		dst any
-	)
+// decode is Decode of a line the Reader returned, with the Reader's table of repeated values. Like
+// ReadMessage, it takes over a line assembled in the Reader's own buffer instead of copying it.
+func (r *Reader) decode(line []byte) (Message, error) {
+	typ, sub, isObject := probe(line)
+	if !isObject {
+		return Decode(line)
+	}
+	raw := line
+	if r.owned(line) {
+		r.buf = nil
+	} else {
+		raw = append([]byte(nil), line...)
+	}
+	return decodeOwned(&r.dec, raw, typ, sub, nil)
+}
+
+// decodeOwned decodes raw, which the returned message keeps, given the probe's type and subtype. It
+// reuses d, which keeps the Names it was last reset with. With v, the messages of the most frequent
+// types are reused from call to call instead of allocated.
+func decodeOwned(d *jsonscan.Decoder, raw []byte, typ, sub string, v *views) (Message, error) {
+	d.Reset(raw, d.Names())
+	var msg Message
 	switch typ {
 	case TypeAssistant:
-		m := &AssistantMessage{}
-		msg, dst = m, m
+		m := reuse(v.assistant())
+		m.raw = raw
+		m.decode(d)
+		msg = m
 	case TypeUser:
-		if !validJSON(raw) {
-			return nil, fmt.Errorf("decoding message: %w", syntaxError(raw))
-		}
-		m := &UserMessage{line: line{raw: raw}}
-		m.decode(raw)
-		return m, nil
+		m := reuse(v.user())
+		m.raw = raw
+		m.decode(d)
+		msg = m
 	case TypeResult:
-		m := &ResultMessage{}
-		msg, dst = m, m
+		m := reuse(v.result())
+		m.raw = raw
+		m.decode(d)
+		msg = m
 	case TypeStreamEvent:
-		m := &StreamEvent{}
-		msg, dst = m, m
+		m := reuse(v.stream())
+		m.raw = raw
+		m.decode(d)
+		msg = m
 	case TypeSystem:
-		msg, dst = newSystem(sub)
+		msg = decodeSystem(d, raw, sub, v)
 	case TypeControlRequest:
-		return decodeControlRequest(raw)
+		m := &ControlRequest{line: line{raw: raw}}
+		m.decode(d)
+		msg = m
 	case TypeControlResponse:
-		return decodeControlResponse(raw)
+		m := &ControlResponse{line: line{raw: raw}}
+		m.decode(d)
+		msg = m
 	case TypeControlCancelRequest:
-		m := &ControlCancelRequest{}
-		msg, dst = m, m
+		m := &ControlCancelRequest{line: line{raw: raw}}
+		m.decode(d)
+		msg = m
 	case TypeRateLimitEvent:
-		m := &RateLimitEvent{}
-		msg, dst = m, m
+		m := &RateLimitEvent{line: line{raw: raw}}
+		m.decode(d)
+		msg = m
 	case TypeCommandLifecycle:
-		m := &CommandLifecycle{}
-		msg, dst = m, m
+		m := reuse(v.lifecycle())
+		m.raw = raw
+		m.decode(d)
+		msg = m
 	default:
-		m := &Unknown{}
-		msg, dst = m, m
+		m := &Unknown{line: line{raw: raw}}
+		m.decode(d)
+		msg = m
 	}
-	if err := tolerate(json.Unmarshal(raw, dst)); err != nil {
-		return nil, fmt.Errorf("decoding message: %w", err)
+	d.End()
+	if d.Err() != nil {
+		return nil, fmt.Errorf("decoding message: %w", syntaxError(raw))
 	}
-	setRaw(msg, raw)
 	return msg, nil
 }
 
-// newSystem returns the value a system message of this subtype decodes into.
-func newSystem(subtype string) (Message, any) {
-	var m Message
+// decodeSystem decodes a system message of this subtype.
+func decodeSystem(d *jsonscan.Decoder, raw []byte, subtype string, v *views) Message {
+	h := SystemHeader{line: line{raw: raw}}
 	switch subtype {
 	case SubtypeInit:
-		m = &SystemInit{}
+		m := reuse(v.sysInit())
+		m.raw = raw
+		m.decode(d)
+		return m
 	case SubtypeStatus:
-		m = &SystemStatus{}
+		m := reuse(v.sysStatus())
+		m.raw = raw
+		m.decode(d)
+		return m
 	case SubtypeAPIRetry:
-		m = &SystemAPIRetry{}
+		m := &SystemAPIRetry{SystemHeader: h}
+		m.decode(d)
+		return m
 	case SubtypeCompactBoundary:
-		m = &SystemCompactBoundary{}
+		m := &SystemCompactBoundary{SystemHeader: h}
+		m.decode(d)
+		return m
 	case SubtypeTaskStarted, SubtypeTaskProgress, SubtypeTaskUpdated, SubtypeTaskNotification:
-		m = &SystemTask{}
+		m := &SystemTask{SystemHeader: h}
+		m.decode(d)
+		return m
 	case SubtypeThinkingTokens:
-		m = &SystemThinkingTokens{}
+		m := &SystemThinkingTokens{SystemHeader: h}
+		m.decode(d)
+		return m
 	case SubtypePermissionDenied:
-		m = &SystemPermissionDenied{}
+		m := &SystemPermissionDenied{SystemHeader: h}
+		m.decode(d)
+		return m
 	case SubtypeHookStarted, SubtypeHookProgress, SubtypeHookResponse:
-		m = &SystemHook{}
+		m := &SystemHook{SystemHeader: h}
+		m.decode(d)
+		return m
 	default:
-		m = &Unknown{}
-	}
-	return m, m
-}
-
-// setRaw stores raw in the message's embedded line.
-func setRaw(m Message, raw []byte) {
-	if s, ok := m.(interface{ setRaw([]byte) }); ok {
-		s.setRaw(raw)
+		m := &Unknown{line: line{raw: raw}}
+		m.decode(d)
+		return m
 	}
 }
 
-func (l *line) setRaw(raw []byte) { l.raw = raw }
-
-func decodeControlRequest(raw []byte) (Message, error) {
-	var w controlRequestWire
-	if err := tolerate(json.Unmarshal(raw, &w)); err != nil {
-		return nil, fmt.Errorf("decoding message: %w", err)
-	}
-	m := &ControlRequest{line: line{raw: raw}, RequestID: w.RequestID, Request: w.Request}
-	if firstByte(w.Request) != '{' {
-		return m, nil
-	}
-	m.Subtype = probeSubtype(w.Request)
-	switch m.Subtype {
-	case RequestCanUseTool:
-		m.CanUseTool = &CanUseTool{}
-		_ = tolerate(json.Unmarshal(w.Request, m.CanUseTool)) // already validated
-	case RequestHookCallback:
-		m.HookCallback = &HookCallback{}
-		_ = tolerate(json.Unmarshal(w.Request, m.HookCallback))
-	}
-	return m, nil
+// views holds the messages a Reader reuses for ReadMessageView, one of each frequent type.
+type views struct {
+	assistantMsg *AssistantMessage
+	userMsg      *UserMessage
+	resultMsg    *ResultMessage
+	streamMsg    *StreamEvent
+	lifecycleMsg *CommandLifecycle
+	initMsg      *SystemInit
+	statusMsg    *SystemStatus
 }
 
-func decodeControlResponse(raw []byte) (Message, error) {
-	var w controlResponseWire
-	if err := tolerate(json.Unmarshal(raw, &w)); err != nil {
-		return nil, fmt.Errorf("decoding message: %w", err)
+// The slots of v, or nil when v is nil (no reuse).
+
+func (v *views) assistant() **AssistantMessage {
+	if v == nil {
+		return nil
 	}
-	r := w.Response
-	return &ControlResponse{
-		line:      line{raw: raw},
-		Subtype:   r.Subtype,
-		RequestID: r.RequestID,
-		Response:  r.Response,
-		Error:     r.Error,
-	}, nil
+	return &v.assistantMsg
 }
 
-// syntaxError returns the error json.Unmarshal reports for data.
+func (v *views) user() **UserMessage {
+	if v == nil {
+		return nil
+	}
+	return &v.userMsg
+}
+
+func (v *views) result() **ResultMessage {
+	if v == nil {
+		return nil
+	}
+	return &v.resultMsg
+}
+
+func (v *views) stream() **StreamEvent {
+	if v == nil {
+		return nil
+	}
+	return &v.streamMsg
+}
+
+func (v *views) lifecycle() **CommandLifecycle {
+	if v == nil {
+		return nil
+	}
+	return &v.lifecycleMsg
+}
+
+func (v *views) sysInit() **SystemInit {
+	if v == nil {
+		return nil
+	}
+	return &v.initMsg
+}
+
+func (v *views) sysStatus() **SystemStatus {
+	if v == nil {
+		return nil
+	}
+	return &v.statusMsg
+}
+
+// reuse returns the zeroed message in s, or a new one when s is nil.
+func reuse[T any](s **T) *T {
+	if s == nil {
+		return new(T)
+	}
+	if *s == nil {
+		*s = new(T)
+	} else {
+		var zero T
+		**s = zero
+	}
+	return *s
+}
+
+// syntaxError returns the error encoding/json reports for data, so that a malformed line is described
+// in the words Go programs know. It runs only for lines that failed.
 func syntaxError(data []byte) error {
 	var v struct{}
 	if err := json.Unmarshal(data, &v); err != nil {

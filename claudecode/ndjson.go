@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/drover-run/drover/internal/jsonscan"
 )
 
 // readerBufferSize is the size of the bufio.Reader under Reader; lines longer than this are assembled
@@ -21,14 +23,18 @@ const maxRetainedBuffer = 4 << 20
 // "\r\n"; a last line without a terminator counts; blank lines are skipped. A Reader is not safe for
 // concurrent use.
 type Reader struct {
-	br   *bufio.Reader
-	buf  []byte
-	line int64
+	br    *bufio.Reader
+	buf   []byte
+	line  int64
+	dec   jsonscan.Decoder // reused from line to line, with a table of repeated values
+	views views            // messages reused by ReadMessageView
 }
 
 // NewReader returns a Reader reading from r.
 func NewReader(r io.Reader) *Reader {
-	return &Reader{br: bufio.NewReaderSize(r, readerBufferSize)}
+	rd := &Reader{br: bufio.NewReaderSize(r, readerBufferSize)}
+	rd.dec.Reset(nil, new(jsonscan.Names))
+	return rd
 }
 
 // ReadLine returns the next non-blank line without its terminator. The returned slice is only valid
@@ -54,8 +60,22 @@ func (r *Reader) Line() int64 { return r.line }
 
 // ReadMessage reads and decodes the next line. A line that does not decode comes back as a
 // *Malformed message with a nil error, and the next call carries on with the next line; the error is
-// only for the end of input (io.EOF) or a read failure. The message owns its bytes.
+// only for the end of input (io.EOF) or a read failure. The message owns its bytes: the line is
+// copied once, or not at all when it was assembled in a buffer of its own.
 func (r *Reader) ReadMessage() (Message, error) {
+	return r.readMessage(true)
+}
+
+// ReadMessageView is ReadMessage for a caller that is done with each message before it reads the
+// next one, such as a converter of transcripts: neither the line nor the message is allocated anew, so
+// the message, its Raw and its json.RawMessage fields are only valid until the next call to the Reader.
+// The strings, slices and maps it holds are its own and stay valid. A *Malformed message owns its
+// bytes.
+func (r *Reader) ReadMessageView() (Message, error) {
+	return r.readMessage(false)
+}
+
+func (r *Reader) readMessage(own bool) (Message, error) {
 	b, err := r.ReadLine()
 	if err != nil {
 		return nil, err
@@ -66,12 +86,18 @@ func (r *Reader) ReadMessage() (Message, error) {
 		return newMalformed(b, r.line, err), nil
 	}
 	raw := b
-	if r.owned(b) {
+	switch {
+	case !own:
+	case r.owned(b):
 		r.buf = nil // the message takes the assembled line; no copy
-	} else {
+	default:
 		raw = append([]byte(nil), b...)
 	}
-	m, err := decodeOwned(raw, typ, sub)
+	var v *views
+	if !own {
+		v = &r.views
+	}
+	m, err := decodeOwned(&r.dec, raw, typ, sub, v)
 	if err != nil {
 		return newMalformed(b, r.line, err), nil
 	}

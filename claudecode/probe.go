@@ -6,8 +6,8 @@ import (
 )
 
 // probe scans the top-level members of the JSON object in data for the string values of "type" and,
-// when type is "system", "subtype". It reads no further than it needs and does not validate:
-// json.Unmarshal does that afterwards. isObject is false when data does not start with '{'.
+// when type is "system", "subtype". It reads no further than it needs and does not validate: the
+// decoder does that afterwards. isObject is false when data does not start with '{'.
 func probe(data []byte) (typ, subtype string, isObject bool) {
 	s := scanner{data: data}
 	s.skipSpace()
@@ -200,11 +200,44 @@ func keyIs(q []byte, name string) bool {
 	return bytes.IndexByte(q, '\\') >= 0 && unquote(q) == name
 }
 
+// word returns b as a string, without allocating for the types and subtypes of this package.
+func word(b []byte) string {
+	switch string(b) {
+	case TypeSystem:
+		return TypeSystem
+	case TypeAssistant:
+		return TypeAssistant
+	case TypeUser:
+		return TypeUser
+	case TypeResult:
+		return TypeResult
+	case TypeStreamEvent:
+		return TypeStreamEvent
+	case TypeControlRequest:
+		return TypeControlRequest
+	case TypeControlResponse:
+		return TypeControlResponse
+	case TypeControlCancelRequest:
+		return TypeControlCancelRequest
+	case TypeCommandLifecycle:
+		return TypeCommandLifecycle
+	case SubtypeInit:
+		return SubtypeInit
+	case SubtypeStatus:
+		return SubtypeStatus
+	case RequestCanUseTool:
+		return RequestCanUseTool
+	case RequestHookCallback:
+		return RequestHookCallback
+	}
+	return string(b)
+}
+
 // unquote returns the value of a quoted JSON string, decoding escapes only when there are any.
 func unquote(q []byte) string {
 	inner := q[1 : len(q)-1]
 	if bytes.IndexByte(inner, '\\') < 0 {
-		return string(inner)
+		return word(inner)
 	}
 	var v string
 	if json.Unmarshal(q, &v) != nil {

@@ -14,7 +14,8 @@ type Message interface {
 	// Type returns the wire "type" value ("system", "assistant", …; "" for *Malformed).
 	Type() string
 	// Raw returns the line exactly as read, without its line terminator. The message owns these
-	// bytes; callers must not modify them.
+	// bytes (a message of Reader.ReadMessageView only until the next read), and its json.RawMessage
+	// fields are slices of them; callers must not modify them.
 	Raw() []byte
 	message()
 }

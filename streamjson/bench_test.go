@@ -48,10 +48,11 @@ var benchData = sync.OnceValues(func() ([]byte, error) {
 })
 
 // BenchmarkAdapter measures decoding plus the adapter over a transcript of ≥ 50 MB built from the
-// recorded sessions. "decode" is the NDJSON reader and Decode alone, "adapter" adds the adapter
-// (events counted, not encoded), "adapter-only" runs the adapter over the same messages decoded
-// in advance, and "normalize" adds JSON encoding of the events. adapter-only against decode is
-// the adapter's cost relative to decoding.
+// recorded sessions. "decode" is the NDJSON reader and Decode alone, "decode-view" the same with
+// ReadMessageView (as Normalize reads), "adapter" adds the adapter (events counted, not encoded),
+// "adapter-only" runs the adapter over the same messages decoded in advance, and "normalize" adds
+// JSON encoding of the events. adapter-only against decode is the adapter's cost relative to
+// decoding.
 func BenchmarkAdapter(b *testing.B) {
 	data, err := benchData()
 	if err != nil {
@@ -88,6 +89,21 @@ func BenchmarkAdapter(b *testing.B) {
 
 	b.Run("decode", func(b *testing.B) {
 		run(b, func(claudecode.Message) {}, nil)
+	})
+	b.Run("decode-view", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		b.ReportAllocs()
+		for b.Loop() {
+			rd := claudecode.NewReader(bytes.NewReader(data))
+			for {
+				if _, err := rd.ReadMessageView(); err != nil {
+					if errors.Is(err, io.EOF) {
+						break
+					}
+					b.Fatal(err)
+				}
+			}
+		}
 	})
 	b.Run("adapter", func(b *testing.B) {
 		n := 0

@@ -31,6 +31,9 @@ var secretEnv = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CO
 // secretPattern matches Anthropic credentials by their shape.
 var secretPattern = regexp.MustCompile(`sk-ant-[A-Za-z0-9_\-]{4,}`)
 
+// secretPrefix starts every match of secretPattern: lines without it skip the regular expression.
+var secretPrefix = []byte("sk-ant-")
+
 const redacted = "[REDACTED]"
 
 // DebugConfig configures a DebugCapture.
@@ -77,6 +80,7 @@ type DebugCapture struct {
 	raw        *os.File
 	normalized *os.File
 	failed     bool
+	buf        []byte // the line being written and its newline, reused
 }
 
 // OpenDebugCaptureFromEnv opens a capture when DebugEnv is true and returns nil otherwise.
@@ -146,7 +150,7 @@ func (d *DebugCapture) redact(line []byte) []byte {
 			line = bytes.ReplaceAll(line, s, []byte(redacted))
 		}
 	}
-	if secretPattern.Match(line) {
+	if bytes.Contains(line, secretPrefix) && secretPattern.Match(line) {
 		line = secretPattern.ReplaceAll(line, []byte(redacted))
 	}
 	return line
@@ -189,14 +193,19 @@ func (d *DebugCapture) Sink(next Sink) Sink {
 
 func (d *DebugCapture) write(f *os.File, line []byte) {
 	line = d.redact(line)
-	buf := make([]byte, 0, len(line)+1)
-	buf = append(append(buf, line...), '\n')
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if f == nil || d.failed {
 		return
 	}
-	if _, err := f.Write(buf); err != nil {
+	// One write per line, so that a line is never split; the buffer is reused, and dropped after
+	// a very long line so that one tool result does not pin its size.
+	d.buf = append(append(d.buf[:0], line...), '\n')
+	_, err := f.Write(d.buf)
+	if cap(d.buf) > 1<<20 {
+		d.buf = nil
+	}
+	if err != nil {
 		// One warning, then the capture goes quiet: it must never disturb the session.
 		d.failed = true
 		d.log.Warn("debug capture: writing failed, capture stopped", "error", err)

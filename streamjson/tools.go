@@ -1,6 +1,7 @@
 package streamjson
 
 import (
+	"bytes"
 	"sort"
 
 	"github.com/drover-run/drover/events"
@@ -20,7 +21,9 @@ func (a *Adapter) toolCall(id, name string, input []byte, parent string) {
 		a.closeTools(func(*openTool) bool { return true }, events.ToolError, "no result: too many open tool calls")
 	}
 	p, title := normalizeToolCall(name, input)
-	a.tools[id] = &openTool{name: name, title: title, input: input, parent: parent}
+	// The input is copied: a message's bytes may be reused after Handle returns (see
+	// claudecode.Reader.ReadMessageView), and a copy pins less than the whole line would.
+	a.tools[id] = &openTool{name: name, title: title, input: bytes.Clone(input), parent: parent}
 	a.emit(events.AgentEvent{Type: events.TypeToolCall, ToolCallID: id, ToolName: name, ToolTitle: title,
 		ToolStatus: events.ToolRunning, Normalized: p, ParentToolCallID: parent})
 }

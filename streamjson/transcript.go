@@ -26,9 +26,11 @@ func NormalizeWith(r io.Reader, w io.Writer, cfg Config) error {
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
 	var werr error
+	cur := new(events.AgentEvent) // reused: encoding a value would copy each event to the heap
 	cfg.Sink = SinkFunc(func(ev events.AgentEvent) {
 		if werr == nil {
-			if err := enc.Encode(ev); err != nil {
+			*cur = ev
+			if err := enc.Encode(cur); err != nil {
 				werr = fmt.Errorf("writing event: %w", err)
 			}
 		}
@@ -39,7 +41,7 @@ func NormalizeWith(r io.Reader, w io.Writer, cfg Config) error {
 	}
 	rd := claudecode.NewReader(r)
 	for werr == nil {
-		msg, err := rd.ReadMessage()
+		msg, err := rd.ReadMessageView() // the adapter keeps no bytes of a message
 		if errors.Is(err, io.EOF) {
 			break
 		}

@@ -2,11 +2,15 @@ package streamjson
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/iotest"
 
+	"github.com/drover-run/drover/claudecode"
 	"github.com/drover-run/drover/events"
 )
 
@@ -83,4 +87,75 @@ func TestNormalizeReportsIOErrors(t *testing.T) {
 	if !errors.Is(err, iotest.ErrTimeout) {
 		t.Errorf("read failure: %v", err)
 	}
+}
+
+// TestNormalizeKeepsNoMessageBytes: Normalize reads lines without copying them (the Reader reuses
+// its buffer and its messages), so the adapter must keep nothing of a message after Handle. Its
+// output must equal that of the same transcripts read with owned messages, with tool calls left
+// open over many later lines in between, so that a kept byte would have been overwritten.
+func TestNormalizeKeepsNoMessageBytes(t *testing.T) {
+	t.Parallel()
+	filler := strings.Repeat(assistantLine("msg_f", "uf", "", textBlock(strings.Repeat("z", 3000)))+"\n", 40)
+	var in strings.Builder
+	in.WriteString(initLine(sess) + "\n")
+	in.WriteString(assistantLine("msg_1", "u1", "", toolUseBlock("t1", "Bash", `{"command":"echo kept","description":"say"}`)) + "\n")
+	in.WriteString(assistantLine("msg_1", "u2", "", toolUseBlock("t2", "Edit", `{"file_path":"/w/a.go","old_string":"a","new_string":"b"}`)) + "\n")
+	in.WriteString(filler)
+	in.WriteString(resultLine("r1", "done", 0.01, 0.01, "") + "\n") // closes both calls from what was kept
+	for _, f := range goldenInputs(t) {
+		in.Write(f)
+	}
+
+	var view bytes.Buffer
+	if err := Normalize(strings.NewReader(in.String()), &view); err != nil {
+		t.Fatal(err)
+	}
+	var owned bytes.Buffer
+	enc := json.NewEncoder(&owned)
+	enc.SetEscapeHTML(false)
+	a, err := New(Config{PartialMessages: true, Sink: SinkFunc(func(ev events.AgentEvent) { _ = enc.Encode(ev) })})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd := claudecode.NewReader(strings.NewReader(in.String()))
+	for {
+		m, err := rd.ReadMessage()
+		if err != nil {
+			break
+		}
+		a.Handle(m)
+	}
+	a.Abandon("the transcript ends before the turn's result")
+	if !bytes.Equal(view.Bytes(), owned.Bytes()) {
+		t.Errorf("Normalize differs from the adapter fed owned messages: %s", firstDiff(view.Bytes(), owned.Bytes()))
+	}
+	if !bytes.Contains(view.Bytes(), []byte("Run `echo kept`")) || !bytes.Contains(view.Bytes(), []byte(`"old_content":"a"`)) {
+		t.Errorf("tool calls lost their input:\n%.2000s", view.String())
+	}
+}
+
+// goldenInputs returns every recorded transcript the golden tests read.
+func goldenInputs(t *testing.T) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for _, dir := range []string{"testdata/recorded", "../claudecode/testdata/transcripts"} {
+		files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, ".stdin.jsonl") {
+				continue
+			}
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, append(bytes.TrimRight(b, "\n"), '\n'))
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no transcripts")
+	}
+	return out
 }
