@@ -25,9 +25,9 @@ func realCommand(t *testing.T) Command {
 		t.Fatal(err)
 	}
 	return Command{
-		Path: bin,
-		Dir:  work,
-		Env:  append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "CLAUDE_CODE_MAX_RETRIES=0"}, OfflineEnv()...),
+		Path:      bin,
+		Dir:       work,
+		Env:       append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "CLAUDE_CODE_MAX_RETRIES=0"}, OfflineEnv()...),
 		APIKey:    "sk-ant-test-claudecode",
 		BaseURL:   "http://127.0.0.1:9", // discard port: connections are refused
 		ConfigDir: filepath.Join(home, "config"),
