@@ -435,6 +435,7 @@ func (a *attempt) executor(ctx context.Context, workspace, sessionID, resumeAt s
 	if old := e.pool.put(ex); old != nil {
 		old.stop(ctx, "replaced")
 	}
+	go ex.learnContextWindow(2 * e.cfg.StopTimeout)
 	a.log.Info("claude started", "pid", ex.pid(), "session_id", spec.sessionID, "resume_at", spec.resumeAt)
 	return ex, true, nil
 }

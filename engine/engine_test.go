@@ -841,3 +841,35 @@ func TestToolCallsOfALostAttemptAreClosed(t *testing.T) {
 		t.Fatal("the lost attempt's tool call was not closed by the next attempt")
 	}
 }
+
+func TestContextWindowComesFromTheCLI(t *testing.T) {
+	t.Parallel()
+	// The result carries no window: the size can only come from asking the CLI at start.
+	noWindow := fakecli.DefaultUsage
+	noWindow.ContextWindow = 0
+	r := newRig(t, func(c *fakecli.CLI) {
+		c.Serve(func(c *fakecli.CLI, p fakecli.Line) {
+			c.Init()
+			time.Sleep(100 * time.Millisecond) // the engine asks for the window beside the turn
+			c.Text("m", "hi")
+			c.Result("hi", noWindow)
+		})
+	})
+	if _, err := r.run(r.req(1, 1, "go")); err != nil {
+		t.Fatal(err)
+	}
+	var windows []events.ContextWindow
+	for _, ev := range r.events() {
+		if ev.Type == events.TypeContextWindow {
+			windows = append(windows, *ev.ContextWindow)
+		}
+	}
+	if len(windows) == 0 {
+		t.Fatal("no context_window event")
+	}
+	for _, w := range windows {
+		if w.Size != fakecli.DefaultUsage.ContextWindow || w.Model != fakecli.Model {
+			t.Fatalf("context window %+v, want the CLI's own (%d, %s)", w, fakecli.DefaultUsage.ContextWindow, fakecli.Model)
+		}
+	}
+}

@@ -291,6 +291,20 @@ func (ex *executor) initialize(ctx context.Context, req claudecode.InitializeReq
 	return nil
 }
 
+// learnContextWindow asks the CLI for the main model's context window, so that the first
+// context_window event of the session already has the right size. It runs beside the turn: the
+// adapter holds the event back until the answer comes.
+func (ex *executor) learnContextWindow(timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	u, err := ex.proc.Client().GetContextUsage(ctx)
+	if err != nil {
+		ex.logger.Debug("the CLI did not say its context window", "task_id", ex.taskID, "error", err)
+		return
+	}
+	ex.adapter.SetContextWindow(u.Model, u.MaxTokens)
+}
+
 // alive reports whether the process still runs.
 func (ex *executor) alive() bool {
 	select {

@@ -42,6 +42,8 @@ type ModelUsage struct {
 	CacheCreationInputTokens int64   `json:"cache_creation_input_tokens"`
 	CacheReadInputTokens     int64   `json:"cache_read_input_tokens"`
 	CostUSD                  float64 `json:"cost_usd"`
+	// ContextWindow is the model's context window, as the CLI reports it; 0 when it does not.
+	ContextWindow int64 `json:"context_window,omitempty"`
 }
 
 // ErrorKind classifies why a turn failed.

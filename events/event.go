@@ -110,6 +110,8 @@ type ContextWindow struct {
 	Remaining int64 `json:"context_window_remaining"`
 	// Efficiency is the share of the window still free, from 0 to 1.
 	Efficiency float64 `json:"context_efficiency"`
+	// Model is the model whose window this is: the main session's.
+	Model string `json:"context_window_model,omitempty"`
 }
 
 // NewContextWindow computes the remaining tokens and the efficiency of a window of size tokens

@@ -11,9 +11,6 @@ import (
 	"github.com/drover-run/drover/events"
 )
 
-// DefaultContextWindow is the context window assumed until the CLI reports the model's own.
-const DefaultContextWindow = 200_000
-
 // DefaultMaxPending is the default bound on tool calls, prompts and permission requests the
 // adapter remembers between results.
 const DefaultMaxPending = 1024
@@ -38,8 +35,9 @@ type Config struct {
 	// what was not streamed (the CLI does not stream subagents). When false, stream_event
 	// messages are ignored and text comes from the assistant frames.
 	PartialMessages bool
-	// ContextWindowSize is the main model's context window when the host knows it. Defaults to
-	// DefaultContextWindow; the window the CLI reports in a result replaces it.
+	// ContextWindowSize is the main model's context window when the host knows it; the window
+	// the CLI reports (SetContextWindow, or a result's modelUsage) replaces it. While no window
+	// is known, context_window events wait: a guessed size would mislead.
 	ContextWindowSize int64
 	// Clock stamps events with a time. Nil leaves events unstamped, which keeps output
 	// deterministic.
@@ -52,9 +50,6 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
-	if c.ContextWindowSize <= 0 {
-		c.ContextWindowSize = DefaultContextWindow
-	}
 	if c.MaxPending <= 0 {
 		c.MaxPending = DefaultMaxPending
 	}
@@ -94,7 +89,9 @@ type Adapter struct {
 	lastUUID    string
 	pendingUUID string
 
-	// Context window.
+	// Context window: windows are the sizes known per model (from the host and from results);
+	// windowSize is the main model's, 0 while unknown.
+	windows     map[string]int64
 	windowSize  int64
 	windowUsed  int64
 	lastWindow  events.ContextWindow
@@ -159,7 +156,8 @@ func New(cfg Config) (*Adapter, error) {
 		cfg:           cfg,
 		sink:          cfg.Sink,
 		log:           cfg.Logger,
-		windowSize:    cfg.ContextWindowSize,
+		windowSize:    max(cfg.ContextWindowSize, 0),
+		windows:       map[string]int64{},
 		lastTotalCost: cfg.PriorTotalCostUSD,
 		commandIndex:  map[string]int{},
 		tools:         map[string]*openTool{},

@@ -508,10 +508,8 @@ func TestContextWindow(t *testing.T) {
 		resultLine("r1", "a", 0.1, 0.1, ""),
 	)
 	got := rec.ofType(events.TypeContextWindow)
-	want := []events.ContextWindow{
-		*events.NewContextWindow(DefaultContextWindow, 66),
-		*events.NewContextWindow(1000000, 66), // the model's own window, from the result
-	}
+	// No size is guessed: the first event comes when the result reveals the model's window.
+	want := []events.ContextWindow{withModel(events.NewContextWindow(1000000, 66), "claude-opus-5-5")}
 	if len(got) != len(want) {
 		t.Fatalf("%d context_window events, want %d: %+v", len(got), len(want), got)
 	}
@@ -520,11 +518,24 @@ func TestContextWindow(t *testing.T) {
 			t.Errorf("context_window %d: %+v, want %+v", i, *got[i].ContextWindow, want[i])
 		}
 	}
-	a2, rec2 := newTestAdapter(t, Config{ContextWindowSize: 500000})
-	feed(t, a2, assistantLine("msg_1", "u1", "", textBlock("a")))
-	if cw := rec2.ofType(events.TypeContextWindow); len(cw) != 1 || cw[0].ContextWindow.Size != 500000 {
+
+	// A window the host learnt from the CLI (get_context_usage) is there from the first frame.
+	a2, rec2 := newTestAdapter(t, Config{})
+	a2.SetContextWindow("", 500000)
+	feed(t, a2, initLine(sess), assistantLine("msg_1", "u1", "", textBlock("a")))
+	if cw := rec2.ofType(events.TypeContextWindow); len(cw) != 1 || cw[0].ContextWindow.Size != 500000 || cw[0].ContextWindow.Model != "claude-opus-5-5" {
+		t.Errorf("window from the host: %+v", cw)
+	}
+	a3, rec3 := newTestAdapter(t, Config{ContextWindowSize: 400000})
+	feed(t, a3, assistantLine("msg_1", "u1", "", textBlock("a")))
+	if cw := rec3.ofType(events.TypeContextWindow); len(cw) != 1 || cw[0].ContextWindow.Size != 400000 {
 		t.Errorf("configured window: %+v", cw)
 	}
+}
+
+func withModel(cw *events.ContextWindow, model string) events.ContextWindow {
+	cw.Model = model
+	return *cw
 }
 
 func TestPermissionEvents(t *testing.T) {

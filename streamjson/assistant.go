@@ -45,7 +45,7 @@ func (a *Adapter) handleAssistant(m *claudecode.AssistantMessage) {
 		a.pendingUUID = m.UUID
 	}
 	if m.Message.Model != "" {
-		a.mainModel = m.Message.Model
+		a.setMainModel(m.Message.Model)
 	}
 	if id != "" && id != a.usageMsgID {
 		a.usageMsgID = id
@@ -69,9 +69,14 @@ func (a *Adapter) emitText(typ events.Type, text, messageID, parent string) {
 	a.emit(ev)
 }
 
-// emitContextWindow emits the main session's context window when it changed.
+// emitContextWindow emits the main session's context window when it changed. It waits until
+// the window's size is known and something was used.
 func (a *Adapter) emitContextWindow() {
+	if a.windowSize <= 0 || a.usageMsgID == "" {
+		return
+	}
 	cw := events.NewContextWindow(a.windowSize, a.windowUsed)
+	cw.Model = a.mainModel
 	if a.windowKnown && *cw == a.lastWindow {
 		return
 	}

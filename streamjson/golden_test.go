@@ -160,6 +160,8 @@ func checkInvariants(t *testing.T, raw []byte, evs []events.AgentEvent, priorCos
 		total           = priorCost
 		wantText        = map[string]string{}
 		wantThinking    = map[string]string{}
+		mainModel       string
+		windows         = map[string]int64{} // context windows per model, from the results
 	)
 	rd := claudecode.NewReader(bytes.NewReader(raw))
 	for {
@@ -174,6 +176,13 @@ func checkInvariants(t *testing.T, raw []byte, evs []events.AgentEvent, priorCos
 				failed++
 			}
 			total = max(total, m.TotalCostUSD)
+			for name, u := range m.ModelUsage {
+				if u.ContextWindow > 0 {
+					windows[name] = u.ContextWindow
+				}
+			}
+		case *claudecode.SystemInit:
+			mainModel = m.Model
 		case *claudecode.AssistantMessage:
 			if m.IsAPIErrorMessage || (m.Message.Model == syntheticModel && m.Error != "") {
 				continue
@@ -257,5 +266,18 @@ func checkInvariants(t *testing.T, raw []byte, evs []events.AgentEvent, priorCos
 	}
 	if math.Abs(priorCost+cost-total) > 1e-9 {
 		t.Errorf("per-turn costs %v + prior %v do not add up to the final total %v", cost, priorCost, total)
+	}
+	// Every context_window event is the main model's window, labelled with it: never a guess,
+	// never another model's (a subagent on another model has its own).
+	for _, ev := range evs {
+		if ev.Type != events.TypeContextWindow {
+			continue
+		}
+		if ev.ContextWindow.Model != mainModel {
+			t.Errorf("context_window labelled %q, want the main model %q", ev.ContextWindow.Model, mainModel)
+		}
+		if w, ok := windows[mainModel]; ok && ev.ContextWindow.Size != w {
+			t.Errorf("context_window of size %d, want the main model's %d", ev.ContextWindow.Size, w)
+		}
 	}
 }

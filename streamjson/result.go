@@ -34,11 +34,14 @@ func (a *Adapter) handleResult(m *claudecode.ResultMessage) {
 	}
 	a.pendingUUID = ""
 
+	for name, u := range m.ModelUsage {
+		if u.ContextWindow > 0 {
+			a.windows[name] = u.ContextWindow
+		}
+	}
 	if u, ok := a.mainModelUsage(m.ModelUsage); ok && u.ContextWindow > 0 && u.ContextWindow != a.windowSize {
 		a.windowSize = u.ContextWindow
-		if a.windowKnown {
-			a.emitContextWindow()
-		}
+		a.emitContextWindow()
 	}
 
 	c := a.completion(m)
@@ -106,7 +109,7 @@ func (a *Adapter) completion(m *claudecode.ResultMessage) *events.Completion {
 			}
 			c.Models[name] = events.ModelUsage{
 				InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheCreationInputTokens: u.CacheCreationInputTokens,
-				CacheReadInputTokens: u.CacheReadInputTokens, CostUSD: u.CostUSD,
+				CacheReadInputTokens: u.CacheReadInputTokens, CostUSD: u.CostUSD, ContextWindow: a.windows[name],
 			}
 		}
 	} else {
@@ -153,4 +156,38 @@ func firstUsefulError(errs []string) string {
 		}
 	}
 	return ""
+}
+
+// setMainModel records the main session's model; its window, when known, becomes the one
+// context_window events report.
+func (a *Adapter) setMainModel(model string) {
+	a.mainModel = model
+	if w := a.windows[model]; w > 0 && w != a.windowSize {
+		a.windowSize = w
+		a.emitContextWindow()
+	}
+}
+
+// SetContextWindow tells the adapter a model's context window, as the CLI reported it
+// (get_context_usage): the host asks when the process starts, so that the first context_window
+// event already has the right size. An empty model means the main session's.
+func (a *Adapter) SetContextWindow(model string, size int64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if size <= 0 {
+		return
+	}
+	if model == "" {
+		model = a.mainModel
+	}
+	if model != "" {
+		a.windows[model] = size
+	}
+	if model == a.mainModel || a.mainModel == "" {
+		if a.mainModel == "" {
+			a.mainModel = model
+		}
+		a.windowSize = size
+		a.emitContextWindow()
+	}
 }

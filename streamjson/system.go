@@ -15,7 +15,7 @@ func (a *Adapter) handleInit(m *claudecode.SystemInit) {
 		a.sessionID = m.SessionID
 	}
 	if m.Model != "" {
-		a.mainModel = m.Model
+		a.setMainModel(m.Model)
 	}
 	if a.sessionID != "" && a.sessionID != a.statusSentID {
 		status := events.SessionNew

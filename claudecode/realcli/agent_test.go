@@ -155,3 +155,42 @@ func TestAgentBackground(t *testing.T) {
 	}
 	record(t, h, "agent-background")
 }
+
+// TestAgentOtherModel: a subagent that runs on another model than the main session. The result's
+// modelUsage then holds two models, each with its own context window; the main session's window
+// is the main model's (streamjson labels it), never the subagent model's.
+func TestAgentOtherModel(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	h := start(t, clitest.Options{Command: claudecode.Command{PermissionMode: claudecode.PermissionBypass}})
+	agent := fakeanthropic.ToolUseID("toolu_drover_agent_model", "Agent", map[string]any{
+		"description": "Quick look", "prompt": "SUBAGENT-TASK: say hello.", "subagent_type": "general-purpose",
+		"model": "haiku", "run_in_background": false,
+	})
+	h.Fake.Enqueue(fakeanthropic.Reply(fakeanthropic.Text("Asking a smaller model."), agent), fakeanthropic.Reply(fakeanthropic.Text("Main done.")))
+	h.Fake.EnqueueSubagent(fakeanthropic.Reply(fakeanthropic.Text("Hello from the subagent.")))
+	msgs := h.RunTurn(ctx, "Ask a subagent on another model.")
+	res := result(t, msgs)
+	if res.IsError || len(res.ModelUsage) < 2 {
+		t.Fatalf("result: is_error %v, %d models in modelUsage\n%s", res.IsError, len(res.ModelUsage), h.Dump())
+	}
+	var initModel string
+	for _, m := range ofType[*claudecode.SystemInit](msgs) {
+		initModel = m.Model
+	}
+	main, ok := res.ModelUsage[initModel]
+	if !ok || main.ContextWindow <= 0 {
+		t.Fatalf("the main model %q has no context window in modelUsage: %+v", initModel, res.ModelUsage)
+	}
+	for name, u := range res.ModelUsage {
+		if name != initModel && u.ContextWindow == main.ContextWindow {
+			t.Logf("model %s has the same window as the main model (%d)", name, u.ContextWindow)
+		}
+	}
+	for _, r := range h.Fake.RequestsOf(fakeanthropic.ClassSubagent) {
+		if !strings.Contains(r.Model, "haiku") {
+			t.Errorf("a subagent request asked for model %q, want a haiku", r.Model)
+		}
+	}
+	record(t, h, "agent-other-model")
+}

@@ -235,6 +235,9 @@ func (c *CLI) dispatch(b []byte) {
 		switch l.Subtype {
 		case "initialize":
 			c.in <- l // answered by the script's next Prompt, as the CLI answers before a turn
+		case "get_context_usage":
+			c.Respond(l.RequestID, fmt.Sprintf(`{"totalTokens":9524,"maxTokens":%d,"rawMaxTokens":%d,"model":%q,"categories":[]}`,
+				DefaultUsage.ContextWindow, DefaultUsage.ContextWindow, Model))
 		case "interrupt":
 			c.Respond(l.RequestID, `{"still_queued":[]}`)
 			select {
