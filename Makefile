@@ -5,7 +5,7 @@ GO ?= go
 export GOTOOLCHAIN ?= local
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: tools demo dev test test-short lint bench fuzz build
+.PHONY: tools demo dev test test-short lint bench fuzz build soak
 
 tools:
 	@scripts/tools.sh
@@ -26,6 +26,13 @@ dev: tools
 ## test: everything, against the real CLI, Temporal dev server and Postgres.
 test:
 	@scripts/test.sh
+
+## soak: SIGKILL the worker in the middle of SOAK_N turns (default 50) on real parts, restart
+## it each time, and print what came through (make test runs the same test with 3).
+SOAK_N ?= 50
+soak: tools
+	@eval "$$(scripts/tools.sh --print)" && export DROVER_CLAUDE_BIN DROVER_TEMPORAL_BIN && \
+	  $(GO) test -count=1 -v -run '^TestSoak$$' -timeout 90m ./e2e/ -soak.n=$(SOAK_N)
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
