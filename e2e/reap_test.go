@@ -45,11 +45,14 @@ func TestCancelReapsToolProcesses(t *testing.T) {
 	e.startWorker(host)
 	tool := newToolScript(t, e.world, 30)
 	id, run := toolInTurn(e, tool, "cancel-tool")
+	cancelled := time.Now()
 	if err := e.tc.Cancel(e.ctx, id); err != nil {
 		t.Fatal(err)
 	}
 	e.waitWithin(reapBound, "the tool's processes to end", func() bool { return !anyAlive(run.pids()) })
+	t.Logf("cancel to the tool's processes gone: %s", time.Since(cancelled).Round(time.Millisecond))
 	e.waitWithin(reapBound, "every process of the CLI's tree to end", func() bool { return len(taggedProcesses(host)) == 0 })
+	t.Logf("cancel to the CLI's tree gone: %s", time.Since(cancelled).Round(time.Millisecond))
 	if tool.runs()[0].ended() {
 		t.Error("the tool ran to its end: the cancel did not stop it")
 	}
@@ -64,11 +67,13 @@ func TestInterruptReapsToolProcesses(t *testing.T) {
 	e.startWorker(host)
 	tool := newToolScript(t, e.world, 30)
 	id, run := toolInTurn(e, tool, "interrupt-tool")
+	interrupted := time.Now()
 	r, err := e.tc.Interrupt(e.ctx, id)
 	if err != nil || !r.Interrupted {
 		t.Fatalf("interrupt: %+v, %v", r, err)
 	}
 	e.waitWithin(reapBound, "the tool's processes to end", func() bool { return !anyAlive(run.pids()) })
+	t.Logf("interrupt to the tool's processes gone: %s", time.Since(interrupted).Round(time.Millisecond))
 	e.waitTurns(id, 1)
 	rec, err := store.GetTurn(e.ctx, e.db(), id, 1)
 	if err != nil {
@@ -121,11 +126,13 @@ func TestLeftoverToolReapedWhenWorkerReturns(t *testing.T) {
 
 	tool.setSleep(0)
 	e.fake.Enqueue(fa.Reply(fa.UseBash(tool.command())), fa.Reply(fa.Text("done after the restart")))
+	restarted := time.Now()
 	w = e.startWorker(host)
 	e.waitRetry(id, x.AttemptID)
 	if anyAlive(run.pids()) {
 		t.Errorf("the first run's processes %v still run when the retry begins", run.pids())
 	}
+	t.Logf("worker restarted to retry begun (leftovers killed before): %s", time.Since(restarted).Round(time.Millisecond))
 	t.Logf("SIGKILL to retry begun: %s", time.Since(killed).Round(time.Millisecond))
 	e.waitTurns(id, 1)
 	runs := tool.runs()
