@@ -91,8 +91,10 @@ func setup(t testing.TB) {
 // world is what one test or benchmark has to itself: a database, a fake
 // Messages API, a task queue, and the CLI's home, config folder and workspace.
 type world struct {
-	temporal  string // the Temporal frontend workers use
-	dsn       string
+	temporal string // the Temporal frontend workers use
+	dsn      string
+	// workerDSN, when set, is the database URL workers get instead of dsn (a proxy's).
+	workerDSN string
 	fake      *fakeanthropic.Server
 	queue     string
 	home      string
@@ -134,10 +136,14 @@ const testAPIKey = "sk-ant-e2e-secret-value"
 
 // workerEnv is the whole environment of `drover worker` as host hostID.
 func (w world) workerEnv(hostID, logLevel string) []string {
+	dsn := w.dsn
+	if w.workerDSN != "" {
+		dsn = w.workerDSN
+	}
 	return []string{
 		"PATH=" + os.Getenv("PATH"),
 		"HOME=" + w.home,
-		"DROVER_DATABASE_URL=" + w.dsn,
+		"DROVER_DATABASE_URL=" + dsn,
 		"TEMPORAL_ADDRESS=" + w.temporal,
 		"TEMPORAL_NAMESPACE=" + suite.temporal.Namespace(),
 		"DROVER_TASK_QUEUE=" + w.queue,

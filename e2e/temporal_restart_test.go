@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/drover-run/drover/events"
 	"github.com/drover-run/drover/internal/devserver"
@@ -63,8 +62,12 @@ func TestTemporalRestartMidTurn(t *testing.T) {
 
 	srv.Kill()
 	cfg.Port = portOf(t, e.temporal)
-	close(release) // the turn ends while Temporal is down
-	time.Sleep(time.Second)
+	close(release)
+	// The turn ends, and is committed, while Temporal is down; its answer waits for Temporal.
+	e.waitFor("the turn to be committed while Temporal is down", func() bool {
+		rec, err := store.GetTurn(e.ctx, e.db(), id, 1)
+		return err == nil && rec.Status == store.TurnCompleted
+	})
 	srv, err = devserver.Start(e.ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
