@@ -96,6 +96,10 @@ func newSystem(subtype string) (Message, any) {
 		m = &SystemPermissionDenied{}
 	case SubtypeHookStarted, SubtypeHookProgress, SubtypeHookResponse:
 		m = &SystemHook{}
+	case SubtypeInformational:
+		m = &SystemInformational{}
+	case SubtypeNotification:
+		m = &SystemNotification{}
 	default:
 		m = &Unknown{}
 	}
