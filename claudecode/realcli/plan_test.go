@@ -1,6 +1,7 @@
 package realcli
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -291,18 +292,29 @@ func TestPlanModeSupervised(t *testing.T) {
 	record(t, h, "plan-supervised")
 }
 
-// TestPlanModeAutonomous: the same switch without the supervised hook: after the approval the
-// session is back in bypassPermissions and nothing is asked any more.
+// TestPlanModeAutonomous: the same switch for a profile that continues autonomous. The supervised
+// hook stays registered (one launch configuration serves every mode) and answers {} in every mode:
+// after the approval the session is back in bypassPermissions, the hook still fires, and nothing
+// is asked any more.
 func TestPlanModeAutonomous(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	rev := &planReviewer{exits: 1} // approve the first plan
-	h := start(t, clitest.Options{Command: supervisedCommand, Handler: supervisedHandler(rev.answer), Fake: scripted(
+	noOpinion := claudecode.HandlerFunc(func(_ context.Context, req *claudecode.ControlRequest) (any, error) {
+		if req.CanUseTool != nil {
+			return rev.answer(req)
+		}
+		return claudecode.HookOutput{}, nil
+	})
+	h := start(t, clitest.Options{Command: supervisedCommand, Handler: noOpinion, Fake: scripted(
 		writePlan,
 		exitPlan("toolu_exit_approved"),
 		reply(fakeanthropic.ToolUseID("toolu_after_bash", "Bash", map[string]any{"command": "mkdir -p made-after-plan"})),
 		reply(fakeanthropic.Text("Done on my own.")),
 	)})
+	if _, err := h.Initialize(ctx, claudecode.InitializeRequest{Hooks: claudecode.SupervisedHooks(toolCallback, "")}); err != nil {
+		t.Fatalf("initialize: %v", err)
+	}
 	if err := h.SetPermissionMode(ctx, claudecode.PermissionPlan); err != nil {
 		t.Fatalf("set_permission_mode plan: %v", err)
 	}
@@ -315,6 +327,9 @@ func TestPlanModeAutonomous(t *testing.T) {
 	}
 	if m := modes(msgs); !slices.Equal(m, []string{claudecode.PermissionPlan, claudecode.PermissionBypass}) {
 		t.Errorf("modes %v, want [plan bypassPermissions]", m)
+	}
+	if i := requestFor(msgs, "toolu_after_bash", true); i < 0 || msgs[i].(*claudecode.ControlRequest).HookCallback.Input.PermissionMode != claudecode.PermissionBypass {
+		t.Errorf("no PreToolUse hook in bypassPermissions for the command after the approval")
 	}
 	if _, err := os.Stat(filepath.Join(h.WorkDir, "made-after-plan")); err != nil {
 		t.Errorf("the command after the approval did not run: %v", err)
