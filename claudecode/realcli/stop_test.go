@@ -2,6 +2,7 @@ package realcli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -82,6 +83,9 @@ func TestStopHookBlock(t *testing.T) {
 	if fb := feedback(msgs); len(fb) != 1 || fb[0] != why {
 		t.Errorf("feedback frames %q", fb)
 	}
+	if n := systemFrames(msgs, claudecode.SubtypeNotification); len(n) != 1 || n[0]["key"] != "stop-hook-error" {
+		t.Errorf("notifications %v", n)
+	}
 	main := h.Fake.MainRequests()
 	if len(main) != 2 || !strings.Contains(main[1].LastUserText(), why) {
 		t.Errorf("%d main requests; the second's last user text %.300q", len(main), main[len(main)-1].LastUserText())
@@ -120,6 +124,13 @@ func TestStopHookBlockCap(t *testing.T) {
 	if !warned {
 		t.Errorf("no block-cap warning\n%s", h.Dump())
 	}
+	var capped bool
+	for _, o := range systemFrames(msgs, claudecode.SubtypeNotification) {
+		capped = capped || o["key"] == "stop-hook-block-cap"
+	}
+	if !capped {
+		t.Errorf("no stop-hook-block-cap notification")
+	}
 	if err := finish(t, h); err != nil {
 		t.Errorf("exit: %v", err)
 	}
@@ -127,7 +138,8 @@ func TestStopHookBlockCap(t *testing.T) {
 }
 
 // TestStopHookAnswers: one turn per answer. approve and {} end the turn as usual; an error answer
-// is treated as empty, with a warning (system/informational, tag hook_callback_failed);
+// and an invalid one are treated as empty, with a warning (system/informational, tag
+// hook_callback_failed);
 // continue:false (StopHalt) ends the turn at once with terminal_reason stop_hook_prevented and
 // the last text as result; continue:false with a block writes the feedback but still ends the
 // turn, with an empty result text, and the feedback reaches the model with the next prompt. Every
@@ -138,7 +150,8 @@ func TestStopHookAnswers(t *testing.T) {
 	halt := claudecode.StopHalt("drover halts here")
 	haltBlock := claudecode.StopHalt("drover halts here")
 	haltBlock.Decision, haltBlock.Reason = claudecode.StopDecisionBlock, "Feedback for later."
-	answers := []any{claudecode.StopApprove(""), claudecode.HookOutput{}, errors.New("drover could not check"), halt, haltBlock, claudecode.StopApprove("")}
+	invalid := json.RawMessage(`{"decision":"deny","reason":"not a Stop decision"}`)
+	answers := []any{claudecode.StopApprove(""), claudecode.HookOutput{}, errors.New("drover could not check"), invalid, halt, haltBlock, claudecode.StopApprove("")}
 	var turn atomic.Int32
 	h := startStop(t, 0, func(context.Context, *claudecode.HookInput) (any, error) {
 		a := answers[turn.Load()]
@@ -158,9 +171,10 @@ func TestStopHookAnswers(t *testing.T) {
 		{"Reply 1.", "completed", false, false},
 		{"Reply 2.", "completed", false, false},
 		{"Reply 3.", "completed", true, false},
-		{"Reply 4.", "stop_hook_prevented", false, false},
+		{"Reply 4.", "completed", true, false},
+		{"Reply 5.", "stop_hook_prevented", false, false},
 		{"", "stop_hook_prevented", false, true},
-		{"Reply 6.", "completed", false, false},
+		{"Reply 7.", "completed", false, false},
 	}
 	for i, w := range wants {
 		turn.Store(int32(i)) // the hook of turn i runs while RunTurn waits
@@ -178,7 +192,7 @@ func TestStopHookAnswers(t *testing.T) {
 	if len(main) != len(wants) {
 		t.Errorf("%d main requests, want %d (no answer made the model go on)", len(main), len(wants))
 	}
-	if last := main[len(main)-1]; !strings.Contains(last.LastUserText(), "Feedback for later.") || !strings.Contains(last.LastUserText(), "Turn 6.") {
+	if last := main[len(main)-1]; !strings.Contains(last.LastUserText(), "Feedback for later.") || !strings.Contains(last.LastUserText(), "Turn 7.") {
 		t.Errorf("the last request's user text %.400q lacks the held feedback or the prompt", last.LastUserText())
 	}
 	if err := finish(t, h); err != nil {
