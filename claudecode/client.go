@@ -58,6 +58,10 @@ var (
 	// ErrRequestCancelled is the cause of a Handler's context when the CLI withdraws its request with
 	// control_cancel_request.
 	ErrRequestCancelled = errors.New("claudecode: request cancelled by claude")
+	// ErrAnsweredElsewhere is the cause of a Handler's context when Answer answered its request.
+	ErrAnsweredElsewhere = errors.New("claudecode: request answered through Client.Answer")
+	// ErrAlreadyAnswered is returned by Answer for a request whose Handler has already answered.
+	ErrAlreadyAnswered = errors.New("claudecode: request already answered")
 )
 
 // Client speaks stream-json with a Claude Code CLI over any pair of streams.

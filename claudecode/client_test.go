@@ -490,3 +490,51 @@ func TestClientRecvContext(t *testing.T) {
 		t.Errorf("Recv with a cancelled context: %v", err)
 	}
 }
+
+// TestClientAnswer: Answer writes the answer to a request whose Handler is still waiting, which
+// then sees ErrAnsweredElsewhere and writes nothing; an answer to a request no Handler works on
+// (withdrawn, say) is written as asked.
+func TestClientAnswer(t *testing.T) {
+	t.Parallel()
+	causes := make(chan error, 1)
+	f := newFakeCLI(t, ClientConfig{Handler: HandlerFunc(func(ctx context.Context, r *ControlRequest) (any, error) {
+		if r.CanUseTool != nil {
+			<-ctx.Done()
+			causes <- context.Cause(ctx)
+			return DenyTool("the handler's own answer, never written", false), nil
+		}
+		return HookOutput{}, nil
+	})})
+	f.say(lineCanUseTool)
+	recv(t, f.client)
+	answer := func(id string, payload any) <-chan error { // the pipe blocks the write until heard
+		errc := make(chan error, 1)
+		go func() { errc <- f.client.Answer(id, payload) }()
+		return errc
+	}
+	errc := answer("95c6", AllowTool(nil, "toolu_1"))
+	if got, want := f.heard(), `{"type":"control_response","response":{"subtype":"success","request_id":"95c6","response":{"behavior":"allow","toolUseID":"toolu_1"}}}`; got != want {
+		t.Errorf("answer:\n got %s\nwant %s", got, want)
+	}
+	if err := <-errc; err != nil {
+		t.Fatalf("Answer: %v", err)
+	}
+	if err := <-causes; !errors.Is(err, ErrAnsweredElsewhere) {
+		t.Errorf("handler context cause %v", err)
+	}
+	f.say(lineHookCB)
+	recv(t, f.client)
+	if got := f.heard(); !strings.Contains(got, `"request_id":"r-hook"`) {
+		t.Errorf("next line %s, want the hook's answer (the handler's own answer must not be written)", got)
+	}
+	errc = answer("gone", nil)
+	if got := f.heard(); got != `{"type":"control_response","response":{"subtype":"success","request_id":"gone","response":{}}}` {
+		t.Errorf("answer to an unknown request: %s", got)
+	}
+	if err := <-errc; err != nil {
+		t.Errorf("Answer to a request nobody handles: %v", err)
+	}
+	if err := f.client.Answer("x", []int{1}); err == nil {
+		t.Errorf("a non-object payload was accepted")
+	}
+}

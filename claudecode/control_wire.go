@@ -23,17 +23,47 @@ type CanUseTool struct {
 	ToolName  string          `json:"tool_name"`
 	Input     json.RawMessage `json:"input"`
 	ToolUseID string          `json:"tool_use_id"`
-	// DisplayName, Title and Description are the CLI's words for the prompt, when it sends them.
-	DisplayName           string          `json:"display_name,omitempty"`
-	Title                 string          `json:"title,omitempty"`
-	Description           string          `json:"description,omitempty"`
+	// DisplayName, Title and Description are the CLI's words for the prompt, when it sends them
+	// (Description is the Bash command, or the file name of a file tool).
+	DisplayName string `json:"display_name,omitempty"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	// PermissionSuggestions are the CLI's own "always allow" choices, an array of PermissionUpdate
+	// (see Suggestions). The CLI sends none for a call a PreToolUse hook asked about.
 	PermissionSuggestions json.RawMessage `json:"permission_suggestions,omitempty"`
-	BlockedPath           string          `json:"blocked_path,omitempty"`
-	DecisionReason        string          `json:"decision_reason,omitempty"` // may carry ANSI escapes
-	DecisionReasonType    string          `json:"decision_reason_type,omitempty"`
-	DecisionReasonCode    string          `json:"decision_reason_code,omitempty"`
-	AgentID               string          `json:"agent_id,omitempty"`
-	MCPServer             string          `json:"mcp_server,omitempty"`
+	// BlockedPath is the path that made the CLI ask (a directory outside the allowed ones, a file
+	// a command writes), when there is one.
+	BlockedPath string `json:"blocked_path,omitempty"`
+	// DecisionReason is why the CLI asks, in words (a hook's permissionDecisionReason, a safety
+	// check's warning); it may carry ANSI escapes. DecisionReasonType names the kind: hook, mode,
+	// rule, workingDir, safetyCheck, subcommandResults, classifier, …
+	DecisionReason          string `json:"decision_reason,omitempty"`
+	DecisionReasonType      string `json:"decision_reason_type,omitempty"`
+	DecisionReasonCode      string `json:"decision_reason_code,omitempty"`
+	DecisionReasonHookEvent string `json:"decision_reason_hook_event,omitempty"`
+	// AgentID is set when a subagent makes the call (the agent_id of its frames).
+	AgentID string `json:"agent_id,omitempty"`
+	// MCPServer is set for an mcp__server__tool call.
+	MCPServer *ToolServer `json:"mcp_server,omitempty"`
+	// RequiresUserInteraction is set when the person must answer on the request itself
+	// (AskUserQuestion, ExitPlanMode): no stored grant may answer it.
+	RequiresUserInteraction bool `json:"requires_user_interaction,omitempty"`
+	// SuppressAlwaysAllowRule is set when no "always allow" choice may be offered (a dangerous
+	// command a safety check flagged).
+	SuppressAlwaysAllowRule bool `json:"suppress_always_allow_rule,omitempty"`
+}
+
+// ToolServer names the MCP server behind a tool: its configured name and where its definition came
+// from ("dynamic" for --mcp-config, "sdk", "plugin", a settings scope, …).
+type ToolServer struct {
+	Name   string `json:"name"`
+	Source string `json:"source,omitempty"`
+}
+
+// Suggestions decodes PermissionSuggestions; malformed elements are skipped.
+func (c *CanUseTool) Suggestions() []PermissionUpdate {
+	u, _ := ParsePermissionUpdates(c.PermissionSuggestions)
+	return u
 }
 
 // HookCallback delivers a hook registered through initialize (HookMatcher.HookCallbackIDs).
@@ -53,7 +83,14 @@ type HookInput struct {
 	ToolName       string          `json:"tool_name,omitempty"`
 	ToolInput      json.RawMessage `json:"tool_input,omitempty"`
 	ToolUseID      string          `json:"tool_use_id,omitempty"`
-	StopHookActive bool            `json:"stop_hook_active,omitempty"`
+	// AgentID and AgentType are set when a subagent makes the call.
+	AgentID   string      `json:"agent_id,omitempty"`
+	AgentType string      `json:"agent_type,omitempty"`
+	MCPServer *ToolServer `json:"mcp_server,omitempty"`
+	// StopHookActive is set on a Stop hook when an earlier Stop hook of the same turn blocked.
+	StopHookActive bool `json:"stop_hook_active,omitempty"`
+	// LastAssistantMessage is the text the agent would stop on (Stop hooks).
+	LastAssistantMessage string `json:"last_assistant_message,omitempty"`
 	// Raw is the input object verbatim.
 	Raw json.RawMessage `json:"-"`
 }

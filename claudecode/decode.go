@@ -152,6 +152,14 @@ func decodeSystem(d *jsonscan.Decoder, raw []byte, subtype string, v *views) Mes
 		m := &SystemHook{SystemHeader: h}
 		m.decode(d)
 		return m
+	case SubtypeInformational:
+		m := &SystemInformational{SystemHeader: h}
+		m.decode(d)
+		return m
+	case SubtypeNotification:
+		m := &SystemNotification{SystemHeader: h}
+		m.decode(d)
+		return m
 	default:
 		m := &Unknown{line: line{raw: raw}}
 		m.decode(d)

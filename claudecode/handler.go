@@ -65,7 +65,11 @@ func (c *Client) handle(req *ControlRequest) {
 			cancel(nil)
 		}()
 		payload, err := c.answer(ctx, req)
-		if ctx.Err() != nil {
+		c.mu.Lock()
+		withdrawn := ctx.Err() != nil || h.answered
+		h.answered = true
+		c.mu.Unlock()
+		if withdrawn {
 			c.log.Debug("not answering a withdrawn control request", "subtype", req.Subtype,
 				"request_id", req.RequestID, "cause", context.Cause(ctx))
 			return
@@ -86,8 +90,40 @@ func (c *Client) handle(req *ControlRequest) {
 	}()
 }
 
-// handling is a CLI request being answered.
-type handling struct{ cancel context.CancelCauseFunc }
+// handling is a CLI request being answered. answered is set, under Client.mu, by whoever writes
+// the answer (the handler goroutine or Answer), so that at most one answer is written.
+type handling struct {
+	cancel   context.CancelCauseFunc
+	answered bool
+}
+
+// Answer writes payload (what a Handler would return: a PermissionResult, a HookOutput, …; nil
+// means {}) as the answer to the CLI's request requestID, from outside the Handler, for a host
+// that learns its decision elsewhere. A Handler still working on that request sees its context
+// cancelled with cause ErrAnsweredElsewhere and its own answer is dropped; one that is writing its
+// answer at that moment wins, and Answer returns ErrAlreadyAnswered. Past that, Answer does not
+// know whether the CLI still waits: it writes, and the CLI ignores an answer to a request it has
+// withdrawn (control_cancel_request).
+func (c *Client) Answer(requestID string, payload any) error {
+	line, err := MarshalControlResponse(requestID, payload)
+	if err != nil {
+		return fmt.Errorf("answering %s: %w", requestID, err)
+	}
+	c.mu.Lock()
+	if h := c.handling[requestID]; h != nil {
+		if h.answered {
+			c.mu.Unlock()
+			return fmt.Errorf("answering %s: %w", requestID, ErrAlreadyAnswered)
+		}
+		h.answered = true
+		h.cancel(ErrAnsweredElsewhere)
+	}
+	c.mu.Unlock()
+	if err := c.writeLine(line); err != nil {
+		return fmt.Errorf("answering %s: %w", requestID, err)
+	}
+	return nil
+}
 
 // answer calls the Handler (or the default), turning a panic into an error answer.
 func (c *Client) answer(ctx context.Context, req *ControlRequest) (payload any, err error) {

@@ -49,6 +49,8 @@ const (
 	SubtypeHookStarted       = "hook_started"
 	SubtypeHookProgress      = "hook_progress"
 	SubtypeHookResponse      = "hook_response"
+	SubtypeInformational     = "informational"
+	SubtypeNotification      = "notification"
 	SubtypeSuccess           = "success" // result and control_response
 	SubtypeError             = "error"   // control_response
 	SubtypeErrorDuringExec   = "error_during_execution"
@@ -184,6 +186,27 @@ type SystemPermissionDenied struct {
 	DecisionReasonCode string `json:"decision_reason_code,omitempty"`
 	DecisionReason     string `json:"decision_reason,omitempty"`
 	Message            string `json:"message,omitempty"`
+}
+
+// SystemInformational is system/informational: a notice for the person, with a level (notice,
+// warning) and often a tag naming its kind. Among them: a Stop hook not answered in time ("… didn't
+// respond, so this turn ended without it."), a hook answer that failed (tag hook_callback_failed),
+// a Stop hook overridden after blocking too often, auto mode's check unavailable (tag
+// auto_mode_no_server_check).
+type SystemInformational struct {
+	SystemHeader
+	Content string `json:"content"`
+	Level   string `json:"level,omitempty"`
+	Tag     string `json:"tag,omitempty"`
+}
+
+// SystemNotification is system/notification: a short notice meant for a terminal's status line
+// (key stop-hook-error when a Stop hook blocked, stop-hook-block-cap, …).
+type SystemNotification struct {
+	SystemHeader
+	Key      string `json:"key"`
+	Text     string `json:"text"`
+	Priority string `json:"priority,omitempty"`
 }
 
 // SystemHook is system/hook_started, system/hook_progress or system/hook_response: a hook from

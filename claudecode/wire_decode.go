@@ -242,6 +242,44 @@ func (m *SystemPermissionDenied) decode(d *jsonscan.Decoder) {
 	}
 }
 
+func (m *SystemInformational) decode(d *jsonscan.Decoder) {
+	for more := d.Object(); more; more = d.More() {
+		key := d.Key()
+		if m.field(d, key) {
+			continue
+		}
+		switch string(key) {
+		case "content":
+			d.Str(&m.Content)
+		case "level":
+			d.Name(&m.Level)
+		case "tag":
+			d.Name(&m.Tag)
+		default:
+			d.Skip()
+		}
+	}
+}
+
+func (m *SystemNotification) decode(d *jsonscan.Decoder) {
+	for more := d.Object(); more; more = d.More() {
+		key := d.Key()
+		if m.field(d, key) {
+			continue
+		}
+		switch string(key) {
+		case "key":
+			d.Name(&m.Key)
+		case "text":
+			d.Str(&m.Text)
+		case "priority":
+			d.Name(&m.Priority)
+		default:
+			d.Skip()
+		}
+	}
+}
+
 func (m *SystemHook) decode(d *jsonscan.Decoder) {
 	for more := d.Object(); more; more = d.More() {
 		key := d.Key()
@@ -750,14 +788,40 @@ func (c *CanUseTool) decode(d *jsonscan.Decoder) {
 			d.Name(&c.DecisionReasonType)
 		case "decision_reason_code":
 			d.Name(&c.DecisionReasonCode)
+		case "decision_reason_hook_event":
+			d.Name(&c.DecisionReasonHookEvent)
 		case "agent_id":
 			d.Name(&c.AgentID)
 		case "mcp_server":
-			d.Name(&c.MCPServer)
+			c.MCPServer = decodeToolServer(d)
+		case "requires_user_interaction":
+			d.Bool(&c.RequiresUserInteraction)
+		case "suppress_always_allow_rule":
+			d.Bool(&c.SuppressAlwaysAllowRule)
 		default:
 			d.Skip()
 		}
 	}
+}
+
+// decodeToolServer reads an mcp_server object; anything else is nil.
+func decodeToolServer(d *jsonscan.Decoder) *ToolServer {
+	if d.Peek() != '{' {
+		d.Skip()
+		return nil
+	}
+	s := &ToolServer{}
+	for more := d.Object(); more; more = d.More() {
+		switch string(d.Key()) {
+		case "name":
+			d.Name(&s.Name)
+		case "source":
+			d.Name(&s.Source)
+		default:
+			d.Skip()
+		}
+	}
+	return s
 }
 
 func (h *HookCallback) decode(d *jsonscan.Decoder) {
@@ -800,8 +864,16 @@ func (h *HookInput) decode(d *jsonscan.Decoder) {
 			h.ToolInput = d.Raw()
 		case "tool_use_id":
 			d.Name(&h.ToolUseID)
+		case "agent_id":
+			d.Name(&h.AgentID)
+		case "agent_type":
+			d.Name(&h.AgentType)
+		case "mcp_server":
+			h.MCPServer = decodeToolServer(d)
 		case "stop_hook_active":
 			d.Bool(&h.StopHookActive)
+		case "last_assistant_message":
+			d.Str(&h.LastAssistantMessage)
 		default:
 			d.Skip()
 		}

@@ -101,14 +101,50 @@ type Permission struct {
 	Input       json.RawMessage `json:"input,omitempty"`
 	DisplayName string          `json:"display_name,omitempty"`
 	Description string          `json:"description,omitempty"`
+	// Summary is one line a person reads first: the Bash command, the path a file tool changes or
+	// reads, the URL or query of a web tool, the first question, the plan's first line; otherwise
+	// the tool's title.
+	Summary string `json:"summary,omitempty"`
+	// Diff shows what a file tool (Write, Edit, MultiEdit, NotebookEdit) would change, as a unified
+	// diff whose hunks have no line numbers (they are not known before the tool runs).
+	Diff string `json:"diff,omitempty"`
 	// Suggestions are the CLI's permission_suggestions, verbatim.
-	Suggestions        json.RawMessage `json:"suggestions,omitempty"`
+	Suggestions json.RawMessage `json:"suggestions,omitempty"`
+	// AllowAlways are the "allow always" choices drover offers for this request: CLI permission
+	// updates (addRules, kept in the session), one of which a decision may accept. The choices
+	// depend only on the tool and its input. None are offered when the answer must be a person's
+	// each time (RequiresUserInteraction) or the CLI forbids it (a flagged dangerous command).
+	AllowAlways        json.RawMessage `json:"allow_always,omitempty"`
 	BlockedPath        string          `json:"blocked_path,omitempty"`
 	DecisionReason     string          `json:"decision_reason,omitempty"`
 	DecisionReasonType string          `json:"decision_reason_type,omitempty"`
 	AgentID            string          `json:"agent_id,omitempty"`
+	// RequiresUserInteraction is set when only a person's answer on this request will do
+	// (AskUserQuestion, ExitPlanMode).
+	RequiresUserInteraction bool `json:"requires_user_interaction,omitempty"`
+	// Questions are what an AskUserQuestion call asks.
+	Questions []Question `json:"questions,omitempty"`
+	// Plan is the plan an ExitPlanMode call presents for approval, and PlanFile the file it is
+	// kept in.
+	Plan     string `json:"plan,omitempty"`
+	PlanFile string `json:"plan_file,omitempty"`
 	// Message is why a permission was denied (permission_denied).
 	Message string `json:"message,omitempty"`
+}
+
+// Question is one question the agent asks the person, with its options.
+type Question struct {
+	Question string `json:"question"`
+	// Header is a short label for the question.
+	Header      string           `json:"header,omitempty"`
+	MultiSelect bool             `json:"multi_select,omitempty"`
+	Options     []QuestionOption `json:"options,omitempty"`
+}
+
+// QuestionOption is one answer a person may choose.
+type QuestionOption struct {
+	Label       string `json:"label"`
+	Description string `json:"description,omitempty"`
 }
 
 // Compaction phases.

@@ -31,8 +31,14 @@
 //	                      retry_delay_ms, error_status, error, status, resets_at, rate_limit_type,
 //	                      utilization}
 //	permission_request    pending_id, tool_call_id, tool_name, tool_title, normalized,
-//	                      permission {input, display_name, description, suggestions, blocked_path,
-//	                      decision_reason, decision_reason_type, agent_id}
+//	                      permission {input, display_name, description, summary, diff, suggestions,
+//	                      allow_always, blocked_path, decision_reason, decision_reason_type, agent_id,
+//	                      requires_user_interaction, questions[] {question, header, multi_select,
+//	                      options[] {label, description}}, plan, plan_file}
+//	                      summary: one line to read first (the command, the path, the question…);
+//	                      diff: what a file tool would change; allow_always: the "allow always"
+//	                      choices a decision may accept (CLI permission updates); questions: an
+//	                      AskUserQuestion call's; plan, plan_file: an ExitPlanMode call's
 //	permission_cancelled  pending_id
 //	permission_denied     tool_call_id, tool_name, tool_title, normalized, permission {message, …}
 //	compaction            compaction {phase "started" | "finished", trigger, pre_tokens, post_tokens,

@@ -261,6 +261,10 @@ func (a *Adapter) Handle(msg claudecode.Message) {
 		a.handleRateLimitEvent(m)
 	case *claudecode.Malformed:
 		a.handleMalformed(m)
+	case *claudecode.SystemInformational:
+		a.noteSession(m.SessionID) // notices for a terminal; the events already tell what happened
+	case *claudecode.SystemNotification:
+		a.noteSession(m.SessionID)
 	case *claudecode.Unknown:
 		a.handleUnknown(m)
 	case nil:

@@ -23,11 +23,7 @@ func (a *Adapter) handleControlRequest(m *claudecode.ControlRequest) {
 			Type: events.TypePermissionRequest, PendingID: m.RequestID,
 			ToolCallID: r.ToolUseID, ToolName: r.ToolName, ToolTitle: title, Normalized: p,
 			ParentToolCallID: a.taskTools[r.AgentID],
-			Permission: &events.Permission{
-				Input: compactJSON(r.Input), DisplayName: r.DisplayName, Description: r.Description,
-				Suggestions: compactJSON(r.PermissionSuggestions), BlockedPath: r.BlockedPath,
-				DecisionReason: stripANSI(r.DecisionReason), DecisionReasonType: r.DecisionReasonType, AgentID: r.AgentID,
-			},
+			Permission:       permission(r, title),
 		})
 	case m.HookCallback != nil:
 		if len(a.permissions) >= a.cfg.MaxPending {

@@ -19,8 +19,15 @@ import (
 )
 
 // TestMain fails the run if a goroutine (a client reader, a handler, a process waiter, the fake's
-// server) outlives the tests.
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// server) outlives the tests. Started by the CLI as an MCP server (mcpServerEnv), the binary serves
+// MCP instead.
+func TestMain(m *testing.M) {
+	if os.Getenv(mcpServerEnv) == "1" {
+		serveMCP(os.Stdin, os.Stdout)
+		return
+	}
+	goleak.VerifyTestMain(m)
+}
 
 var update = flag.Bool("update", false, "rewrite the recorded transcripts in ../testdata/transcripts")
 

@@ -87,6 +87,28 @@ func (h *Harness) Interrupt(ctx context.Context) error {
 	})
 }
 
+// SetPermissionMode sends set_permission_mode and records the line. Safe from any goroutine.
+func (h *Harness) SetPermissionMode(ctx context.Context, mode string) error {
+	return h.request(claudecode.RequestSetPermission, map[string]string{"mode": mode}, func(c *claudecode.Client) error {
+		return c.SetPermissionMode(ctx, mode)
+	})
+}
+
+// Answer answers one of the CLI's control requests through claudecode.Client.Answer, outside the
+// Handler, and records the line it writes.
+func (h *Harness) Answer(requestID string, payload any) error {
+	r := h.current()
+	line, err := claudecode.MarshalControlResponse(requestID, payload)
+	if err != nil {
+		return err
+	}
+	if err := r.proc.Client().Answer(requestID, payload); err != nil {
+		return err
+	}
+	r.rec.wrote(line)
+	return nil
+}
+
 // request runs one of our control requests through do and records its line in the place it was
 // written. The client chooses the request id; it is learned from the CLI's answer, so requests go
 // one at a time. An unanswered request is recorded with request_id "unanswered".
