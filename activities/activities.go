@@ -34,6 +34,7 @@ func (a *Activities) HostQueue() string { return task.HostQueue(a.engine.HostID(
 // RegisterShared registers what runs on the shared queue.
 func (a *Activities) RegisterShared(w worker.ActivityRegistry) {
 	w.RegisterActivityWithOptions(a.AssignHost, activity.RegisterOptions{Name: task.ActivityAssignHost})
+	w.RegisterActivityWithOptions(a.DeliverDecision, activity.RegisterOptions{Name: task.ActivityDeliverDecision})
 }
 
 // RegisterHost registers what runs on this host's own queue.
@@ -41,6 +42,16 @@ func (a *Activities) RegisterHost(w worker.ActivityRegistry) {
 	w.RegisterActivityWithOptions(a.RunTurn, activity.RegisterOptions{Name: task.ActivityRunTurn})
 	w.RegisterActivityWithOptions(a.InterruptTurn, activity.RegisterOptions{Name: task.ActivityInterruptTurn})
 	w.RegisterActivityWithOptions(a.StopExecutor, activity.RegisterOptions{Name: task.ActivityStopExecutor})
+	w.RegisterActivityWithOptions(a.CancelTurn, activity.RegisterOptions{Name: task.ActivityCancelTurn})
+}
+
+// CancelTurn stops the task's running turn at once as cancelled (the task was cancelled). It
+// is not an error when the turn is not running here any more.
+func (a *Activities) CancelTurn(ctx context.Context, in task.InterruptTurnInput) error {
+	if !a.engine.CancelTurn(in.TaskID, in.Turn) {
+		a.log.Info("no turn to cancel", "task_id", in.TaskID, "turn", in.Turn)
+	}
+	return nil
 }
 
 // AssignHost answers with this host's queue: the task's turns will run here.

@@ -38,12 +38,8 @@ func crashMidTurn(t *testing.T, e *env, id string, crash func(pid int), restart 
 	}
 	// Wait until the partial output of attempt 1 is in the log.
 	e.waitFor("partial output in the log", func() bool {
-		for _, ev := range e.events(id) {
-			if ev.Turn == 2 && strings.Contains(ev.Agent.Text, "PARTIAL-OUTPUT") {
-				return true
-			}
-		}
-		return false
+		_, ok := streamed(e.events(id), 2, "PARTIAL-OUTPUT")
+		return ok
 	})
 	pid := e.executorPID(id)
 	if !alive(pid) {
@@ -59,21 +55,21 @@ func crashMidTurn(t *testing.T, e *env, id string, crash func(pid int), restart 
 	}
 
 	// The log labels the lost attempt's output and marks the retry.
-	var retry, partial bool
+	var retry bool
 	var completes []loggedEvent
 	for _, ev := range e.events(id) {
 		if ev.Turn != 2 {
 			continue
 		}
-		switch {
-		case ev.Agent.Type == events.TypeTurnRetry:
+		switch ev.Agent.Type {
+		case events.TypeTurnRetry:
 			retry = ev.Attempt == 2 && ev.Agent.TurnRetry != nil && ev.Agent.TurnRetry.Attempt == 1
-		case strings.Contains(ev.Agent.Text, "PARTIAL-OUTPUT"):
-			partial = ev.Attempt == 1
-		case ev.Agent.Type == events.TypeComplete:
+		case events.TypeComplete:
 			completes = append(completes, ev)
 		}
 	}
+	attempt, partial := streamed(e.events(id), 2, "PARTIAL-OUTPUT")
+	partial = partial && attempt == 1
 	if !retry || !partial {
 		t.Errorf("turn_retry logged for attempt 2: %v; partial output labelled attempt 1: %v", retry, partial)
 	}

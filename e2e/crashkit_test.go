@@ -267,11 +267,10 @@ func turnEvents(evs []loggedEvent, turn, attempt int) []loggedEvent {
 	return out
 }
 
-// hasText reports whether one of evs is a message_chunk holding text.
+// hasText reports whether a message streamed in evs holds text.
 func hasText(evs []loggedEvent, text string) bool {
-	return slices.ContainsFunc(evs, func(ev loggedEvent) bool {
-		return ev.Agent.Type == events.TypeMessageChunk && strings.Contains(ev.Agent.Text, text)
-	})
+	_, ok := streamed(evs, 0, text)
+	return ok
 }
 
 // completes returns the main agent's complete events among evs.

@@ -178,12 +178,8 @@ func TestDatabaseConnectionsDroppedMidTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitFor("the first output", func() bool {
-		for _, ev := range e.events(id) {
-			if strings.Contains(ev.Agent.Text, "before the drop") {
-				return true
-			}
-		}
-		return false
+		_, ok := streamed(e.events(id), 0, "before the drop")
+		return ok
 	})
 	var dropped int
 	err := e.db().QueryRow(e.ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity

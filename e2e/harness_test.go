@@ -28,6 +28,7 @@ import (
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/taskclient"
 	"github.com/drover-run/drover/worker"
+	"github.com/drover-run/drover/workflows"
 )
 
 // suite is shared by every test of the package: one Temporal dev server, one
@@ -189,8 +190,7 @@ func launchWorker(owner, tb testing.TB, name string, cmd *exec.Cmd) *workerProc 
 
 // searchAttributes are drover's, for the dev server's --search-attribute.
 func searchAttributes() map[string]string {
-	return map[string]string{task.SearchStatus: "Keyword", task.SearchCostUSD: "Double",
-		task.SearchTurns: "Int", task.SearchModel: "Keyword", task.SearchWorkspace: "Keyword"}
+	return devserver.SearchAttributeFlags(workflows.SearchAttributes())
 }
 
 // portOf is the port of a host:port address.
@@ -460,4 +460,43 @@ func chainTo(entries []map[string]any, leaf string) []map[string]any {
 		u, _ = m["parentUuid"].(string)
 	}
 	return chain
+}
+
+// streamedText joins the text the log streamed for each model message, in log order, with the
+// turn and attempt it came in: what a reader of the log sees, however the text was cut into
+// events (a chunk per delta, or coalesced).
+type streamedText struct {
+	Turn, Attempt int
+	MessageID     string
+	Text          string
+}
+
+func messagesOf(evs []loggedEvent) []streamedText {
+	var out []streamedText
+	at := map[string]int{}
+	for _, ev := range evs {
+		if ev.Agent.Type != events.TypeMessageChunk || ev.Agent.ParentToolCallID != "" {
+			continue
+		}
+		key := fmt.Sprintf("%d/%d/%s", ev.Turn, ev.Attempt, ev.Agent.MessageID)
+		i, ok := at[key]
+		if !ok || ev.Agent.MessageID == "" {
+			i = len(out)
+			at[key] = i
+			out = append(out, streamedText{Turn: ev.Turn, Attempt: ev.Attempt, MessageID: ev.Agent.MessageID})
+		}
+		out[i].Text += ev.Agent.Text
+	}
+	return out
+}
+
+// streamed reports whether a message of the turn (0: any) streamed text containing s, and in
+// which attempt.
+func streamed(evs []loggedEvent, turn int, s string) (attempt int, ok bool) {
+	for _, m := range messagesOf(evs) {
+		if (turn == 0 || m.Turn == turn) && strings.Contains(m.Text, s) {
+			return m.Attempt, true
+		}
+	}
+	return 0, false
 }

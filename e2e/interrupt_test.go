@@ -27,12 +27,8 @@ func TestInterruptRunningTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitFor("the turn to stream", func() bool {
-		for _, ev := range e.events(id) {
-			if strings.Contains(ev.Agent.Text, "STARTED-LONG-ANSWER") {
-				return true
-			}
-		}
-		return false
+		_, ok := streamed(e.events(id), 0, "STARTED-LONG-ANSWER")
+		return ok
 	})
 	r, err := e.tc.Interrupt(e.ctx, id)
 	if err != nil {

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-run/drover/events"
 	fa "github.com/drover-run/drover/internal/fakeanthropic"
 	"github.com/drover-run/drover/internal/pgtest"
 	"github.com/drover-run/drover/store"
@@ -136,15 +135,15 @@ func TestDatabaseUnreachableMidTurn(t *testing.T) {
 	if st.Totals.FailedTurns != 0 {
 		t.Fatalf("state: %+v", st)
 	}
+	// Every piece of the served text is in the log once, in order: the text the log streamed
+	// for the answer is the served blocks, whole.
 	evs := e.checkLogWhole(id)
-	var chunks []string
-	for _, ev := range evs {
-		if ev.Agent.Type == events.TypeMessageChunk {
-			chunks = append(chunks, ev.Agent.Text)
-		}
+	var logged []string
+	for _, m := range messagesOf(evs) {
+		logged = append(logged, m.Text)
 	}
-	if !slices.Equal(chunks, served) {
-		t.Errorf("message chunks in the log:\n%q\nserved:\n%q", chunks, served)
+	if want := strings.Join(served, ""); len(logged) != 1 || logged[0] != want {
+		t.Errorf("the text in the log:\n%q\nserved:\n%q", logged, want)
 	}
 	rec, err = store.GetTurn(e.ctx, e.db(), id, 1)
 	if err != nil {

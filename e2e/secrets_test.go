@@ -92,12 +92,8 @@ func TestSecretsStayOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitFor("the turn to stream", func() bool {
-		for _, ev := range e.events(id) {
-			if strings.Contains(ev.Agent.Text, "STREAMING-WITH-SECRETS") {
-				return true
-			}
-		}
-		return false
+		_, ok := streamed(e.events(id), 0, "STREAMING-WITH-SECRETS")
+		return ok
 	})
 
 	// While the turn runs: no command line on the host shows a secret, and the CLI's MCP

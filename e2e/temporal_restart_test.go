@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/drover-run/drover/events"
@@ -52,12 +51,8 @@ func TestTemporalRestartMidTurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitFor("the turn to stream", func() bool {
-		for _, ev := range e.events(id) {
-			if strings.Contains(ev.Agent.Text, "working through the outage") {
-				return true
-			}
-		}
-		return false
+		_, ok := streamed(e.events(id), 0, "working through the outage")
+		return ok
 	})
 
 	srv.Kill()

@@ -41,6 +41,9 @@ func (e *Engine) RunTurn(ctx context.Context, req Request) (task.RunTurnResult, 
 		attribute.Int("drover.attempt", req.Attempt),
 	))
 	defer span.End()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	defer e.track(req.TaskID, req.Turn, cancel)()
 
 	a := &attempt{e: e, req: req, log: log}
 	stopHeartbeat := a.heartbeat(ctx)
@@ -177,6 +180,13 @@ func (a *attempt) run(ctx context.Context) (o outcome) {
 		return failed(&Error{Type: task.ErrTypeInternal, Err: err})
 	}
 	a.inTurn = true
+	ex.approvals.Store(newTurnApprovals(e, ex, req, a.log))
+	if ex.supervisable {
+		// The CLI's own plan mode, or bypass with drover's hooks deciding: as the turn's mode says.
+		if err := ex.proc.Client().SetPermissionMode(ctx, cliPermissionMode(req.Profile.PermissionMode)); err != nil {
+			return failed(&Error{Type: task.ErrTypeClaudeProtocol, Err: fmt.Errorf("setting the permission mode: %w", err)})
+		}
+	}
 	prompt := claudecode.Prompt{Text: req.Prompt.Text, Images: images, UUID: attemptPromptUUID(req.PromptUUID, req.Attempt)}
 	if err := ex.sendPrompt(ctx, prompt); err != nil {
 		// The CLI may have exited on its own (a rejected resume exits before reading any
@@ -385,14 +395,15 @@ func (e *Engine) endAttempt(ctx context.Context, req Request, f *Error) {
 func (a *attempt) executor(ctx context.Context, workspace, sessionID, resumeAt string, priorCost float64) (ex *executor, fresh bool, ferr *Error) {
 	e, req := a.e, a.req
 	if ex := e.pool.get(req.TaskID); ex != nil {
-		if ex.reusableAt(sessionID, resumeAt) {
+		if ex.reusableAt(sessionID, resumeAt) && (ex.supervisable || !supervisable(req.Profile.PermissionMode)) {
 			a.log.Debug("reusing the running claude process", "pid", ex.pid())
 			return ex, false, nil
 		}
 		e.drop(ctx, ex, "not at the committed resume point")
 	}
 
-	spec := executorSpec{stopTimeout: e.cfg.StopTimeout, backgroundWait: e.cfg.BackgroundWait}
+	spec := executorSpec{hostID: e.cfg.HostID, stopTimeout: e.cfg.StopTimeout, backgroundWait: e.cfg.BackgroundWait,
+		supervisable: supervisable(req.Profile.PermissionMode)}
 	spec.cmd = e.command(req.Profile, workspace)
 	if sessionID != "" && resumeAt != "" {
 		spec.cmd.Resume, spec.cmd.ResumeSessionAt = sessionID, resumeAt
@@ -420,7 +431,7 @@ func (a *attempt) executor(ctx context.Context, workspace, sessionID, resumeAt s
 		}
 		return nil, false, &Error{Type: task.ErrTypeClaudeStartFailed, Err: err}
 	}
-	if err := ex.initialize(ctx, initializeRequest(req.Profile)); err != nil {
+	if err := ex.initialize(ctx, initializeRequest(spec.supervisable)); err != nil {
 		ex.stop(ctx, "initialize failed")
 		<-ex.exited
 		var rr *claudecode.ResumeRejectedError
@@ -438,10 +449,6 @@ func (a *attempt) executor(ctx context.Context, workspace, sessionID, resumeAt s
 	go ex.learnContextWindow(2 * e.cfg.StopTimeout)
 	a.log.Info("claude started", "pid", ex.pid(), "session_id", spec.sessionID, "resume_at", spec.resumeAt)
 	return ex, true, nil
-}
-
-func initializeRequest(task.Profile) claudecode.InitializeRequest {
-	return claudecode.InitializeRequest{}
 }
 
 // closeLostToolCalls closes, in the log, the tool calls that attempts lost with their worker
@@ -550,8 +557,6 @@ func validateRequest(r Request) error {
 		return fmt.Errorf("the prompt uuid %q is not a uuid", r.PromptUUID)
 	case !r.Profile.PermissionMode.Valid():
 		return fmt.Errorf("unknown permission mode %q (allowed: autonomous, supervised, plan)", r.Profile.PermissionMode)
-	case r.Profile.PermissionMode != "" && r.Profile.PermissionMode != task.Autonomous:
-		return fmt.Errorf("permission mode %q is not available yet: tasks run autonomous", r.Profile.PermissionMode)
 	case r.Profile.MaxTurns < 0:
 		return fmt.Errorf("max turns %d is negative", r.Profile.MaxTurns)
 	}

@@ -54,9 +54,10 @@ type Claude struct {
 	// CLAUDE_CONFIG_DIR, DROVER_*, and HOME when Home is set. Values an MCP server
 	// configuration names as ${VAR} come from here.
 	Env []string
-	// PartialMessages asks the CLI for stream_event deltas, so text reaches the event log as it
-	// is generated rather than a block at a time.
-	PartialMessages bool
+	// BlockMessages runs the CLI without --include-partial-messages: text and thinking then
+	// reach the event log a whole block at a time. By default they stream as they are generated
+	// (the log coalesces what arrives while a write is in flight).
+	BlockMessages bool
 	// Guard, when set, is the command that supervises each CLI process (see claudecode.Guard):
 	// the CLI runs as its child, and the whole tree the CLI started is killed when the worker
 	// dies, however it dies. Typically the worker's own executable and its guard subcommand.
@@ -98,6 +99,9 @@ type Config struct {
 	DebugDir string
 	// Launcher starts CLI processes. Nil runs Claude.Bin.
 	Launcher Launcher
+	// Notifier hears about permission requests (supervised and plan modes). Nil: nobody is
+	// told; decisions still reach waiting requests through Postgres.
+	Notifier Notifier
 	// Logger receives the engine's logs. Nil means silent.
 	Logger *slog.Logger
 	// Tracer traces turns. Defaults to the global provider's tracer.

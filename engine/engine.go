@@ -3,29 +3,47 @@ package engine
 import (
 	"context"
 	"sync"
+	"time"
 
+	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 )
 
 // Engine runs the turns of the tasks this host serves. It is safe for concurrent use: turns of
 // different tasks run in parallel; a task runs one turn at a time (the workflow sees to it).
 type Engine struct {
-	cfg  Config
-	pool *pool
+	cfg       Config
+	pool      *pool
+	decisions *decisions
 
 	// interrupts remembers interrupts that arrived for a turn not running yet (still queued on
 	// this host, or between two attempts): task id → turn.
 	interruptsMu sync.Mutex
 	interrupts   map[string]int
+
+	// running are the attempts running on this host, by task, so that a cancelled task's turn
+	// can be stopped at once.
+	runningMu sync.Mutex
+	running   map[string]runningAttempt
 }
 
-// New checks cfg and returns an engine.
+// runningAttempt is an attempt in progress and the way to cancel it.
+type runningAttempt struct {
+	turn   int
+	cancel context.CancelCauseFunc
+}
+
+// New checks cfg and returns an engine. It removes the private folders an earlier run of the
+// same host left (see Claude.Env and MCP configuration): call it once per host process.
 func New(cfg Config) (*Engine, error) {
 	cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &Engine{cfg: cfg, pool: newPool(), interrupts: make(map[string]int)}, nil
+	removeLeftoverDirs(cfg.HostID, cfg.Logger)
+	e := &Engine{cfg: cfg, pool: newPool(), interrupts: make(map[string]int), running: make(map[string]runningAttempt)}
+	e.decisions = newDecisions(cfg.DB, func(msg string, args ...any) { cfg.Logger.Warn(msg, args...) })
+	return e, nil
 }
 
 // HostID is the identity of the host the engine runs on.
@@ -56,6 +74,11 @@ type Request struct {
 	LastMessageUUID string
 	// PreviousFailure says why the previous attempt failed, for the turn_retry event.
 	PreviousFailure string
+	// Grants are the permissions granted for the rest of the task so far ("allow always").
+	Grants []task.Grant
+	// ApprovalTimeout is how long a permission request waits for a person. Defaults to
+	// task.DefaultApprovalTimeout.
+	ApprovalTimeout time.Duration
 	// Heartbeat, when set, is called from the start of the attempt to its end, every
 	// Config.HeartbeatInterval, with the sequence number of the last event stored.
 	Heartbeat func(lastSeq int64)
@@ -90,6 +113,33 @@ func (e *Engine) takeInterrupt(taskID string, turn int) bool {
 	return t == turn
 }
 
+// CancelTurn stops the task's running turn as cancelled (the task was cancelled): its attempt
+// ends with Cancelled at once. It reports whether such a turn was running here.
+func (e *Engine) CancelTurn(taskID string, turn int) bool {
+	e.runningMu.Lock()
+	r, ok := e.running[taskID]
+	e.runningMu.Unlock()
+	if !ok || r.turn != turn {
+		return false
+	}
+	r.cancel(context.Canceled)
+	return true
+}
+
+// track registers a running attempt; the returned function forgets it.
+func (e *Engine) track(taskID string, turn int, cancel context.CancelCauseFunc) func() {
+	e.runningMu.Lock()
+	e.running[taskID] = runningAttempt{turn: turn, cancel: cancel}
+	e.runningMu.Unlock()
+	return func() {
+		e.runningMu.Lock()
+		if r, ok := e.running[taskID]; ok && r.turn == turn {
+			delete(e.running, taskID)
+		}
+		e.runningMu.Unlock()
+	}
+}
+
 // StopTask stops the task's CLI process on this host, if any, and forgets the task's pending
 // interrupt.
 func (e *Engine) StopTask(ctx context.Context, taskID string) {
@@ -98,6 +148,10 @@ func (e *Engine) StopTask(ctx context.Context, taskID string) {
 	e.interruptsMu.Unlock()
 	if ex := e.pool.remove(taskID); ex != nil {
 		e.retire(ctx, ex, "task stopped")
+	}
+	// Nothing asks any more: what still waits for a person is closed.
+	if _, err := store.CancelPermissions(context.WithoutCancel(ctx), e.cfg.DB, taskID, "", "the task stopped"); err != nil {
+		e.cfg.Logger.Warn("closing the stopped task's permission requests", "task_id", taskID, "error", err)
 	}
 }
 
@@ -109,4 +163,5 @@ func (e *Engine) Close(ctx context.Context) {
 		wg.Go(func() { e.retire(ctx, ex, "worker shutting down") })
 	}
 	wg.Wait()
+	e.decisions.close()
 }

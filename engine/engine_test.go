@@ -41,7 +41,7 @@ func newRig(t *testing.T, script func(c *fakecli.CLI), mutate ...func(*engine.Co
 	r := &rig{t: t, ctx: t.Context(), db: pgtest.NewPool(t), workspace: t.TempDir(), taskID: "task-" + uuid.NewString()[:8]}
 	r.cli = &fakecli.Launcher{Script: script}
 	cfg := engine.Config{
-		DB: r.db, HostID: "host-test", Claude: engine.Claude{Bin: "claude"}, Launcher: r.cli,
+		DB: r.db, HostID: "host-" + r.taskID, Claude: engine.Claude{Bin: "claude"}, Launcher: r.cli,
 		HeartbeatInterval: 20 * time.Millisecond, StopTimeout: 200 * time.Millisecond, CommitRetry: 2 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	}
@@ -169,7 +169,7 @@ func TestCompletedTurnIsCommittedAndItsProcessKept(t *testing.T) {
 	}
 	x := r.executor()
 	if x.Status != store.ExecutorIdle || x.PID == 0 || x.SessionID != res.SessionID || x.LastMessageUUID != res.LastMessageUUID ||
-		x.AttemptID != req.AttemptID || x.HostID != "host-test" || string(x.AttemptToken) != "token-1-1" || x.Turn != 1 {
+		x.AttemptID != req.AttemptID || x.HostID != "host-"+r.taskID || string(x.AttemptToken) != "token-1-1" || x.Turn != 1 {
 		t.Fatalf("executor row = %+v", x)
 	}
 	rec := r.turn(1)
@@ -237,8 +237,8 @@ func TestEveryExitPath(t *testing.T) {
 	cases := []exitCase{
 		{name: "invalid prompt uuid", script: reply, wantType: task.ErrTypeInvalidInput,
 			prepare: func(r *rig, req *engine.Request) { req.PromptUUID = "nope" }},
-		{name: "supervised mode not available", script: reply, wantType: task.ErrTypeInvalidInput,
-			prepare: func(r *rig, req *engine.Request) { req.Profile.PermissionMode = task.Supervised }},
+		{name: "unknown permission mode", script: reply, wantType: task.ErrTypeInvalidInput,
+			prepare: func(r *rig, req *engine.Request) { req.Profile.PermissionMode = "yolo" }},
 		{name: "empty prompt", script: reply, wantType: task.ErrTypeInvalidInput,
 			prepare: func(r *rig, req *engine.Request) { req.Prompt.Text = "  " }},
 		{name: "attachment outside the workspace", script: reply, wantType: task.ErrTypeInvalidInput,
@@ -871,5 +871,43 @@ func TestContextWindowComesFromTheCLI(t *testing.T) {
 		if w.Size != fakecli.DefaultUsage.ContextWindow || w.Model != fakecli.Model {
 			t.Fatalf("context window %+v, want the CLI's own (%d, %s)", w, fakecli.DefaultUsage.ContextWindow, fakecli.Model)
 		}
+	}
+}
+
+func TestCancelTurnStopsTheRunningAttemptAtOnce(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, func(c *fakecli.CLI) {
+		c.Serve(func(c *fakecli.CLI, p fakecli.Line) {
+			c.Init()
+			c.Text("m", "working")
+			<-c.Interrupted()
+			c.Hang()
+		})
+	})
+	if r.eng.CancelTurn(r.taskID, 1) {
+		t.Fatal("CancelTurn found a turn before any ran")
+	}
+	done := make(chan *engine.Error)
+	go func() {
+		_, e := r.run(r.req(1, 1, "go"))
+		done <- e
+	}()
+	for {
+		if x, err := store.GetExecutor(r.ctx, r.db, r.taskID); err == nil && x.Status == store.ExecutorRunning {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if r.eng.CancelTurn(r.taskID, 2) {
+		t.Fatal("CancelTurn cancelled another turn")
+	}
+	if !r.eng.CancelTurn(r.taskID, 1) {
+		t.Fatal("CancelTurn did not find the running turn")
+	}
+	if e := <-done; e == nil || e.Type != task.ErrTypeCancelled {
+		t.Fatalf("err = %v, want Cancelled", e)
+	}
+	if x := r.executor(); x.Status != store.ExecutorStopped || r.turn(1).Status != store.TurnFailed {
+		t.Fatalf("row %+v, turn %+v", x, r.turn(1))
 	}
 }

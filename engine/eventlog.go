@@ -13,16 +13,21 @@ import (
 	"github.com/drover-run/drover/store"
 )
 
-// errEventBacklog is returned when Postgres has been unreachable for so long
-// that the attempt's unwritten events passed the backlog bound.
+// errEventBacklog is returned when Postgres has been unreachable for so long that the attempt's
+// unwritten events passed the backlog bound.
 var errEventBacklog = errors.New("event log backlog is full: Postgres unreachable")
 
-// eventLog appends one attempt's events to the task's log in small batches.
-// Emit never blocks on Postgres: events wait in memory until the background
-// writer (run) or a final Flush stores them, in order, retrying through
-// transient database failures. Nothing emitted is dropped while the attempt
-// lives; a backlog past maxBacklog fails the attempt instead of growing
-// without bound.
+// eventLog appends one attempt's events to the task's log.
+//
+// Emit never blocks on Postgres: events wait in memory until the writer (run) or a final Flush
+// stores them, in order, retrying through transient database failures. The writer commits
+// whatever is queued as soon as the previous write is done (group commit): an event waits for at
+// most one write in flight, never for a timer. Text that streams in while a write is in flight
+// is coalesced: consecutive message_chunk (or reasoning) events of one message become one event,
+// so the log grows by a row per write rather than a row per token.
+//
+// Nothing emitted is dropped while the attempt lives; a backlog past maxBacklog fails the
+// attempt instead of growing without bound.
 type eventLog struct {
 	db      store.DB
 	taskID  string
@@ -32,10 +37,9 @@ type eventLog struct {
 
 	maxBatch   int
 	maxBacklog int
-	interval   time.Duration
 
 	mu      sync.Mutex
-	buf     []store.EventInput
+	buf     []events.AgentEvent
 	lastSeq int64
 	failed  error
 	wake    chan struct{}
@@ -45,19 +49,13 @@ type eventLog struct {
 func newEventLog(db store.DB, taskID string, turn, attempt int, logger *slog.Logger) *eventLog {
 	return &eventLog{
 		db: db, taskID: taskID, turn: turn, attempt: attempt, logger: logger,
-		maxBatch: 64, maxBacklog: 200_000, interval: 50 * time.Millisecond,
+		maxBatch: 256, maxBacklog: 200_000,
 		wake: make(chan struct{}, 1),
 	}
 }
 
-// Emit queues one event. It is safe for concurrent use.
+// Emit queues one event and wakes the writer. It is safe for concurrent use.
 func (l *eventLog) Emit(ev events.AgentEvent) {
-	payload, err := json.Marshal(ev)
-	if err != nil {
-		// An AgentEvent that cannot be encoded is a bug in the adapter; keep a
-		// trace of it rather than losing the slot silently.
-		payload, _ = json.Marshal(map[string]string{"type": string(events.TypeError), "encode_error": err.Error()})
-	}
 	l.mu.Lock()
 	if len(l.buf) >= l.maxBacklog {
 		if l.failed == nil {
@@ -66,14 +64,11 @@ func (l *eventLog) Emit(ev events.AgentEvent) {
 		l.mu.Unlock()
 		return
 	}
-	l.buf = append(l.buf, store.EventInput{Turn: l.turn, Attempt: l.attempt, Type: string(ev.Type), Payload: payload})
-	full := len(l.buf) >= l.maxBatch
+	l.buf = append(l.buf, ev)
 	l.mu.Unlock()
-	if full {
-		select {
-		case l.wake <- struct{}{}:
-		default:
-		}
+	select {
+	case l.wake <- struct{}{}:
+	default:
 	}
 }
 
@@ -91,38 +86,43 @@ func (l *eventLog) LastSeq() int64 {
 	return l.lastSeq
 }
 
-// run writes queued events every interval, or sooner when a batch fills up,
-// until ctx ends. Write errors are logged and retried on the next round.
+// run writes queued events whenever there are some, until ctx ends. A failed write is logged
+// and retried with backoff.
 func (l *eventLog) run(ctx context.Context) {
-	t := time.NewTicker(l.interval)
-	defer t.Stop()
+	backoff := 50 * time.Millisecond
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
 		case <-l.wake:
 		}
-		if err := l.writeOnce(ctx); err != nil && ctx.Err() == nil {
-			l.logger.Warn("appending events failed; will retry", "task_id", l.taskID, "error", err)
+		for {
+			err := l.writeOnce(ctx)
+			if err == nil {
+				backoff = 50 * time.Millisecond
+				break
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			l.logger.Warn("appending events failed; will retry", "task_id", l.taskID, "error", err, "backoff", backoff)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(backoff*2, 2*time.Second)
 		}
 	}
 }
 
-// Flush stores every queued event, retrying with backoff until it succeeds or
-// ctx ends.
+// Flush stores every queued event, retrying with backoff until it succeeds or ctx ends.
 func (l *eventLog) Flush(ctx context.Context) error {
 	backoff := 50 * time.Millisecond
 	for {
 		err := l.writeOnce(ctx)
 		if err == nil {
-			l.mu.Lock()
-			empty := len(l.buf) == 0
-			l.mu.Unlock()
-			if empty {
-				return nil
-			}
-			continue
+			return nil
 		}
 		l.logger.Warn("flushing events failed; retrying", "task_id", l.taskID, "error", err, "backoff", backoff)
 		select {
@@ -134,29 +134,76 @@ func (l *eventLog) Flush(ctx context.Context) error {
 	}
 }
 
-// writeOnce stores up to a few batches of what is queued.
+// writeOnce stores everything queued, a batch at a time.
 func (l *eventLog) writeOnce(ctx context.Context) error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
-	for range 16 {
+	for {
 		l.mu.Lock()
-		n := min(len(l.buf), l.maxBatch*4)
-		batch := l.buf[:n:n]
+		n := len(l.buf)
+		queued := l.buf[:n:n]
 		l.mu.Unlock()
 		if n == 0 {
 			return nil
 		}
-		_, last, err := store.AppendEvents(ctx, l.db, l.taskID, batch)
+		batch, used := coalesce(queued, l.maxBatch)
+		inputs := make([]store.EventInput, len(batch))
+		for i, ev := range batch {
+			inputs[i] = store.EventInput{Turn: l.turn, Attempt: l.attempt, Type: string(ev.Type), Payload: encode(ev)}
+		}
+		_, last, err := store.AppendEvents(ctx, l.db, l.taskID, inputs)
 		if err != nil {
 			return err
 		}
 		l.mu.Lock()
-		l.buf = l.buf[n:]
+		l.buf = l.buf[used:]
 		if len(l.buf) == 0 {
 			l.buf = nil
 		}
 		l.lastSeq = last
 		l.mu.Unlock()
 	}
-	return nil
+}
+
+// coalesce takes events from the head of queued, up to max of them once merged, joining
+// consecutive text of one message into one event, and returns them with how many queued events
+// they stand for.
+func coalesce(queued []events.AgentEvent, max int) (batch []events.AgentEvent, used int) {
+	for used < len(queued) {
+		ev := queued[used]
+		if n := len(batch); n > 0 && mergeable(batch[n-1], ev) {
+			last := &batch[n-1]
+			last.Text += ev.Text
+			last.ReasoningText += ev.ReasoningText
+			used++
+			continue
+		}
+		if len(batch) == max {
+			break
+		}
+		batch = append(batch, ev)
+		used++
+	}
+	return batch, used
+}
+
+// mergeable reports whether next continues prev's text: both streamed pieces of the same
+// message, of the same kind, from the same agent.
+func mergeable(prev, next events.AgentEvent) bool {
+	if prev.Type != next.Type || (prev.Type != events.TypeMessageChunk && prev.Type != events.TypeReasoning) {
+		return false
+	}
+	return prev.MessageID != "" && prev.MessageID == next.MessageID &&
+		prev.ParentToolCallID == next.ParentToolCallID && prev.SessionID == next.SessionID &&
+		prev.Time.IsZero() && next.Time.IsZero()
+}
+
+func encode(ev events.AgentEvent) json.RawMessage {
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		// An AgentEvent that cannot be encoded is a bug in the adapter; keep a trace of it
+		// rather than losing the slot silently.
+		payload, _ = json.Marshal(map[string]string{"type": string(events.TypeError), "encode_error": err.Error()})
+	}
+	return payload
 }

@@ -2,11 +2,13 @@ package engine
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,6 +42,12 @@ type executor struct {
 	// privateDir holds files only this process may read (its MCP configuration); removed
 	// when it stops.
 	privateDir string
+	// supervisable: the process was launched so that permission requests reach drover
+	// (bypass, stdio permission prompts, drover's hooks): it can serve any mode. Otherwise it
+	// runs autonomous only.
+	supervisable bool
+	// approvals answers the control requests of the running turn; nil between turns.
+	approvals atomic.Pointer[turnApprovals]
 
 	mu        sync.Mutex
 	sink      streamjson.Sink     // the running turn's; nil between turns
@@ -68,8 +76,9 @@ type executor struct {
 	// this one.
 	background map[string]struct{}
 	pending    *events.Completion // accumulated results while background work runs
-	bgTimer    *time.Timer
-	bgWait     time.Duration
+
+	bgTimer *time.Timer
+	bgWait  time.Duration
 
 	lastSeen atomic.Int64 // unix nanoseconds of the last line read
 
@@ -80,14 +89,33 @@ type executor struct {
 	stopTO   time.Duration
 }
 
+// privateDirPattern names the private folders of a host's CLI processes, so that a host that
+// starts again can remove the ones its earlier run left (see removeLeftoverDirs).
+func privateDirPattern(hostID string) string {
+	// Hex keeps the name safe and makes the prefix of one host never the prefix of another's.
+	return "drover-claude-" + hex.EncodeToString([]byte(hostID)) + "-"
+}
+
+// removeLeftoverDirs removes the private folders an earlier run of this host left behind (its
+// processes were killed with it): they may hold MCP configuration.
+func removeLeftoverDirs(hostID string, log *slog.Logger) {
+	matches, _ := filepath.Glob(filepath.Join(os.TempDir(), privateDirPattern(hostID)+"*"))
+	for _, m := range matches {
+		if err := os.RemoveAll(m); err != nil {
+			log.Warn("removing a private folder left by an earlier run", "path", m, "error", err)
+		}
+	}
+}
+
 // executorSpec is everything needed to start the CLI for a task.
 type executorSpec struct {
+	hostID            string
+	supervisable      bool
 	cmd               claudecode.Command
 	sessionID         string // the session the process will serve
 	resumeSessionID   string // set when it resumes an existing session
 	resumeAt          string
 	priorTotalCostUSD float64
-	handler           claudecode.Handler
 	debug             *streamjson.DebugCapture
 	stopTimeout       time.Duration
 	backgroundWait    time.Duration
@@ -96,22 +124,24 @@ type executorSpec struct {
 // startExecutor starts the CLI and the reading goroutine.
 func startExecutor(ctx context.Context, launcher Launcher, taskID string, spec executorSpec, logger *slog.Logger) (*executor, error) {
 	ex := &executor{
-		taskID:     taskID,
-		logger:     logger,
-		debug:      spec.debug,
-		exited:     make(chan struct{}),
-		stopTO:     spec.stopTimeout,
-		clean:      true,
-		bgWait:     spec.backgroundWait,
-		sessionID:  spec.sessionID,
-		position:   spec.resumeAt,
-		background: make(map[string]struct{}),
+		taskID:       taskID,
+		logger:       logger,
+		debug:        spec.debug,
+		exited:       make(chan struct{}),
+		stopTO:       spec.stopTimeout,
+		clean:        true,
+		bgWait:       spec.backgroundWait,
+		sessionID:    spec.sessionID,
+		position:     spec.resumeAt,
+		background:   make(map[string]struct{}),
+		supervisable: spec.supervisable,
 	}
 	adapter, err := streamjson.New(streamjson.Config{
 		Sink:              streamjson.SinkFunc(ex.emit),
 		ResumedSessionID:  spec.resumeSessionID,
 		PartialMessages:   spec.cmd.IncludePartialMessages,
 		PriorTotalCostUSD: spec.priorTotalCostUSD,
+		HostPermissions:   true, // the engine records, reports and answers them (turnApprovals)
 		Logger:            logger,
 	})
 	if err != nil {
@@ -122,7 +152,7 @@ func startExecutor(ctx context.Context, launcher Launcher, taskID string, spec e
 	if len(cmd.MCPServers) > 0 {
 		// The MCP configuration may hold credentials: it goes to the CLI as a file only the
 		// worker's user can read, never in argv.
-		dir, err := os.MkdirTemp("", "drover-claude-")
+		dir, err := os.MkdirTemp("", privateDirPattern(spec.hostID))
 		if err != nil {
 			return nil, fmt.Errorf("making a private folder for the MCP configuration: %w", err)
 		}
@@ -130,7 +160,7 @@ func startExecutor(ctx context.Context, launcher Launcher, taskID string, spec e
 		cmd.MCPConfigFile = dir + "/mcp.json"
 	}
 	pcfg := claudecode.ProcessConfig{
-		Client:      claudecode.ClientConfig{Handler: spec.handler, Logger: logger},
+		Client:      claudecode.ClientConfig{Handler: ex, Logger: logger},
 		StopTimeout: spec.stopTimeout,
 		TermTimeout: spec.stopTimeout,
 	}
@@ -208,6 +238,18 @@ func (ex *executor) emit(ev events.AgentEvent) {
 			}
 		}
 	}
+}
+
+// HandleControl answers the CLI's control requests through the running turn's approvals.
+// Between turns nothing may run: a tool call is denied, a hook has no opinion.
+func (ex *executor) HandleControl(ctx context.Context, req *claudecode.ControlRequest) (any, error) {
+	if a := ex.approvals.Load(); a != nil {
+		return a.HandleControl(ctx, req)
+	}
+	if req.CanUseTool != nil {
+		return claudecode.DenyTool("no turn is running", false), nil
+	}
+	return claudecode.HookOutput{}, nil
 }
 
 // maxHeld bounds the events kept between two turns.
@@ -374,6 +416,7 @@ func (ex *executor) endTurn(sessionID, committed, owner string) {
 	ex.busy = false
 	ex.idleAt = time.Now()
 	ex.sink = nil
+	ex.approvals.Store(nil)
 	ex.pending = nil
 	if ex.bgTimer != nil {
 		ex.bgTimer.Stop()

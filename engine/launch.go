@@ -48,7 +48,7 @@ func (e *Engine) command(p task.Profile, workspace string) claudecode.Command {
 		Path:                   e.cfg.Claude.Bin,
 		Dir:                    workspace,
 		Model:                  p.Model,
-		IncludePartialMessages: e.cfg.Claude.PartialMessages,
+		IncludePartialMessages: !e.cfg.Claude.BlockMessages,
 		MaxTurns:               p.MaxTurns,
 		AppendSystemPrompt:     p.AppendSystemPrompt,
 		APIKey:                 e.cfg.Claude.APIKey,
@@ -63,10 +63,44 @@ func (e *Engine) command(p task.Profile, workspace string) claudecode.Command {
 			c.MCPServers[name] = claudecode.MCPServer{Command: s.Command, Args: s.Args, Env: s.Env, Type: s.Type, URL: s.URL, Headers: s.Headers}
 		}
 	}
-	// Autonomous is the one mode that runs (validation refuses the others until human approval
-	// reaches the CLI).
-	c.DangerouslySkipPermissions = true
+	if supervisable(p.PermissionMode) {
+		// Every mode from one launch (docs/cli-behaviour.md, Permissions): bypass, with
+		// permission prompts and drover's hooks coming to drover, which answers as the task's
+		// mode says; plan mode is the CLI's own, entered with set_permission_mode.
+		c.PermissionMode = claudecode.PermissionBypass
+		c.PermissionPromptToolStdio = true
+	} else {
+		c.DangerouslySkipPermissions = true
+	}
 	return c
+}
+
+// supervisable reports whether a task in mode m needs a process that brings permission
+// requests to drover. An autonomous task runs without: its tools need nobody's leave.
+func supervisable(m task.PermissionMode) bool {
+	return m == task.Supervised || m == task.Plan
+}
+
+// initializeRequest registers drover's hooks on a process that brings permission requests to
+// drover: a PreToolUse hook on every tool that is not read-only, and a bounded Stop hook.
+func initializeRequest(hooked bool) claudecode.InitializeRequest {
+	if !hooked {
+		return claudecode.InitializeRequest{}
+	}
+	hooks := claudecode.SupervisedHooks(hookToolApproval, hookStopCheck)
+	for i := range hooks[claudecode.HookStop] {
+		hooks[claudecode.HookStop][i].Timeout = stopHookTimeout.Seconds()
+	}
+	return claudecode.InitializeRequest{Hooks: hooks}
+}
+
+// cliPermissionMode is the CLI's permission mode for a task in mode m, on a process that
+// brings permission requests to drover.
+func cliPermissionMode(m task.PermissionMode) string {
+	if m == task.Plan {
+		return claudecode.PermissionPlan
+	}
+	return claudecode.PermissionBypass
 }
 
 // childEnv is the CLI's environment: Claude.Env minus what the engine sets itself (the API

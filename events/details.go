@@ -1,6 +1,9 @@
 package events
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Data holds the details of session_status and complete events under the "data" key.
 type Data struct {
@@ -130,6 +133,11 @@ type Permission struct {
 	PlanFile string `json:"plan_file,omitempty"`
 	// Message is why a permission was denied (permission_denied).
 	Message string `json:"message,omitempty"`
+	// Reasked marks a request asked again after a retry of its turn, about something the lost
+	// attempt had not asked (or that was not decided the same way).
+	Reasked bool `json:"reasked,omitempty"`
+	// Deadline is when the request is denied if nobody answers it.
+	Deadline time.Time `json:"deadline,omitzero"`
 }
 
 // Question is one question the agent asks the person, with its options.

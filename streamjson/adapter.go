@@ -45,6 +45,10 @@ type Config struct {
 	// MaxPending bounds how many open tool calls, announced prompts and permission requests the
 	// adapter remembers. Defaults to DefaultMaxPending.
 	MaxPending int
+	// HostPermissions says the host records and reports permission requests itself (under ids
+	// of its own, durably): the adapter then emits no permission_request or
+	// permission_cancelled events. PermissionEvent builds the event for the host.
+	HostPermissions bool
 	// Logger receives debug logs about ignored messages. Nil means silent.
 	Logger *slog.Logger
 }

@@ -8,8 +8,9 @@ import (
 	"github.com/drover-run/drover/events"
 )
 
-// handleControlRequest turns a can_use_tool request into a permission_request event. Hook
-// callbacks and other requests produce no event (the client answers them).
+// handleControlRequest turns a can_use_tool request into a permission_request event (unless
+// the host reports its requests itself: Config.HostPermissions). Hook callbacks and other
+// requests produce no event (the client answers them).
 func (a *Adapter) handleControlRequest(m *claudecode.ControlRequest) {
 	switch {
 	case m.CanUseTool != nil:
@@ -17,14 +18,9 @@ func (a *Adapter) handleControlRequest(m *claudecode.ControlRequest) {
 			clear(a.permissions)
 		}
 		a.permissions[m.RequestID] = true
-		r := m.CanUseTool
-		p, title := normalizeToolCall(r.ToolName, r.Input)
-		a.emit(events.AgentEvent{
-			Type: events.TypePermissionRequest, PendingID: m.RequestID,
-			ToolCallID: r.ToolUseID, ToolName: r.ToolName, ToolTitle: title, Normalized: p,
-			ParentToolCallID: a.taskTools[r.AgentID],
-			Permission:       permission(r, title),
-		})
+		if !a.cfg.HostPermissions {
+			a.emit(a.permissionEvent(m))
+		}
 	case m.HookCallback != nil:
 		if len(a.permissions) >= a.cfg.MaxPending {
 			clear(a.permissions)
@@ -44,7 +40,33 @@ func (a *Adapter) handleControlCancel(m *claudecode.ControlCancelRequest) {
 		return
 	}
 	delete(a.permissions, m.RequestID)
-	a.emit(events.AgentEvent{Type: events.TypePermissionCancelled, PendingID: m.RequestID})
+	if !a.cfg.HostPermissions {
+		a.emit(events.AgentEvent{Type: events.TypePermissionCancelled, PendingID: m.RequestID})
+	}
+}
+
+// PermissionEvent is the permission_request event of a can_use_tool request, as the adapter
+// would emit it (PendingID is the CLI's request id): for a host that reports its requests
+// itself, under an id of its own (Config.HostPermissions).
+func (a *Adapter) PermissionEvent(m *claudecode.ControlRequest) events.AgentEvent {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ev := a.permissionEvent(m)
+	if ev.SessionID == "" {
+		ev.SessionID = a.sessionID
+	}
+	return ev
+}
+
+func (a *Adapter) permissionEvent(m *claudecode.ControlRequest) events.AgentEvent {
+	r := m.CanUseTool
+	p, title := normalizeToolCall(r.ToolName, r.Input)
+	return events.AgentEvent{
+		Type: events.TypePermissionRequest, PendingID: m.RequestID,
+		ToolCallID: r.ToolUseID, ToolName: r.ToolName, ToolTitle: title, Normalized: p,
+		ParentToolCallID: a.taskTools[r.AgentID],
+		Permission:       permission(r, title),
+	}
 }
 
 // handleRateLimitEvent reports the account's usage-limit state.

@@ -32,6 +32,9 @@ const (
 	ActivityRunTurn       = "RunTurn"
 	ActivityInterruptTurn = "InterruptTurn"
 	ActivityStopExecutor  = "StopExecutor"
+	// ActivityCancelTurn stops a running turn at once when its task is cancelled, instead of
+	// waiting for the attempt to learn of the cancellation from its next heartbeat.
+	ActivityCancelTurn = "CancelTurn"
 )
 
 // SharedQueue is the default task queue every worker polls for workflows and
@@ -81,6 +84,9 @@ type Profile struct {
 	Model string `json:"model,omitempty"`
 	// PermissionMode defaults to Autonomous.
 	PermissionMode PermissionMode `json:"permission_mode,omitempty"`
+	// AfterPlan is the mode a Plan task continues in once a person approves its plan:
+	// Autonomous (the default) or Supervised.
+	AfterPlan PermissionMode `json:"after_plan,omitempty"`
 	// MaxTurns bounds the agentic loop of one turn (--max-turns); 0 means no bound.
 	MaxTurns int `json:"max_turns,omitempty"`
 	// MCPServers are handed to the CLI with --mcp-config, by name.
@@ -101,6 +107,10 @@ type Params struct {
 	TurnTimeout time.Duration `json:"turn_timeout,omitempty"`
 	// MaxAttempts bounds the attempts of one turn. Defaults to 3.
 	MaxAttempts int `json:"max_attempts,omitempty"`
+	// ApprovalTimeout is how long a permission request waits for a person before it is denied
+	// (supervised and plan modes). Defaults to DefaultApprovalTimeout; a person can extend one
+	// request's deadline.
+	ApprovalTimeout time.Duration `json:"approval_timeout,omitempty"`
 	// Carry is the state handed over by continue-as-new; nil on a new task.
 	Carry *Carry `json:"carry,omitempty"`
 }
@@ -110,6 +120,8 @@ type Prompt struct {
 	Text string `json:"text"`
 	// Attachments are workspace-relative paths of files (images) to attach.
 	Attachments []string `json:"attachments,omitempty"`
+	// Mode, when set, is the permission mode the task runs in from this prompt's turn on.
+	Mode PermissionMode `json:"mode,omitempty"`
 }
 
 // PromptAccepted is the result of UpdatePrompt.
@@ -162,6 +174,12 @@ type Carry struct {
 	// one after a continue-as-new gets the first answer instead of a second
 	// turn (Temporal deduplicates Update ids only within a run).
 	Recent []RecentPrompt `json:"recent,omitempty"`
+	// Awaiting are the permission requests waiting for a decision.
+	Awaiting []PendingRequest `json:"awaiting,omitempty"`
+	// Grants are the permissions granted for the rest of the task ("allow always").
+	Grants []Grant `json:"grants,omitempty"`
+	// Decided are the latest decisions, so that a decision sent twice is told it came late.
+	Decided []DecisionRecord `json:"decided,omitempty"`
 }
 
 // RecentPrompt is one accepted prompt Update and the answer it got.
@@ -193,6 +211,10 @@ type State struct {
 	Totals          Totals         `json:"totals"`
 	Pending         []QueuedPrompt `json:"pending,omitempty"`
 	LastError       string         `json:"last_error,omitempty"`
+	// Awaiting are the permission requests waiting for a person, oldest first.
+	Awaiting []PendingRequest `json:"awaiting,omitempty"`
+	// Grants are the permissions granted for the rest of the task.
+	Grants []Grant `json:"grants,omitempty"`
 }
 
 // RunTurnInput is the input of the RunTurn activity.
@@ -208,6 +230,10 @@ type RunTurnInput struct {
 	// are used only when it has none.
 	SessionID       string `json:"session_id,omitempty"`
 	LastMessageUUID string `json:"last_message_uuid,omitempty"`
+	// Grants are the permissions granted for the rest of the task so far.
+	Grants []Grant `json:"grants,omitempty"`
+	// ApprovalTimeout is how long a permission request of this turn waits for a person.
+	ApprovalTimeout time.Duration `json:"approval_timeout,omitempty"`
 }
 
 // TurnStatus is how a turn ended.
@@ -249,4 +275,10 @@ const (
 	SearchTurns     = "DroverTurns"
 	SearchModel     = "DroverModel"
 	SearchWorkspace = "DroverWorkspace"
+	// SearchAwaitingApproval is true while a permission request of the task waits for a
+	// person; SearchAwaitingSince is when the oldest of them was asked (unset when none waits).
+	// The Temporal UI's list of waiting tasks is the query
+	// `DroverAwaitingApproval = true ORDER BY DroverAwaitingSince`.
+	SearchAwaitingApproval = "DroverAwaitingApproval"
+	SearchAwaitingSince    = "DroverAwaitingSince"
 )

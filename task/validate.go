@@ -46,15 +46,11 @@ func invalid(field, format string, args ...any) error {
 // PermissionModes are the known modes, in the order help texts list them.
 func PermissionModes() []PermissionMode { return []PermissionMode{Autonomous, Supervised, Plan} }
 
-// Available reports whether tasks can run in mode m yet. The empty mode means
-// Autonomous. Supervised and Plan need human approval wired through the
-// workflow; until then a task in either would fail every turn.
+// Available reports whether tasks can run in mode m. The empty mode means
+// Autonomous. Every known mode is available; the notion stays so that a mode
+// can be added before the machinery it needs.
 func (m PermissionMode) Available() bool {
-	switch m {
-	case "", Autonomous:
-		return true
-	}
-	return false
+	return m == "" || m.Valid()
 }
 
 // AvailableModes are the modes a task can run in today.
@@ -79,6 +75,9 @@ func (p Params) WithDefaults() Params {
 	if p.Profile.PermissionMode == "" {
 		p.Profile.PermissionMode = Autonomous
 	}
+	if p.ApprovalTimeout == 0 {
+		p.ApprovalTimeout = DefaultApprovalTimeout
+	}
 	return p
 }
 
@@ -91,6 +90,14 @@ func (p Params) Validate() error {
 	}
 	if err := validateMode(p.Profile.PermissionMode); err != nil {
 		errs = append(errs, err)
+	}
+	switch p.Profile.AfterPlan {
+	case "", Autonomous, Supervised:
+	default:
+		errs = append(errs, invalid("profile.after_plan", "%q is not a mode a task can continue in after its plan; use autonomous or supervised", p.Profile.AfterPlan))
+	}
+	if p.ApprovalTimeout < 0 {
+		errs = append(errs, invalid("approval_timeout", "%s is negative; use 0 (the default, %s) or a positive duration", p.ApprovalTimeout, DefaultApprovalTimeout))
 	}
 	if p.Profile.MaxTurns < 0 {
 		errs = append(errs, invalid("profile.max_turns", "%d is negative; use 0 (no bound) or more", p.Profile.MaxTurns))
@@ -178,6 +185,11 @@ func ValidatePrompt(p Prompt) error {
 	}
 	if size := PromptSize(p); size > MaxPromptBytes {
 		return invalid("prompt", "%d bytes as JSON, more than the %d allowed", size, MaxPromptBytes)
+	}
+	if p.Mode != "" {
+		if err := validateMode(p.Mode); err != nil {
+			return &InvalidError{Field: "mode", Reason: err.(*InvalidError).Reason}
+		}
 	}
 	return nil
 }

@@ -48,8 +48,10 @@ func TestParamsValidate(t *testing.T) {
 		"autonomous":      {p: Params{Workspace: "/w", Profile: Profile{PermissionMode: Autonomous, MaxTurns: 5}, IdleTimeout: time.Minute}},
 		"no workspace":    {p: Params{}, fields: []string{"workspace"}, says: "required"},
 		"unknown mode":    {p: Params{Workspace: "/w", Profile: Profile{PermissionMode: "yolo"}}, fields: []string{"profile.permission_mode"}, says: `"yolo" is unknown; use autonomous, supervised or plan`},
-		"supervised":      {p: Params{Workspace: "/w", Profile: Profile{PermissionMode: Supervised}}, fields: []string{"profile.permission_mode"}, says: `"supervised" is not available yet; use autonomous`},
-		"plan":            {p: Params{Workspace: "/w", Profile: Profile{PermissionMode: Plan}}, fields: []string{"profile.permission_mode"}, says: "not available yet"},
+		"supervised":      {p: Params{Workspace: "/w", Profile: Profile{PermissionMode: Supervised}}},
+		"plan":            {p: Params{Workspace: "/w", Profile: Profile{PermissionMode: Plan, AfterPlan: Supervised}, ApprovalTimeout: time.Hour}},
+		"after plan":      {p: Params{Workspace: "/w", Profile: Profile{PermissionMode: Plan, AfterPlan: Plan}}, fields: []string{"profile.after_plan"}, says: "use autonomous or supervised"},
+		"approval":        {p: Params{Workspace: "/w", ApprovalTimeout: -time.Minute}, fields: []string{"approval_timeout"}, says: "negative"},
 		"negative turns":  {p: Params{Workspace: "/w", Profile: Profile{MaxTurns: -3}}, fields: []string{"profile.max_turns"}, says: "-3 is negative; use 0 (no bound) or more"},
 		"negative idle":   {p: Params{Workspace: "/w", IdleTimeout: -time.Second}, fields: []string{"idle_timeout"}, says: "-1s is negative"},
 		"negative turn":   {p: Params{Workspace: "/w", TurnTimeout: -time.Second}, fields: []string{"turn_timeout"}, says: "negative"},
@@ -80,7 +82,7 @@ func TestParamsValidate(t *testing.T) {
 }
 
 func TestModesAvailable(t *testing.T) {
-	if got := AvailableModes(); len(got) != 1 || got[0] != Autonomous {
+	if got := AvailableModes(); len(got) != 3 {
 		t.Errorf("AvailableModes = %v", got)
 	}
 	for _, m := range PermissionModes() {

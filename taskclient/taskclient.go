@@ -209,3 +209,39 @@ func (c *Client) update(ctx context.Context, taskID, name, updateID string, out 
 	}
 	return h.Get(ctx, out)
 }
+
+// Decide sends a person's decision on one of the task's pending permission requests. The task
+// validates it against its pending set (an unknown, already decided or another task's request
+// is refused, and nothing is recorded) and records it in its history at once; the decision
+// then reaches the waiting agent through a worker. Decide waits up to deliver for that: when
+// no worker runs, delivered is false, and the decision is applied as soon as one comes back.
+func (c *Client) Decide(ctx context.Context, taskID string, d task.Decision, deliver time.Duration) (rec task.DecisionRecord, delivered bool, err error) {
+	h, err := c.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID:   taskID,
+		UpdateName:   task.UpdateDecide,
+		Args:         []any{d},
+		WaitForStage: client.WorkflowUpdateStageAccepted,
+	})
+	if err != nil {
+		return rec, false, fmt.Errorf("deciding request %s of task %s: %w", d.RequestID, taskID, err)
+	}
+	gctx, cancel := context.WithTimeout(ctx, deliver)
+	defer cancel()
+	if err := h.Get(gctx, &rec); err != nil {
+		if gctx.Err() != nil && ctx.Err() == nil {
+			return rec, false, nil
+		}
+		return rec, false, fmt.Errorf("deciding request %s of task %s: %w", d.RequestID, taskID, err)
+	}
+	return rec, true, nil
+}
+
+// ExtendDeadline moves the deadline of one of the task's pending permission requests.
+func (c *Client) ExtendDeadline(ctx context.Context, taskID, requestID string, deadline time.Time) (task.PendingRequest, error) {
+	var out task.PendingRequest
+	err := c.update(ctx, taskID, task.UpdateExtendDeadline, "", &out, task.ExtendDeadline{RequestID: requestID, Deadline: deadline})
+	if err != nil {
+		return out, fmt.Errorf("extending request %s of task %s: %w", requestID, taskID, err)
+	}
+	return out, nil
+}

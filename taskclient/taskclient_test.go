@@ -40,7 +40,7 @@ func TestStartChecksItsInputBeforeTemporal(t *testing.T) {
 		"id with a space":    {"my task", good, prompt, "id"},
 		"negative max turns": {"t1", task.Params{Workspace: "/w", Profile: task.Profile{MaxTurns: -3}}, prompt, "profile.max_turns"},
 		"unknown mode":       {"t1", task.Params{Workspace: "/w", Profile: task.Profile{PermissionMode: "yolo"}}, prompt, "profile.permission_mode"},
-		"plan mode":          {"t1", task.Params{Workspace: "/w", Profile: task.Profile{PermissionMode: task.Plan}}, prompt, "profile.permission_mode"},
+		"after plan":         {"t1", task.Params{Workspace: "/w", Profile: task.Profile{PermissionMode: task.Plan, AfterPlan: "yolo"}}, prompt, "profile.after_plan"},
 		"negative idle":      {"t1", task.Params{Workspace: "/w", IdleTimeout: -time.Minute}, prompt, "idle_timeout"},
 		"no workspace":       {"t1", task.Params{}, prompt, "workspace"},
 		"empty prompt":       {"t1", good, task.Prompt{Text: "  "}, "prompt"},

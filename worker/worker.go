@@ -166,6 +166,7 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 		StallTimeout:  cfg.StallTimeout,
 		MaxIdle:       cfg.MaxIdle,
 		DebugDir:      cfg.DebugDir,
+		Notifier:      activities.Notifier{Temporal: c},
 		Logger:        log,
 	})
 	if err != nil {

@@ -126,6 +126,8 @@ func TestCancelStopsTheExecutor(t *testing.T) {
 	require.True(t, errors.As(err, &canceledErr), "the workflow ends cancelled: %v", err)
 	assert.Equal(t, []string{task.ActivityRunTurn}, canceled, "the running turn is cancelled")
 	assert.Equal(t, []controlCall{{In: task.InterruptTurnInput{TaskID: defaultTestTaskID, Turn: 1}, Queue: hostA}},
+		rec.cancelCalls(), "the host is told to stop the turn at once, on its queue")
+	assert.Equal(t, []controlCall{{In: task.InterruptTurnInput{TaskID: defaultTestTaskID, Turn: 1}, Queue: hostA}},
 		rec.stopCalls(), "StopExecutor runs on the host queue")
 	st := query(t, env)
 	assert.Equal(t, task.StatusCancelled, st.Status)
@@ -171,7 +173,7 @@ func TestInvalidParamsFailTheWorkflow(t *testing.T) {
 	}{
 		"no workspace":       {task.Params{}, "workspace: is required"},
 		"bad mode":           {task.Params{Workspace: "/w", Profile: task.Profile{PermissionMode: "yolo"}}, `"yolo" is unknown`},
-		"mode not available": {task.Params{Workspace: "/w", Profile: task.Profile{PermissionMode: task.Supervised}}, `"supervised" is not available yet`},
+		"after plan":         {task.Params{Workspace: "/w", Profile: task.Profile{PermissionMode: task.Plan, AfterPlan: task.Plan}}, `"plan" is not a mode a task can continue in`},
 		"negative max turns": {task.Params{Workspace: "/w", Profile: task.Profile{MaxTurns: -3}}, "profile.max_turns: -3 is negative"},
 		"negative idle":      {task.Params{Workspace: "/w", IdleTimeout: -time.Second}, "idle_timeout: -1s is negative"},
 		"attempts":           {task.Params{Workspace: "/w", MaxAttempts: 1000}, "max_attempts: 1000 is outside 1..100"},

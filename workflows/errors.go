@@ -20,6 +20,12 @@ const (
 	// ErrTypeQueueFull: a prompt Update was rejected because too many prompts,
 	// or too many bytes of them, are already waiting.
 	ErrTypeQueueFull = "QueueFull"
+	// ErrTypeNotPending: a decision or deadline was refused because its permission request is
+	// not pending in this task (unknown, already decided, withdrawn, or another task's).
+	ErrTypeNotPending = "NotPending"
+	// ErrTypeInvalidDecision: a decision was refused for its content (a grant the request did
+	// not offer, an answer that is not an option, a denial without a reason).
+	ErrTypeInvalidDecision = "InvalidDecision"
 )
 
 // rejection is the error a validator returns. It is retryable only in the

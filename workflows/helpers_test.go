@@ -43,6 +43,10 @@ func newEnv(t *testing.T, lim limits) *testsuite.TestWorkflowEnvironment {
 		activity.RegisterOptions{Name: task.ActivityInterruptTurn})
 	env.RegisterActivityWithOptions(func(context.Context, task.InterruptTurnInput) error { return notMocked },
 		activity.RegisterOptions{Name: task.ActivityStopExecutor})
+	env.RegisterActivityWithOptions(func(context.Context, task.InterruptTurnInput) error { return notMocked },
+		activity.RegisterOptions{Name: task.ActivityCancelTurn})
+	env.RegisterActivityWithOptions(func(context.Context, task.DecisionRecord) error { return notMocked },
+		activity.RegisterOptions{Name: task.ActivityDeliverDecision})
 	return env
 }
 
@@ -81,6 +85,7 @@ type recorder struct {
 	assigns    []string
 	interrupts []controlCall
 	stops      []controlCall
+	cancels    []controlCall
 }
 
 func (r *recorder) runCalls() []runCall {
@@ -99,6 +104,12 @@ func (r *recorder) stopCalls() []controlCall {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]controlCall(nil), r.stops...)
+}
+
+func (r *recorder) cancelCalls() []controlCall {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]controlCall(nil), r.cancels...)
 }
 
 func (r *recorder) assignCalls() []string {
@@ -145,6 +156,13 @@ func (r *recorder) mockControl(env *testsuite.TestWorkflowEnvironment) {
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			r.stops = append(r.stops, controlCall{In: in, Queue: activity.GetInfo(ctx).TaskQueue})
+			return nil
+		}).Maybe()
+	env.OnActivity(task.ActivityCancelTurn, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, in task.InterruptTurnInput) error {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.cancels = append(r.cancels, controlCall{In: in, Queue: activity.GetInfo(ctx).TaskQueue})
 			return nil
 		}).Maybe()
 }

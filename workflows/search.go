@@ -1,6 +1,8 @@
 package workflows
 
 import (
+	"time"
+
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -15,6 +17,8 @@ var (
 	turnsKey     = temporal.NewSearchAttributeKeyInt64(task.SearchTurns)
 	modelKey     = temporal.NewSearchAttributeKeyKeyword(task.SearchModel)
 	workspaceKey = temporal.NewSearchAttributeKeyKeyword(task.SearchWorkspace)
+	awaitingKey  = temporal.NewSearchAttributeKeyBool(task.SearchAwaitingApproval)
+	sinceKey     = temporal.NewSearchAttributeKeyTime(task.SearchAwaitingSince)
 )
 
 // SearchAttributes are the custom search attributes TaskWorkflow upserts, with
@@ -28,6 +32,8 @@ func SearchAttributes() map[string]enumspb.IndexedValueType {
 		turnsKey.GetName():     turnsKey.GetValueType(),
 		modelKey.GetName():     modelKey.GetValueType(),
 		workspaceKey.GetName(): workspaceKey.GetValueType(),
+		awaitingKey.GetName():  awaitingKey.GetValueType(),
+		sinceKey.GetName():     sinceKey.GetValueType(),
 	}
 }
 
@@ -39,6 +45,10 @@ type published struct {
 	turns                             int64
 	hasStatus, hasModel, hasWorkspace bool
 	hasCost, hasTurns                 bool
+	// awaiting and since mirror DroverAwaitingApproval and DroverAwaitingSince; a task that
+	// never waited publishes neither.
+	awaiting, hasAwaiting bool
+	since                 time.Time
 }
 
 // seedPublished reads the search attributes the run started with; a run that
@@ -50,6 +60,8 @@ func (s *taskState) seedPublished(ctx workflow.Context) {
 	s.published.workspace, s.published.hasWorkspace = sa.GetKeyword(workspaceKey)
 	s.published.cost, s.published.hasCost = sa.GetFloat64(costKey)
 	s.published.turns, s.published.hasTurns = sa.GetInt64(turnsKey)
+	s.published.awaiting, s.published.hasAwaiting = sa.GetBool(awaitingKey)
+	s.published.since, _ = sa.GetTime(sinceKey)
 }
 
 // publish upserts the search attributes whose values changed. An empty model
@@ -76,6 +88,18 @@ func (s *taskState) publish(ctx workflow.Context) {
 	if t := int64(s.totals.Turns); !p.hasTurns || p.turns != t {
 		updates = append(updates, turnsKey.ValueSet(t))
 		p.turns, p.hasTurns = t, true
+	}
+	since, waiting := s.awaitingSince()
+	if waiting != p.awaiting && (waiting || p.hasAwaiting) {
+		updates = append(updates, awaitingKey.ValueSet(waiting))
+		p.awaiting, p.hasAwaiting = waiting, true
+	}
+	if waiting && !since.Equal(p.since) {
+		updates = append(updates, sinceKey.ValueSet(since))
+		p.since = since
+	} else if !waiting && !p.since.IsZero() {
+		updates = append(updates, sinceKey.ValueUnset())
+		p.since = time.Time{}
 	}
 	if len(updates) == 0 {
 		return

@@ -71,10 +71,12 @@ func dedup[T comparable](xs []T) []T {
 func TestSearchAttributesForRegistration(t *testing.T) {
 	t.Parallel()
 	assert.Equal(t, map[string]enumspb.IndexedValueType{
-		task.SearchStatus:    enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-		task.SearchCostUSD:   enumspb.INDEXED_VALUE_TYPE_DOUBLE,
-		task.SearchTurns:     enumspb.INDEXED_VALUE_TYPE_INT,
-		task.SearchModel:     enumspb.INDEXED_VALUE_TYPE_KEYWORD,
-		task.SearchWorkspace: enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		task.SearchStatus:           enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		task.SearchCostUSD:          enumspb.INDEXED_VALUE_TYPE_DOUBLE,
+		task.SearchTurns:            enumspb.INDEXED_VALUE_TYPE_INT,
+		task.SearchModel:            enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		task.SearchWorkspace:        enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		task.SearchAwaitingApproval: enumspb.INDEXED_VALUE_TYPE_BOOL,
+		task.SearchAwaitingSince:    enumspb.INDEXED_VALUE_TYPE_DATETIME,
 	}, SearchAttributes())
 }

@@ -45,6 +45,15 @@ type taskState struct {
 	// recent are the latest accepted prompt Updates (see task.Carry.Recent).
 	recent []task.RecentPrompt
 
+	// awaiting are the permission requests waiting for a person, in the order asked;
+	// awaitingChanged counts changes to them, so that the deadline watcher wakes up.
+	awaiting        []task.PendingRequest
+	awaitingChanged int
+	// grants are the permissions granted for the rest of the task.
+	grants []task.Grant
+	// decided are the latest decisions (see task.Carry.Decided).
+	decided []task.DecisionRecord
+
 	published published
 }
 
@@ -60,6 +69,9 @@ func newTaskState(p task.Params, lim limits, taskID, firstRunID string) *taskSta
 		s.lastError = c.LastError
 		s.pending = slices.Clone(c.Pending)
 		s.recent = slices.Clone(c.Recent)
+		s.awaiting = slices.Clone(c.Awaiting)
+		s.grants = slices.Clone(c.Grants)
+		s.decided = slices.Clone(c.Decided)
 		for _, q := range s.pending {
 			s.queuedBytes += task.PromptSize(q.Prompt)
 		}
@@ -97,6 +109,8 @@ func (s *taskState) snapshot() task.State {
 		Totals:          s.totals,
 		Pending:         slices.Clone(s.pending),
 		LastError:       s.lastError,
+		Awaiting:        slices.Clone(s.awaiting),
+		Grants:          slices.Clone(s.grants),
 	}
 }
 
@@ -112,6 +126,9 @@ func (s *taskState) carry() *task.Carry {
 		Closing:         s.closing,
 		LastError:       s.lastError,
 		Recent:          slices.Clone(s.recent),
+		Awaiting:        slices.Clone(s.awaiting),
+		Grants:          slices.Clone(s.grants),
+		Decided:         slices.Clone(s.decided),
 	}
 }
 

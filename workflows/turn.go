@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.temporal.io/sdk/temporal"
@@ -16,6 +17,9 @@ import (
 // workflow is cancelled.
 func (s *taskState) runNext(ctx workflow.Context) error {
 	q := s.pop()
+	if q.Prompt.Mode != "" {
+		s.p.Profile.PermissionMode = q.Prompt.Mode
+	}
 	s.running = q.Turn
 	s.lastTurn = q.Turn
 	s.turnsThisRun++
@@ -23,6 +27,10 @@ func (s *taskState) runNext(ctx workflow.Context) error {
 	failed := s.totals.FailedTurns
 	err := s.runTurn(ctx, q)
 	s.running = 0
+	if err == nil {
+		// Whatever the turn still had waiting, nothing will ask for again.
+		s.closeTurnRequests(ctx, q.Turn, "the turn ended")
+	}
 	if err == nil {
 		log := workflow.GetLogger(ctx)
 		if s.totals.FailedTurns != failed {
@@ -123,12 +131,39 @@ func (s *taskState) executeRunTurn(ctx workflow.Context, q task.QueuedPrompt) (t
 		Profile:         s.p.Profile,
 		SessionID:       s.sessionID,
 		LastMessageUUID: s.lastUUID,
+		Grants:          slices.Clone(s.grants),
+		ApprovalTimeout: s.p.ApprovalTimeout,
 	}
 	var res task.RunTurnResult
-	if err := workflow.ExecuteActivity(actx, task.ActivityRunTurn, in).Get(ctx, &res); err != nil {
+	fut := workflow.ExecuteActivity(actx, task.ActivityRunTurn, in)
+	s.cancelAtOnce(ctx, fut, q.Turn)
+	if err := fut.Get(ctx, &res); err != nil {
 		return task.RunTurnResult{}, fmt.Errorf("running turn %d: %w", q.Turn, err)
 	}
 	return res, nil
+}
+
+// cancelAtOnce waits for the turn's activity; if the task is cancelled meanwhile, it asks the
+// host to stop the turn at once (an attempt would otherwise learn of the cancellation only with
+// its next heartbeat, seconds later) and goes on waiting for the activity to end.
+func (s *taskState) cancelAtOnce(ctx workflow.Context, fut workflow.Future, turn int) {
+	cancelled := false
+	sel := workflow.NewSelector(ctx)
+	sel.AddFuture(fut, func(workflow.Future) {})
+	sel.AddReceive(ctx.Done(), func(workflow.ReceiveChannel, bool) { cancelled = true })
+	sel.Select(ctx)
+	if !cancelled || fut.IsReady() {
+		return
+	}
+	if workflow.GetVersion(ctx, "cancel-turn-at-once", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return
+	}
+	dctx, _ := workflow.NewDisconnectedContext(ctx)
+	actx := s.controlContext(dctx, s.hostQueue, s.lim.interruptTimeout, fmt.Sprintf("cancel turn %d", turn))
+	in := task.InterruptTurnInput{TaskID: s.taskID, Turn: turn}
+	if err := workflow.ExecuteActivity(actx, task.ActivityCancelTurn, in).Get(dctx, nil); err != nil {
+		workflow.GetLogger(ctx).Warn("asking the host to stop the cancelled turn", "turn", turn, "error", err)
+	}
 }
 
 // turnEnded records the result of a turn that ran to its end.

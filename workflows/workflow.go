@@ -44,6 +44,7 @@ func runTask(ctx workflow.Context, p task.Params, lim limits) (task.State, error
 		return s.snapshot(), temporal.NewNonRetryableApplicationError(msg, ErrTypeInvalidParams, nil)
 	}
 	s.seedPublished(ctx)
+	s.watchRequests(ctx)
 	return s.loop(ctx)
 }
 
@@ -65,7 +66,7 @@ func (s *taskState) setHandlers(ctx workflow.Context) error {
 		workflow.UpdateHandlerOptions{Validator: s.validateOpen, Description: "finish after the queued prompts"}); err != nil {
 		return fmt.Errorf("setting the %s update handler: %w", task.UpdateClose, err)
 	}
-	return nil
+	return s.setApprovalHandlers(ctx)
 }
 
 // loop runs turns until the task ends or continues as new. Search attributes
@@ -150,6 +151,7 @@ func (s *taskState) cancelled(ctx workflow.Context, err error) (task.State, erro
 		return s.snapshot(), fmt.Errorf("running task: %w", err)
 	}
 	s.final = task.StatusCancelled
+	s.closeTurnRequests(dctx, 0, "the task was cancelled")
 	s.publish(dctx)
 	s.stopExecutor(dctx)
 	workflow.GetLogger(ctx).Info("task cancelled", "turns", s.totals.Turns)

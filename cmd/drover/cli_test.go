@@ -159,10 +159,10 @@ func TestInvalidInputIsAnsweredBeforeDialling(t *testing.T) {
 			[]string{"--max-turns: -3 is negative"}},
 		{"unknown mode", []string{"task", "start", "hello", "--mode", "yolo"}, "",
 			[]string{`--mode: "yolo" is unknown`, "use autonomous, supervised or plan"}},
-		{"supervised", []string{"task", "start", "--mode", "supervised", "hello"}, "",
-			[]string{`--mode: "supervised" is not available yet`, "use autonomous"}},
-		{"plan", []string{"task", "start", "hello", "--mode=plan"}, "",
-			[]string{`--mode: "plan" is not available yet`, "use autonomous"}},
+		{"after plan", []string{"task", "start", "hello", "--mode=plan", "--after-plan=plan"}, "",
+			[]string{`--after-plan: "plan" is not a mode a task can continue in after its plan`, "autonomous or supervised"}},
+		{"approval timeout", []string{"task", "start", "hello", "--approval-timeout=-1m"}, "",
+			[]string{"--approval-timeout: -1m0s is negative"}},
 		{"negative idle timeout", []string{"task", "start", "hello", "--idle-timeout", "-5m"}, "",
 			[]string{"--idle-timeout: -5m0s is negative", "use 0 (never) or a positive duration"}},
 		{"several problems", []string{"task", "start", "hello", "--idle-timeout", "-1s", "--max-turns", "-1"}, "",
@@ -206,7 +206,9 @@ func TestInvalidInputIsAnsweredBeforeDialling(t *testing.T) {
 		{"negative after", []string{"task", "watch", "t1", "--after", "-1", "--follow=false"}, "",
 			[]string{"--after: -1 is negative", "use 0 (from the first event) or a sequence number"}},
 		{"unknown flag", []string{"task", "close", "t1", "--force"}, "", []string{"unknown flag: --force"}},
-		{"unknown subcommand", []string{"task", "approve", "t1"}, "", []string{`unknown subcommand "approve"`, "start, prompt"}},
+		{"unknown subcommand", []string{"task", "sign-off", "t1"}, "", []string{`unknown subcommand "sign-off"`, "start, prompt"}},
+		{"deny without a reason", []string{"task", "deny", "t1", "r1"}, "", []string{"--reason is required"}},
+		{"answer without an option", []string{"task", "approve", "t1", "r1", "--answer", "Which?"}, "", []string{"--answer", "QUESTION=OPTION"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/drover-run/drover/claudecode"
 	"github.com/drover-run/drover/internal/devserver"
@@ -74,7 +73,7 @@ func startStack(ctx context.Context, e env, o stackOptions, log *slog.Logger) (*
 			Bin: e.temporalBin, Port: o.port, UIPort: o.uiPort, Headless: o.headless,
 			DBFile:           filepath.Join(o.stateDir, "temporal.db"),
 			Namespace:        e.namespace,
-			SearchAttributes: searchAttributeFlags(),
+			SearchAttributes: devserver.SearchAttributeFlags(workflows.SearchAttributes()),
 			Logger:           log,
 		})
 		if err != nil {
@@ -121,31 +120,6 @@ func (s *stack) stop(ctx context.Context) {
 	if s.temporal != nil {
 		_ = s.temporal.Stop()
 	}
-}
-
-// searchAttributeFlags names drover's search attributes in the dev server's
-// --search-attribute syntax.
-func searchAttributeFlags() map[string]string {
-	out := map[string]string{}
-	for name, t := range workflows.SearchAttributes() {
-		switch t {
-		case enumspb.INDEXED_VALUE_TYPE_KEYWORD:
-			out[name] = "Keyword"
-		case enumspb.INDEXED_VALUE_TYPE_TEXT:
-			out[name] = "Text"
-		case enumspb.INDEXED_VALUE_TYPE_INT:
-			out[name] = "Int"
-		case enumspb.INDEXED_VALUE_TYPE_DOUBLE:
-			out[name] = "Double"
-		case enumspb.INDEXED_VALUE_TYPE_BOOL:
-			out[name] = "Bool"
-		case enumspb.INDEXED_VALUE_TYPE_DATETIME:
-			out[name] = "Datetime"
-		case enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST:
-			out[name] = "KeywordList"
-		}
-	}
-	return out
 }
 
 func newDevCommand(a *app) *cobra.Command {

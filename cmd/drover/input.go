@@ -108,6 +108,9 @@ var flagOf = map[string]string{
 	"profile.max_turns":       "--max-turns",
 	"profile.model":           "--model",
 	"idle_timeout":            "--idle-timeout",
+	"profile.after_plan":      "--after-plan",
+	"approval_timeout":        "--approval-timeout",
+	"mode":                    "--mode",
 }
 
 // inputError restates the *task.InvalidError problems in err with the flags

@@ -19,7 +19,7 @@ import (
 func newTaskCommand(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "task",
-		Short: "Start, prompt, interrupt, close, cancel, list, show and watch tasks",
+		Short: "Start, prompt, watch and control tasks; answer their permission requests",
 		Args:  cobra.ArbitraryArgs,
 	}
 	c.AddCommand(
@@ -31,6 +31,9 @@ func newTaskCommand(a *app) *cobra.Command {
 		newTaskListCommand(a),
 		newTaskShowCommand(a),
 		newTaskWatchCommand(a),
+		newTaskPendingCommand(a),
+		newTaskDecideCommand(a, true),
+		newTaskDecideCommand(a, false),
 	)
 	c.RunE = func(c *cobra.Command, args []string) error {
 		var names []string

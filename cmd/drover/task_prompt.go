@@ -5,13 +5,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/taskclient"
 )
 
 func newTaskPromptCommand(a *app) *cobra.Command {
 	var (
-		requestID string
-		in        promptInput
+		requestID, mode string
+		in              promptInput
 	)
 	c := &cobra.Command{
 		Use:   "prompt TASK PROMPT...",
@@ -31,12 +32,20 @@ func newTaskPromptCommand(a *app) *cobra.Command {
 	}
 	out := addOutputFlags(c, false)
 	c.Flags().StringVar(&requestID, "request-id", "", "makes the call idempotent: a retry with the same id is answered once and queues nothing")
+	c.Flags().StringVar(&mode, "mode", "", "switch the task to this permission mode from this prompt's turn on: "+modesHelp())
+	_ = c.RegisterFlagCompletionFunc("mode", completeModes)
 	in.addFlags(c)
 	c.RunE = func(c *cobra.Command, args []string) error {
 		id := args[0]
 		prompt, err := in.prompt(args[1:], a.stdin)
 		if err != nil {
 			return err
+		}
+		if mode != "" {
+			prompt.Mode = task.PermissionMode(mode)
+			if err := task.ValidatePrompt(prompt); err != nil {
+				return inputError(err)
+			}
 		}
 		ctx := c.Context()
 		return a.withClient(ctx, func(tc *taskclient.Client) error {

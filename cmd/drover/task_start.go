@@ -22,10 +22,10 @@ type promptAccepted struct {
 
 func newTaskStartCommand(a *app) *cobra.Command {
 	var (
-		id, workspace, model, mode, requestID string
-		maxTurns                              int
-		idle                                  time.Duration
-		in                                    promptInput
+		id, workspace, model, mode, afterPlan, requestID string
+		maxTurns                                         int
+		idle, approvalTimeout                            time.Duration
+		in                                               promptInput
 	)
 	c := &cobra.Command{
 		Use:   "start PROMPT...",
@@ -46,6 +46,8 @@ same --id) sends it the prompt.
 	f.StringVar(&workspace, "workspace", ".", "the folder the agent works in, on the worker's host")
 	f.StringVar(&model, "model", "", "model for the CLI's --model (default: the CLI's)")
 	f.StringVar(&mode, "mode", string(task.Autonomous), "permission mode: "+modesHelp())
+	f.StringVar(&afterPlan, "after-plan", "", "for --mode plan: the mode the task continues in once its plan is approved (autonomous, the default, or supervised)")
+	f.DurationVar(&approvalTimeout, "approval-timeout", 0, fmt.Sprintf("how long a permission request waits for a person before it is denied (0: %s)", task.DefaultApprovalTimeout))
 	f.IntVar(&maxTurns, "max-turns", 0, "bound the agentic loop of each turn (0: none)")
 	f.DurationVar(&idle, "idle-timeout", 0, "finish the task after this long without a prompt (0: never)")
 	f.StringVar(&requestID, "request-id", "", "makes the call idempotent: a retry with the same id is answered once and queues nothing")
@@ -62,9 +64,11 @@ same --id) sends it the prompt.
 			return fmt.Errorf("--workspace: %w", err)
 		}
 		p := task.Params{
-			Workspace:   ws,
-			Profile:     task.Profile{Model: model, PermissionMode: task.PermissionMode(mode), MaxTurns: maxTurns},
-			IdleTimeout: idle,
+			Workspace: ws,
+			Profile: task.Profile{Model: model, PermissionMode: task.PermissionMode(mode), MaxTurns: maxTurns,
+				AfterPlan: task.PermissionMode(afterPlan)},
+			IdleTimeout:     idle,
+			ApprovalTimeout: approvalTimeout,
 		}
 		if err := errors.Join(task.ValidateID(id), p.Validate()); err != nil {
 			return inputError(err)

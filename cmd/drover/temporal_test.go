@@ -36,7 +36,7 @@ func TestTaskCommandsOnTemporal(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv, err := devserver.Start(ctx, devserver.Config{Bin: bin, Headless: true, SearchAttributes: searchAttributeFlags()})
+	srv, err := devserver.Start(ctx, devserver.Config{Bin: bin, Headless: true, SearchAttributes: devserver.SearchAttributeFlags(workflows.SearchAttributes())})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package devserver
 import (
 	"sort"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/log"
 )
@@ -29,3 +30,28 @@ func (nopLogger) Warn(string, ...any)  {}
 func (nopLogger) Error(string, ...any) {}
 
 var _ log.Logger = nopLogger{}
+
+// SearchAttributeFlags names search attributes, as the Temporal SDK types them, in the dev
+// server's --search-attribute syntax (Config.SearchAttributes).
+func SearchAttributeFlags(attrs map[string]enumspb.IndexedValueType) map[string]string {
+	out := make(map[string]string, len(attrs))
+	for name, t := range attrs {
+		switch t {
+		case enumspb.INDEXED_VALUE_TYPE_KEYWORD:
+			out[name] = "Keyword"
+		case enumspb.INDEXED_VALUE_TYPE_TEXT:
+			out[name] = "Text"
+		case enumspb.INDEXED_VALUE_TYPE_INT:
+			out[name] = "Int"
+		case enumspb.INDEXED_VALUE_TYPE_DOUBLE:
+			out[name] = "Double"
+		case enumspb.INDEXED_VALUE_TYPE_BOOL:
+			out[name] = "Bool"
+		case enumspb.INDEXED_VALUE_TYPE_DATETIME:
+			out[name] = "Datetime"
+		case enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST:
+			out[name] = "KeywordList"
+		}
+	}
+	return out
+}

@@ -194,6 +194,7 @@ type CLI struct {
 	writeMu  sync.Mutex
 	mu       sync.Mutex
 	exitErr  error
+	modes    []string // the permission modes the host set, in order
 	killOnce sync.Once
 	eof      atomic.Bool
 }
@@ -235,6 +236,12 @@ func (c *CLI) dispatch(b []byte) {
 		switch l.Subtype {
 		case "initialize":
 			c.in <- l // answered by the script's next Prompt, as the CLI answers before a turn
+		case "set_permission_mode":
+			mode, _ := req["mode"].(string)
+			c.mu.Lock()
+			c.modes = append(c.modes, mode)
+			c.mu.Unlock()
+			c.Respond(l.RequestID, `{}`)
 		case "get_context_usage":
 			c.Respond(l.RequestID, fmt.Sprintf(`{"totalTokens":9524,"maxTokens":%d,"rawMaxTokens":%d,"model":%q,"categories":[]}`,
 				DefaultUsage.ContextWindow, DefaultUsage.ContextWindow, Model))
@@ -302,6 +309,25 @@ func (c *CLI) Serve(turn func(c *CLI, prompt Line)) {
 		}
 		turn(c, p)
 	}
+}
+
+// Modes returns the permission modes the host set (set_permission_mode), in order.
+func (c *CLI) Modes() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.modes...)
+}
+
+// Request writes a control request of the CLI's own (can_use_tool, hook_callback) and waits for
+// the host's answer: its payload, or "" with an error answer.
+func (c *CLI) Request(requestID, request string) (Line, bool) {
+	c.Writef(`{"type":"control_request","request_id":%q,"request":%s}`, requestID, request)
+	return c.Answer()
+}
+
+// CancelRequest withdraws one of the CLI's pending control requests.
+func (c *CLI) CancelRequest(requestID string) {
+	c.Writef(`{"type":"control_cancel_request","request_id":%q}`, requestID)
 }
 
 // Interrupted is signalled when the host asks for an interrupt.

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"fmt"
+	"os/user"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/drover-run/drover/task"
+	"github.com/drover-run/drover/taskclient"
+)
+
+// deliverWait is how long approve and deny wait for the decision to reach the waiting agent
+// before they report it recorded but not delivered yet (no worker runs).
+const deliverWait = 10 * time.Second
+
+// newTaskDecideCommand makes approve or deny.
+func newTaskDecideCommand(a *app, allow bool) *cobra.Command {
+	verb, short := "deny", "Deny a pending permission request; the agent reads the reason"
+	if allow {
+		verb, short = "approve", "Approve a pending permission request (a tool call, a plan, an answer to a question)"
+	}
+	c := &cobra.Command{
+		Use:   verb + " TASK [REQUEST]",
+		Short: short,
+		Long: short + `.
+
+REQUEST is the request's id, as drover task pending and drover task watch show it; it
+may be left out when the task has exactly one request waiting.`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) < 1 || len(args) > 2 {
+				return usageErrorf(c, "want TASK and, optionally, REQUEST; got %d argument(s)", len(args))
+			}
+			return checkTaskArg(c, args[0])
+		},
+	}
+	var reason, always, by string
+	var answers []string
+	c.Flags().StringVar(&reason, "reason", "", "why (a denial's reason is what the agent reads; required to deny)")
+	c.Flags().StringVar(&by, "by", "", "who decides (default: your user name)")
+	if allow {
+		c.Flags().StringVar(&always, "always", "", "also grant, for the rest of the task, the request's suggestion with this key (see drover task pending)")
+		c.Flags().StringArrayVar(&answers, "answer", nil, `for a question: "QUESTION=OPTION" (repeat for each question, or for each option of a multi-select one)`)
+	}
+	out := addOutputFlags(c, false)
+	c.RunE = func(c *cobra.Command, args []string) error {
+		id, ctx := args[0], c.Context()
+		if !allow && strings.TrimSpace(reason) == "" {
+			return usageErrorf(c, "--reason is required to deny: it is what the agent reads")
+		}
+		parsed, err := parseAnswers(answers)
+		if err != nil {
+			return usageErrorf(c, "--answer: %v", err)
+		}
+		if by == "" {
+			by = currentUser()
+		}
+		return a.withClient(ctx, func(tc *taskclient.Client) error {
+			reqID := ""
+			if len(args) == 2 {
+				reqID = args[1]
+			} else {
+				st, err := tc.State(ctx, id)
+				if err != nil {
+					return err
+				}
+				switch len(st.Awaiting) {
+				case 0:
+					return fmt.Errorf("task %s has no request waiting for a decision", id)
+				case 1:
+					reqID = st.Awaiting[0].RequestID
+				default:
+					var ids []string
+					for _, r := range st.Awaiting {
+						ids = append(ids, r.RequestID+" ("+r.Tool+")")
+					}
+					return fmt.Errorf("task %s has %d requests waiting; name one: %s", id, len(ids), strings.Join(ids, ", "))
+				}
+			}
+			d := task.Decision{RequestID: reqID, Allow: allow, Reason: reason, By: by, Always: always, Answers: parsed}
+			rec, delivered, err := tc.Decide(ctx, id, d, deliverWait)
+			if err != nil {
+				return err
+			}
+			if out.isJSON() {
+				return writeJSON(a.stdout, struct {
+					TaskID    string               `json:"task_id"`
+					RequestID string               `json:"request_id"`
+					Delivered bool                 `json:"delivered"`
+					Decision  *task.DecisionRecord `json:"decision,omitempty"`
+				}{id, reqID, delivered, recordOrNil(rec, delivered)})
+			}
+			if !delivered {
+				fmt.Fprintf(a.stdout, "task %s: %s of request %s recorded; it reaches the agent when a worker runs\n", id, verb, reqID)
+				return nil
+			}
+			fmt.Fprintf(a.stdout, "task %s: request %s %s by %s\n", id, reqID, rec.Outcome, rec.By)
+			if rec.Grant != nil {
+				fmt.Fprintf(a.stdout, "granted for the rest of the task: %s\n", rec.Grant.Label)
+			}
+			if rec.NextMode != "" {
+				fmt.Fprintf(a.stdout, "the task continues in %s mode\n", rec.NextMode)
+			}
+			return nil
+		})
+	}
+	return c
+}
+
+func recordOrNil(rec task.DecisionRecord, ok bool) *task.DecisionRecord {
+	if !ok {
+		return nil
+	}
+	return &rec
+}
+
+// parseAnswers turns "QUESTION=OPTION" flags into the answers of a question request.
+func parseAnswers(flags []string) (map[string][]string, error) {
+	if len(flags) == 0 {
+		return nil, nil
+	}
+	out := map[string][]string{}
+	for _, f := range flags {
+		q, o, ok := strings.Cut(f, "=")
+		if !ok || strings.TrimSpace(q) == "" || strings.TrimSpace(o) == "" {
+			return nil, fmt.Errorf("%q is not QUESTION=OPTION", f)
+		}
+		out[q] = append(out[q], o)
+	}
+	return out, nil
+}
+
+// currentUser names the person deciding, for the record.
+func currentUser() string {
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return "unknown"
+}

@@ -1,0 +1,493 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/drover-run/drover/claudecode"
+	"github.com/drover-run/drover/events"
+	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/task"
+)
+
+// Hook callback ids drover registers at initialize (supervised and plan modes).
+const (
+	hookToolApproval = "tool_approval"
+	hookStopCheck    = "stop_check"
+)
+
+// stopHookTimeout bounds drover's Stop hook: the CLI then goes on without its answer.
+const stopHookTimeout = 60 * time.Second
+
+// turnApprovals answers the permission requests of one attempt: it records each durably, tells
+// the workflow, waits for the decision that comes back through Postgres, and answers the CLI.
+type turnApprovals struct {
+	e       *Engine
+	ex      *executor
+	req     Request
+	log     *slog.Logger
+	timeout time.Duration
+
+	mu     sync.Mutex
+	grants []task.Grant
+	// mode is the task's mode as this turn knows it; an approved plan moves it on.
+	mode task.PermissionMode
+}
+
+func newTurnApprovals(e *Engine, ex *executor, req Request, log *slog.Logger) *turnApprovals {
+	timeout := req.ApprovalTimeout
+	if timeout <= 0 {
+		timeout = task.DefaultApprovalTimeout
+	}
+	mode := req.Profile.PermissionMode
+	if mode == "" {
+		mode = task.Autonomous
+	}
+	return &turnApprovals{e: e, ex: ex, req: req, log: log, timeout: timeout,
+		grants: append([]task.Grant(nil), req.Grants...), mode: mode}
+}
+
+// HandleControl answers the CLI's control requests during the attempt's turn, as its mode says
+// (docs/cli-behaviour.md, Permissions):
+//
+//   - PreToolUse hook (registered for every tool that is not read-only): supervised asks
+//     (can_use_tool follows), unless a permission granted for the task covers the call; plan
+//     and autonomous have no opinion (the CLI's own plan mode, or bypass, decides);
+//   - Stop hook: see stopCheck;
+//   - can_use_tool: AskUserQuestion and ExitPlanMode go to a person in supervised and plan
+//     modes; a plan-mode task's other calls are denied; a supervised task's calls go to a person;
+//     in autonomous mode a plan is approved and a question is answered by the agent itself.
+func (t *turnApprovals) HandleControl(ctx context.Context, cr *claudecode.ControlRequest) (any, error) {
+	mode := t.currentMode()
+	switch {
+	case cr.HookCallback != nil:
+		in := cr.HookCallback.Input
+		switch in.HookEventName {
+		case claudecode.HookPreToolUse:
+			if mode != task.Supervised {
+				return claudecode.HookOutput{}, nil
+			}
+			if t.granted(in.ToolName, in.ToolInput) {
+				return claudecode.PreToolUseDecision(claudecode.DecisionAllow, "allowed for the rest of the task"), nil
+			}
+			return claudecode.PreToolUseDecision(claudecode.DecisionAsk, "this task is supervised: a person decides"), nil
+		case claudecode.HookStop:
+			return t.stopCheck(ctx, in), nil
+		}
+		return claudecode.HookOutput{}, nil
+	case cr.CanUseTool != nil:
+		r := cr.CanUseTool
+		switch {
+		case mode == task.Autonomous && r.ToolName == claudecode.ToolExitPlanMode:
+			return claudecode.AllowTool(r.Input, r.ToolUseID), nil
+		case mode == task.Autonomous && r.ToolName == claudecode.ToolAskUserQuestion:
+			return claudecode.DenyTool("This task runs unattended (autonomous): nobody will answer questions. Choose yourself, say what you chose, and go on.", false), nil
+		case mode == task.Autonomous:
+			return claudecode.AllowTool(r.Input, r.ToolUseID), nil
+		case mode == task.Plan && r.ToolName != claudecode.ToolExitPlanMode && r.ToolName != claudecode.ToolAskUserQuestion:
+			return claudecode.DenyTool("This task is in plan mode: change nothing yet. Present your plan with ExitPlanMode; a person approves it.", false), nil
+		}
+		return t.askPerson(ctx, cr)
+	}
+	return nil, fmt.Errorf("unsupported control request %q", cr.Subtype)
+}
+
+// granted reports whether a permission granted for the task covers a call.
+func (t *turnApprovals) granted(tool string, input json.RawMessage) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, g := range t.grants {
+		var u claudecode.PermissionUpdate
+		if json.Unmarshal(g.Suggestion.Raw, &u) == nil && u.Allows(tool, input) {
+			return true
+		}
+	}
+	return false
+}
+
+// stopCheck answers the Stop hook: an agent about to end its turn with uncommitted changes in a
+// git work tree is asked, once per turn, to commit them or say why they stay uncommitted; it then
+// stops either way (a second Stop hook in the turn, stop_hook_active, is approved: the agent
+// never loops). Outside a git work tree, or with nothing to commit, it stops.
+func (t *turnApprovals) stopCheck(ctx context.Context, in claudecode.HookInput) claudecode.HookOutput {
+	if in.StopHookActive {
+		return claudecode.StopApprove("")
+	}
+	dir := in.CWD
+	if dir == "" {
+		dir = t.req.Workspace
+	}
+	changes, err := uncommitted(ctx, dir)
+	if err != nil || len(changes) == 0 {
+		return claudecode.StopApprove("")
+	}
+	shown := changes
+	if len(shown) > 10 {
+		shown = append(shown[:10:10], fmt.Sprintf("… and %d more", len(changes)-10))
+	}
+	return claudecode.StopBlock("The workspace has uncommitted changes:\n" + strings.Join(shown, "\n") +
+		"\nCommit them with a message that says what you did, or, if they should stay uncommitted, say why in your answer. Then stop.")
+}
+
+// askPerson handles a can_use_tool request that a person must answer: recorded once (a re-ask
+// of the same thing after a retry finds the earlier record), announced, waited for.
+func (t *turnApprovals) askPerson(ctx context.Context, cr *claudecode.ControlRequest) (any, error) {
+	r := cr.CanUseTool
+	kind := task.KindTool
+	switch r.ToolName {
+	case claudecode.ToolAskUserQuestion:
+		kind = task.KindQuestion
+	case claudecode.ToolExitPlanMode:
+		kind = task.KindPlan
+	}
+	pending := task.PendingRequest{
+		RequestID: uuid.NewString(), Turn: t.req.Turn, Kind: kind, Tool: r.ToolName,
+		Summary: summarize(r.ToolName, r.Input), Suggestions: suggestions(r),
+		Questions: questions(kind, r.Input),
+		Since:     time.Now().UTC(),
+	}
+	pending.Deadline = pending.Since.Add(t.timeout)
+	row, fresh, err := store.AskPermission(ctx, t.e.cfg.DB, store.Ask{
+		TaskID: t.req.TaskID, RequestID: pending.RequestID, Turn: t.req.Turn, Attempt: t.req.Attempt,
+		CLIRequestID: cr.RequestID, Kind: string(kind), ToolName: r.ToolName, ToolUseID: r.ToolUseID,
+		Input: r.Input, InputHash: askHash(r.ToolName, r.Input), Summary: pending.Summary,
+		Suggestions: suggestionsJSON(pending.Suggestions), BlockedPath: r.BlockedPath, CLIReason: r.DecisionReason,
+		Deadline: pending.Deadline,
+	})
+	if err != nil {
+		// Without a record nobody can answer: deny, so that the turn goes on and says so.
+		t.log.Warn("recording a permission request", "tool", r.ToolName, "error", err)
+		return claudecode.DenyTool("drover could not record this permission request; it is denied", false), nil
+	}
+	pending.RequestID, pending.Reasked = row.RequestID, row.Reasked
+	pending.Since, pending.Deadline = row.CreatedAt.UTC(), row.Deadline.UTC()
+	if row.Status.Final() {
+		t.log.Info("a re-ask found its earlier decision", "request_id", row.RequestID, "status", row.Status)
+		return t.answer(ctx, cr, row)
+	}
+	if fresh {
+		t.emit(t.requestEvent(cr, pending))
+	}
+	t.notifyAsked(ctx, pending)
+	decided, err := t.e.decisions.await(ctx, t.e.cfg.DB, t.req.TaskID, row.RequestID)
+	if err != nil {
+		if errors.Is(err, claudecode.ErrRequestCancelled) {
+			t.withdrawn(row.RequestID, "the agent withdrew the request")
+		}
+		// The process is going away: the request stays pending for the retry that asks again.
+		return nil, err
+	}
+	return t.answer(ctx, cr, decided)
+}
+
+// withdrawn closes a request the CLI cancelled.
+func (t *turnApprovals) withdrawn(requestID, reason string) {
+	ctx, cancel := context.WithTimeout(context.Background(), t.e.cfg.StopTimeout)
+	defer cancel()
+	closed, err := store.CancelPermissions(ctx, t.e.cfg.DB, t.req.TaskID, requestID, reason)
+	if err != nil {
+		t.log.Warn("closing a withdrawn permission request", "request_id", requestID, "error", err)
+	}
+	if len(closed) == 0 {
+		return
+	}
+	t.emit(events.AgentEvent{Type: events.TypePermissionCancelled, PendingID: requestID})
+	if n := t.e.cfg.Notifier; n != nil {
+		if err := n.Closed(ctx, t.req.TaskID, task.PermissionClosed{RequestID: requestID, Reason: reason}); err != nil {
+			t.log.Warn("telling the task a request was withdrawn", "request_id", requestID, "error", err)
+		}
+	}
+}
+
+func (t *turnApprovals) notifyAsked(ctx context.Context, p task.PendingRequest) {
+	n := t.e.cfg.Notifier
+	if n == nil {
+		return
+	}
+	nctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := n.Asked(nctx, t.req.TaskID, p); err != nil {
+		t.log.Warn("telling the task a permission request waits", "request_id", p.RequestID, "error", err)
+	}
+}
+
+// answer turns a decided request into the CLI's answer.
+func (t *turnApprovals) answer(ctx context.Context, cr *claudecode.ControlRequest, row store.PermissionRequest) (any, error) {
+	var rec task.DecisionRecord
+	if len(row.Decision) > 0 {
+		if err := json.Unmarshal(row.Decision, &rec); err != nil {
+			return claudecode.DenyTool("drover could not read the decision on this request; it is denied", false), nil
+		}
+	}
+	r := cr.CanUseTool
+	switch row.Status {
+	case store.RequestAllowed:
+		if rec.Grant != nil {
+			t.addGrant(task.Grant{Tool: r.ToolName, Suggestion: *rec.Grant})
+		}
+		if rec.NextMode != "" {
+			t.setMode(rec.NextMode)
+		}
+		return t.allow(r, rec)
+	case store.RequestExpired:
+		return claudecode.DenyTool(rec.Reason, true), nil
+	case store.RequestCancelled:
+		return claudecode.DenyTool("the request was withdrawn before anybody answered it", false), nil
+	}
+	msg := "denied"
+	if rec.Reason != "" {
+		msg = "denied by " + rec.By + ": " + rec.Reason
+	}
+	return claudecode.DenyTool(msg, false), nil
+}
+
+func (t *turnApprovals) addGrant(g task.Grant) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.grants = append(t.grants, g)
+}
+
+func (t *turnApprovals) setMode(m task.PermissionMode) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.mode = m
+}
+
+func (t *turnApprovals) currentMode() task.PermissionMode {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.mode
+}
+
+// emit puts an event of the turn in its log, as the adapter's events go.
+func (t *turnApprovals) emit(ev events.AgentEvent) { t.ex.emit(ev) }
+
+// requestEvent is the permission_request event of a new request: what a person needs to
+// decide, under drover's request id, with the choices drover offers and the deadline.
+func (t *turnApprovals) requestEvent(cr *claudecode.ControlRequest, p task.PendingRequest) events.AgentEvent {
+	ev := t.ex.adapter.PermissionEvent(cr)
+	ev.PendingID = p.RequestID
+	if ev.Permission == nil {
+		ev.Permission = &events.Permission{}
+	}
+	if ev.Permission.Summary == "" {
+		ev.Permission.Summary = p.Summary
+	}
+	ev.Permission.AllowAlways = suggestionsJSON(p.Suggestions)
+	ev.Permission.Reasked = p.Reasked
+	ev.Permission.Deadline = p.Deadline
+	return ev
+}
+
+func compact(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return nil
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return nil
+	}
+	b, _ := json.Marshal(v)
+	return b
+}
+
+// askHash identifies an ask: the tool and its input, whatever the key order.
+func askHash(tool string, input json.RawMessage) string {
+	h := sha256.New()
+	h.Write([]byte(tool))
+	h.Write([]byte{0})
+	h.Write(compact(input))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// summarize says in one line what a tool call does, for a person deciding.
+func summarize(tool string, input json.RawMessage) string {
+	var in map[string]any
+	_ = json.Unmarshal(input, &in)
+	str := func(k string) string { s, _ := in[k].(string); return s }
+	var s string
+	switch tool {
+	case "Bash":
+		s = str("command")
+	case "Write", "Edit", "MultiEdit", "Read", "NotebookEdit":
+		s = firstNonEmpty(str("file_path"), str("notebook_path"))
+	case "WebFetch":
+		s = str("url")
+	case "WebSearch":
+		s = str("query")
+	case claudecode.ToolExitPlanMode:
+		s = "plan: " + firstLine(str("plan"))
+	case claudecode.ToolAskUserQuestion:
+		if qs, ok := in["questions"].([]any); ok && len(qs) > 0 {
+			if q, ok := qs[0].(map[string]any); ok {
+				s, _ = q["question"].(string)
+			}
+		}
+	}
+	if s == "" {
+		s = string(compact(input))
+	}
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > 200 {
+		s = string(r[:199]) + "…"
+	}
+	return s
+}
+
+func firstLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(strings.TrimLeft(l, "# ")); l != "" {
+			return l
+		}
+	}
+	return ""
+}
+
+func firstNonEmpty(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// suggestions are the "allow always" choices a person may accept with an approval: the CLI's
+// own, kept in the session, or, when it offers none (it offers none for a call a hook asked
+// about), drover's (claudecode.SuggestRules). Requests that need a person each time, or that the
+// CLI marks as not to be allowed always, offer none.
+func suggestions(r *claudecode.CanUseTool) []task.Suggestion {
+	if r.RequiresUserInteraction || r.SuppressAlwaysAllowRule {
+		return nil
+	}
+	updates := r.Suggestions()
+	if len(updates) == 0 {
+		updates = claudecode.SuggestRules(r.ToolName, r.Input)
+	}
+	out := make([]task.Suggestion, 0, len(updates))
+	for i, u := range updates {
+		raw, _ := json.Marshal(u.InSession())
+		out = append(out, task.Suggestion{Key: strconv.Itoa(i + 1), Label: suggestionLabel(raw), Raw: raw})
+	}
+	return out
+}
+
+func suggestionsJSON(sgs []task.Suggestion) json.RawMessage {
+	if len(sgs) == 0 {
+		return nil
+	}
+	raws := make([]json.RawMessage, len(sgs))
+	for i, sg := range sgs {
+		raws[i] = sg.Raw
+	}
+	b, _ := json.Marshal(raws)
+	return b
+}
+
+// suggestionLabel says what a suggestion grants: "Bash(npm test:*)", "add directory /tmp", …
+func suggestionLabel(raw json.RawMessage) string {
+	var s struct {
+		Type  string `json:"type"`
+		Rules []struct {
+			ToolName    string `json:"toolName"`
+			RuleContent string `json:"ruleContent"`
+		} `json:"rules"`
+		Directories []string `json:"directories"`
+		Mode        string   `json:"mode"`
+		Behavior    string   `json:"behavior"`
+	}
+	if json.Unmarshal(raw, &s) != nil {
+		return string(compact(raw))
+	}
+	switch s.Type {
+	case "addRules", "replaceRules":
+		var rules []string
+		for _, r := range s.Rules {
+			if r.RuleContent != "" {
+				rules = append(rules, r.ToolName+"("+r.RuleContent+")")
+			} else {
+				rules = append(rules, r.ToolName)
+			}
+		}
+		return strings.TrimSpace(s.Behavior + " " + strings.Join(rules, ", "))
+	case "addDirectories":
+		return "add directories " + strings.Join(s.Directories, ", ")
+	case "setMode":
+		return "switch to " + s.Mode + " mode"
+	}
+	return string(compact(raw))
+}
+
+// questions reads the questions of an AskUserQuestion request.
+func questions(kind task.RequestKind, input json.RawMessage) []task.Question {
+	if kind != task.KindQuestion {
+		return nil
+	}
+	var out []task.Question
+	for _, q := range claudecode.QuestionsOf(input) {
+		tq := task.Question{Question: q.Question, Header: q.Header, MultiSelect: q.MultiSelect}
+		for _, o := range q.Options {
+			tq.Options = append(tq.Options, o.Label)
+		}
+		out = append(out, tq)
+	}
+	return out
+}
+
+// allow is the CLI's answer to an allowed request: its input as is, or with the person's answers
+// (a question); the accepted suggestion, kept in the session, as an updated permission.
+func (t *turnApprovals) allow(r *claudecode.CanUseTool, rec task.DecisionRecord) (any, error) {
+	input := r.Input
+	if r.ToolName == claudecode.ToolAskUserQuestion && len(rec.Answers) > 0 {
+		answers := make([]claudecode.QuestionAnswer, 0, len(rec.Answers))
+		for q, labels := range rec.Answers {
+			answers = append(answers, claudecode.QuestionAnswer{Question: q, Labels: labels})
+		}
+		slices.SortFunc(answers, func(a, b claudecode.QuestionAnswer) int { return strings.Compare(a.Question, b.Question) })
+		updated, err := claudecode.AnswerQuestions(r.Input, answers)
+		if err != nil {
+			return claudecode.DenyTool("drover could not apply the answers: "+err.Error(), false), nil
+		}
+		input = updated
+	}
+	res := claudecode.AllowTool(input, r.ToolUseID)
+	if rec.Grant != nil {
+		var u claudecode.PermissionUpdate
+		if json.Unmarshal(rec.Grant.Raw, &u) == nil {
+			res = res.WithUpdatedPermissions(u.InSession())
+		}
+	}
+	return res, nil
+}
+
+// uncommitted lists the changes git sees in dir's work tree (git status --porcelain), or nil
+// when dir is not in a git work tree.
+func uncommitted(ctx context.Context, dir string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", "-C", dir, "status", "--porcelain", "--untracked-files=normal")
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, nil // not a git work tree, or no git: nothing to say
+	}
+	var changes []string
+	for _, l := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+		if strings.TrimSpace(l) != "" {
+			changes = append(changes, strings.TrimSpace(l))
+		}
+	}
+	return changes, nil
+}

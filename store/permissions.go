@@ -1,0 +1,296 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// DecisionsChannel is the Postgres notification channel on which every decision on a permission
+// request is announced, with a DecisionNotice as payload (ids only).
+const DecisionsChannel = "drover_decisions"
+
+// DecisionNotice is the payload of a notification on DecisionsChannel.
+type DecisionNotice struct {
+	TaskID    string `json:"task_id"`
+	RequestID string `json:"request_id"`
+}
+
+// RequestStatus is the state of a permission request. Every status but RequestPending is final.
+type RequestStatus string
+
+// The request statuses.
+const (
+	RequestPending   RequestStatus = "pending"
+	RequestAllowed   RequestStatus = "allowed"
+	RequestDenied    RequestStatus = "denied"    // by a person
+	RequestExpired   RequestStatus = "expired"   // nobody answered by the deadline; the CLI was denied
+	RequestCancelled RequestStatus = "cancelled" // withdrawn: the CLI cancelled it, or the turn or task ended
+)
+
+// Final reports whether s is a decided status (allowed, denied, expired, cancelled).
+func (s RequestStatus) Final() bool {
+	switch s {
+	case RequestAllowed, RequestDenied, RequestExpired, RequestCancelled:
+		return true
+	}
+	return false
+}
+
+// PermissionRequest is a row of permission_requests.
+type PermissionRequest struct {
+	TaskID    string
+	RequestID string // drover's id, stable across the CLI's re-asks of the same thing
+	Turn      int
+	Attempt   int // the attempt that asked last
+	// CLIRequestID is the CLI's request_id of the last ask: the one an answer goes to.
+	CLIRequestID string
+	Kind         string // tool, question or plan
+	ToolName     string
+	ToolUseID    string
+	Input        json.RawMessage
+	// InputHash identifies the ask: the same tool with the same input hashes the same.
+	InputHash   string
+	Summary     string
+	Suggestions json.RawMessage // the CLI's permission_suggestions, or nil
+	BlockedPath string
+	CLIReason   string
+	// Reasked marks a request asked anew after a retry of its turn: an earlier attempt asked
+	// something else.
+	Reasked bool
+	Status  RequestStatus
+	// Decision is the answer the CLI gets, in the engine's form; nil while pending.
+	Decision       json.RawMessage
+	DecidedBy      string
+	DecisionReason string
+	DecidedAt      time.Time // zero while pending
+	Deadline       time.Time
+	CreatedAt      time.Time
+}
+
+const permissionColumns = `task_id, request_id, turn, attempt, cli_request_id, kind, tool_name, tool_use_id,
+	input, input_hash, summary, suggestions, blocked_path, cli_reason, reasked, status, decision,
+	decided_by, decision_reason, decided_at, deadline, created_at`
+
+func scanPermission(row pgx.Row) (PermissionRequest, error) {
+	var r PermissionRequest
+	var decidedAt *time.Time
+	err := row.Scan(&r.TaskID, &r.RequestID, &r.Turn, &r.Attempt, &r.CLIRequestID, &r.Kind, &r.ToolName,
+		&r.ToolUseID, &r.Input, &r.InputHash, &r.Summary, &r.Suggestions, &r.BlockedPath, &r.CLIReason,
+		&r.Reasked, &r.Status, &r.Decision, &r.DecidedBy, &r.DecisionReason, &decidedAt, &r.Deadline, &r.CreatedAt)
+	if decidedAt != nil {
+		r.DecidedAt = *decidedAt
+	}
+	return r, err
+}
+
+// Ask is what the engine knows when the CLI asks for permission.
+type Ask struct {
+	TaskID       string // required
+	RequestID    string // required: the id a new request gets
+	Turn         int
+	Attempt      int
+	CLIRequestID string // required
+	Kind         string
+	ToolName     string
+	ToolUseID    string
+	Input        json.RawMessage
+	InputHash    string // required
+	Summary      string
+	Suggestions  json.RawMessage
+	BlockedPath  string
+	CLIReason    string
+	Deadline     time.Time
+}
+
+// AskPermission records an ask of the CLI, in one transaction. When the same turn already has a
+// request with the same input hash — an earlier attempt asked the same thing before it was lost
+// — that request is returned instead: still pending, it now answers to this ask (CLI request id
+// and attempt updated); decided, the caller answers the CLI with its decision at once, and the
+// person is not asked twice. Otherwise a new pending request is inserted (marked Reasked when
+// the attempt is not the turn's first) and fresh is true.
+func AskPermission(ctx context.Context, db TxDB, a Ask) (req PermissionRequest, fresh bool, err error) {
+	if a.TaskID == "" || a.RequestID == "" || a.CLIRequestID == "" || a.InputHash == "" {
+		return req, false, errors.New("recording a permission request: task, request and CLI request ids and the input hash are required")
+	}
+	if a.Input == nil {
+		a.Input = json.RawMessage("{}")
+	}
+	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		// A pending request of the same ask answers to the new CLI request; a decided one is
+		// returned unchanged. The newest such row wins.
+		req, err = scanPermission(tx.QueryRow(ctx, `
+			UPDATE permission_requests p SET
+				cli_request_id = CASE WHEN p.status = 'pending' THEN $4 ELSE p.cli_request_id END,
+				attempt = CASE WHEN p.status = 'pending' THEN $5 ELSE p.attempt END,
+				updated_at = now()
+			WHERE (p.task_id, p.request_id) = (
+				SELECT task_id, request_id FROM permission_requests
+				WHERE task_id = $1 AND turn = $2 AND input_hash = $3 AND status <> 'cancelled'
+				ORDER BY created_at DESC LIMIT 1)
+			RETURNING `+permissionColumns,
+			a.TaskID, a.Turn, a.InputHash, a.CLIRequestID, a.Attempt))
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		fresh = true
+		req, err = scanPermission(tx.QueryRow(ctx, `
+			INSERT INTO permission_requests (task_id, request_id, turn, attempt, cli_request_id, kind,
+				tool_name, tool_use_id, input, input_hash, summary, suggestions, blocked_path, cli_reason,
+				reasked, deadline)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $4 > 1, $15)
+			RETURNING `+permissionColumns,
+			a.TaskID, a.RequestID, a.Turn, a.Attempt, a.CLIRequestID, a.Kind, a.ToolName, a.ToolUseID,
+			a.Input, a.InputHash, a.Summary, a.Suggestions, a.BlockedPath, a.CLIReason, a.Deadline))
+		return err
+	})
+	if err != nil {
+		return PermissionRequest{}, false, fmt.Errorf("recording a permission request of task %s: %w", a.TaskID, err)
+	}
+	return req, fresh, nil
+}
+
+// Decision is a final answer to a permission request.
+type Decision struct {
+	Status RequestStatus // allowed, denied, expired or cancelled
+	// Answer is what the CLI gets (the engine's form); nil for cancelled.
+	Answer    json.RawMessage
+	DecidedBy string
+	Reason    string
+}
+
+// ErrNotPending reports a decision on a request that is decided already, with another
+// decision. (The same decision again is accepted: deliveries are retried.)
+var ErrNotPending = errors.New("the permission request is not pending")
+
+// DecidePermission records the decision on a pending request and announces it on
+// DecisionsChannel. Recording the same decision again changes nothing and succeeds; another
+// decision on a request that is no longer pending gets ErrNotPending; an unknown request
+// ErrNotFound.
+func DecidePermission(ctx context.Context, db DB, taskID, requestID string, d Decision) error {
+	if !d.Status.Final() {
+		return fmt.Errorf("deciding permission request %s of task %s: %q is not a decision", requestID, taskID, d.Status)
+	}
+	tag, err := db.Exec(ctx, `
+		WITH decided AS (
+			UPDATE permission_requests SET status = $3, decision = $4, decided_by = $5,
+				decision_reason = $6, decided_at = now(), updated_at = now()
+			WHERE task_id = $1 AND request_id = $2 AND status = 'pending'
+			RETURNING task_id, request_id
+		)
+		SELECT pg_notify('`+DecisionsChannel+`', json_build_object('task_id', task_id, 'request_id', request_id)::text)
+		FROM decided`,
+		taskID, requestID, string(d.Status), d.Answer, d.DecidedBy, d.Reason)
+	if err != nil {
+		return fmt.Errorf("deciding permission request %s of task %s: %w", requestID, taskID, err)
+	}
+	if tag.RowsAffected() == 1 {
+		return nil
+	}
+	cur, err := GetPermission(ctx, db, taskID, requestID)
+	if err != nil {
+		return fmt.Errorf("deciding permission request: %w", err)
+	}
+	if cur.Status == d.Status && cur.DecidedBy == d.DecidedBy {
+		return nil
+	}
+	return fmt.Errorf("deciding permission request %s of task %s (%s): %w", requestID, taskID, cur.Status, ErrNotPending)
+}
+
+// CancelPermissions closes the task's pending requests as cancelled — one (requestID) or all
+// (requestID ""), for example because the CLI withdrew it or the task was cancelled — and
+// announces each. It returns the requests it closed.
+func CancelPermissions(ctx context.Context, db DB, taskID, requestID, reason string) ([]PermissionRequest, error) {
+	rows, err := db.Query(ctx, `
+		WITH cancelled AS (
+			UPDATE permission_requests SET status = 'cancelled', decided_by = 'drover', decision_reason = $3,
+				decided_at = now(), updated_at = now()
+			WHERE task_id = $1 AND ($2 = '' OR request_id = $2) AND status = 'pending'
+			RETURNING `+permissionColumns+`
+		)
+		SELECT c.*, pg_notify('`+DecisionsChannel+`', json_build_object('task_id', c.task_id, 'request_id', c.request_id)::text)
+		FROM cancelled c`, taskID, requestID, reason)
+	if err != nil {
+		return nil, fmt.Errorf("cancelling permission requests of task %s: %w", taskID, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (PermissionRequest, error) {
+		var r PermissionRequest
+		var decidedAt *time.Time
+		err := row.Scan(&r.TaskID, &r.RequestID, &r.Turn, &r.Attempt, &r.CLIRequestID, &r.Kind, &r.ToolName,
+			&r.ToolUseID, &r.Input, &r.InputHash, &r.Summary, &r.Suggestions, &r.BlockedPath, &r.CLIReason,
+			&r.Reasked, &r.Status, &r.Decision, &r.DecidedBy, &r.DecisionReason, &decidedAt, &r.Deadline, &r.CreatedAt, nil)
+		if decidedAt != nil {
+			r.DecidedAt = *decidedAt
+		}
+		return r, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cancelling permission requests of task %s: %w", taskID, err)
+	}
+	return out, nil
+}
+
+// ExtendPermissionDeadline moves a pending request's deadline. It reports whether the request
+// was pending.
+func ExtendPermissionDeadline(ctx context.Context, db DB, taskID, requestID string, deadline time.Time) (bool, error) {
+	tag, err := db.Exec(ctx, `UPDATE permission_requests SET deadline = $3, updated_at = now()
+		WHERE task_id = $1 AND request_id = $2 AND status = 'pending'`, taskID, requestID, deadline)
+	if err != nil {
+		return false, fmt.Errorf("extending permission request %s of task %s: %w", requestID, taskID, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// GetPermission returns one request, or ErrNotFound.
+func GetPermission(ctx context.Context, db DB, taskID, requestID string) (PermissionRequest, error) {
+	r, err := scanPermission(db.QueryRow(ctx, `SELECT `+permissionColumns+` FROM permission_requests
+		WHERE task_id = $1 AND request_id = $2`, taskID, requestID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, fmt.Errorf("permission request %s of task %s: %w", requestID, taskID, ErrNotFound)
+	}
+	if err != nil {
+		return r, fmt.Errorf("reading permission request %s of task %s: %w", requestID, taskID, err)
+	}
+	return r, nil
+}
+
+// ListPendingPermissions returns the requests waiting for a decision, across tasks (taskID "")
+// or of one task, oldest first, at most limit (0: all).
+func ListPendingPermissions(ctx context.Context, db DB, taskID string, limit int) ([]PermissionRequest, error) {
+	var lim *int
+	if limit > 0 {
+		lim = &limit
+	}
+	rows, err := db.Query(ctx, `SELECT `+permissionColumns+` FROM permission_requests
+		WHERE status = 'pending' AND ($1 = '' OR task_id = $1)
+		ORDER BY created_at, task_id, request_id LIMIT $2`, taskID, lim)
+	if err != nil {
+		return nil, fmt.Errorf("listing pending permission requests: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (PermissionRequest, error) { return scanPermission(row) })
+	if err != nil {
+		return nil, fmt.Errorf("listing pending permission requests: %w", err)
+	}
+	return out, nil
+}
+
+// ListTaskPermissions returns all requests of a task, oldest first.
+func ListTaskPermissions(ctx context.Context, db DB, taskID string) ([]PermissionRequest, error) {
+	rows, err := db.Query(ctx, `SELECT `+permissionColumns+` FROM permission_requests
+		WHERE task_id = $1 ORDER BY created_at, request_id`, taskID)
+	if err != nil {
+		return nil, fmt.Errorf("listing permission requests of task %s: %w", taskID, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (PermissionRequest, error) { return scanPermission(row) })
+	if err != nil {
+		return nil, fmt.Errorf("listing permission requests of task %s: %w", taskID, err)
+	}
+	return out, nil
+}
