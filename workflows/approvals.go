@@ -66,6 +66,12 @@ func (s *taskState) requestAsked(ctx workflow.Context, r task.PendingRequest) {
 	if _, decided := s.decision(r.RequestID); decided {
 		return // a re-ask of a decided request: the host answers it from Postgres
 	}
+	if r.Turn != s.running {
+		// Its turn has ended (the signal of a lost attempt, or one that crossed the turn's end):
+		// nothing waits for an answer, and the turn's requests are closed already.
+		workflow.GetLogger(ctx).Info("permission request of a turn that is not running ignored", "request_id", r.RequestID, "turn", r.Turn)
+		return
+	}
 	if i := s.awaitingIndex(r.RequestID); i >= 0 {
 		// Asked again after a retry: keep when it was first asked and its deadline.
 		r.Since, r.Deadline = s.awaiting[i].Since, s.awaiting[i].Deadline
