@@ -66,6 +66,12 @@ func (s *taskState) requestAsked(ctx workflow.Context, r task.PendingRequest) {
 	if _, decided := s.decision(r.RequestID); decided {
 		return // a re-ask of a decided request: the host answers it from Postgres
 	}
+	if r.Turn != s.running {
+		// Its turn has ended (the signal of a lost attempt, or one that crossed the turn's end):
+		// nothing waits for an answer, and the turn's requests are closed already.
+		workflow.GetLogger(ctx).Info("permission request of a turn that is not running ignored", "request_id", r.RequestID, "turn", r.Turn)
+		return
+	}
 	if i := s.awaitingIndex(r.RequestID); i >= 0 {
 		// Asked again after a retry: keep when it was first asked and its deadline.
 		r.Since, r.Deadline = s.awaiting[i].Since, s.awaiting[i].Deadline
@@ -188,10 +194,21 @@ func checkAnswers(qs []task.Question, answers map[string][]string) error {
 			}
 		}
 	}
-	for text := range answers {
-		if !slices.ContainsFunc(qs, func(q task.Question) bool { return q.Question == text }) {
-			return fmt.Errorf("no question %q was asked", text)
+	// Every answer names a question: count the distinct questions answered, without ranging
+	// over the map (its order differs from run to run).
+	var asked []string
+	answered := 0
+	for _, q := range qs {
+		if slices.Contains(asked, q.Question) {
+			continue
 		}
+		asked = append(asked, q.Question)
+		if _, ok := answers[q.Question]; ok {
+			answered++
+		}
+	}
+	if len(answers) > answered {
+		return fmt.Errorf("the answers name a question that was not asked; the questions are %q", asked)
 	}
 	return nil
 }

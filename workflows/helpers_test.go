@@ -86,6 +86,51 @@ type recorder struct {
 	interrupts []controlCall
 	stops      []controlCall
 	cancels    []controlCall
+	deliveries []deliveryCall
+}
+
+// deliveryCall is one DeliverDecision attempt.
+type deliveryCall struct {
+	Rec     task.DecisionRecord
+	Queue   string
+	Attempt int32
+	// At is the time on the workflow clock of the attempt; Failed is whether it failed.
+	At     time.Time
+	Failed bool
+}
+
+func (r *recorder) deliveryCalls() []deliveryCall {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]deliveryCall(nil), r.deliveries...)
+}
+
+// delivered are the decisions DeliverDecision recorded, in order.
+func (r *recorder) delivered() []task.DecisionRecord {
+	var out []task.DecisionRecord
+	for _, d := range r.deliveryCalls() {
+		if !d.Failed {
+			out = append(out, d.Rec)
+		}
+	}
+	return out
+}
+
+// mockDeliver answers DeliverDecision: its first failFirst attempts fail as they do while no
+// worker can reach the database, the others succeed.
+func (r *recorder) mockDeliver(env *testsuite.TestWorkflowEnvironment, failFirst int) {
+	env.OnActivity(task.ActivityDeliverDecision, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, rec task.DecisionRecord) error {
+			info := activity.GetInfo(ctx)
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			failed := len(r.deliveries) < failFirst
+			r.deliveries = append(r.deliveries, deliveryCall{Rec: rec, Queue: info.TaskQueue, Attempt: info.Attempt, At: env.Now(), Failed: failed})
+			if failed {
+				return temporal.NewApplicationError("the database is unavailable", task.ErrTypeStoreUnavailable)
+			}
+			return nil
+		}).Maybe()
 }
 
 func (r *recorder) runCalls() []runCall {

@@ -131,6 +131,7 @@ func (s *taskState) waitForWork(ctx workflow.Context) error {
 // completed ends the task after a close or an idle timeout.
 func (s *taskState) completed(ctx workflow.Context) (task.State, error) {
 	s.final = task.StatusCompleted
+	s.closeTurnRequests(ctx, 0, "the task ended")
 	s.publish(ctx)
 	s.stopExecutor(ctx)
 	workflow.GetLogger(ctx).Info("task completed", "turns", s.totals.Turns, "failed_turns", s.totals.FailedTurns)
