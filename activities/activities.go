@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/drover-run/drover/engine"
@@ -56,6 +57,10 @@ func (a *Activities) CancelTurn(ctx context.Context, in task.InterruptTurnInput)
 
 // AssignHost answers with this host's queue: the task's turns will run here.
 func (a *Activities) AssignHost(ctx context.Context) (string, error) {
+	if a.engine.Draining() {
+		// Retried: a live host answers the next attempt.
+		return "", temporal.NewApplicationError("this host is draining; another host takes the task", task.ErrTypeWorkerStopping)
+	}
 	return a.HostQueue(), nil
 }
 
@@ -65,7 +70,7 @@ func (a *Activities) AssignHost(ctx context.Context) (string, error) {
 // then applied as soon as the prompt is sent).
 func (a *Activities) InterruptTurn(ctx context.Context, in task.InterruptTurnInput) error {
 	if err := a.engine.Interrupt(ctx, in.TaskID, in.Turn); err != nil {
-		return toTemporal(engine.AsError(err, task.ErrTypeClaudeExited))
+		return toTemporal(engine.AsError(err, task.ErrTypeClaudeExited), task.ReassignDetails{})
 	}
 	return nil
 }

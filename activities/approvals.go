@@ -38,7 +38,7 @@ var _ engine.Notifier = Notifier{}
 // finds it (any worker may run it: it only writes to Postgres).
 func (a *Activities) DeliverDecision(ctx context.Context, rec task.DecisionRecord) error {
 	if err := a.engine.Deliver(ctx, rec); err != nil {
-		return toTemporal(engine.AsError(err, task.ErrTypeStoreUnavailable))
+		return toTemporal(engine.AsError(err, task.ErrTypeStoreUnavailable), task.ReassignDetails{})
 	}
 	return nil
 }

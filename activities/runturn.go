@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -16,11 +18,12 @@ import (
 // RunTurn runs one attempt of one turn of a task (see engine.Engine.RunTurn).
 func (a *Activities) RunTurn(ctx context.Context, in task.RunTurnInput) (task.RunTurnResult, error) {
 	info := activity.GetInfo(ctx)
+	attempt := in.AttemptsBefore + int(info.Attempt)
 	req := engine.Request{
 		TaskID:          in.TaskID,
 		Turn:            in.Turn,
-		Attempt:         int(info.Attempt),
-		AttemptID:       AttemptID(info.WorkflowExecution.RunID, info.ActivityID, int(info.Attempt)),
+		Attempt:         attempt,
+		AttemptID:       AttemptID(info.WorkflowExecution.RunID, info.ActivityID, attempt),
 		AttemptToken:    info.TaskToken,
 		Prompt:          in.Prompt,
 		PromptUUID:      in.PromptUUID,
@@ -30,27 +33,44 @@ func (a *Activities) RunTurn(ctx context.Context, in task.RunTurnInput) (task.Ru
 		LastMessageUUID: in.LastMessageUUID,
 		Heartbeat:       func(lastSeq int64) { activity.RecordHeartbeat(ctx, lastSeq) },
 	}
-	if p := info.RetryPolicy; p != nil {
-		req.MaxAttempts = int(p.MaximumAttempts)
+	if p := info.RetryPolicy; p != nil && p.MaximumAttempts > 0 {
+		req.MaxAttempts = in.AttemptsBefore + int(p.MaximumAttempts)
 	}
-	if info.Attempt > 1 {
+	switch {
+	case info.Attempt == 1 && in.AttemptsBefore > 0:
+		req.PreviousFailure = "the previous attempt's host stopped running the turn (it drained or was lost)"
+	case info.Attempt > 1 && activity.HasHeartbeatDetails(ctx):
+		req.PreviousFailure = "the previous attempt stopped before its turn ended (its worker or CLI was lost, or it failed)"
+	case info.Attempt > 1:
 		req.PreviousFailure = "the previous attempt failed"
-		if activity.HasHeartbeatDetails(ctx) {
-			req.PreviousFailure = "the previous attempt stopped before its turn ended (its worker or CLI was lost, or it failed)"
-		}
 	}
 	tctx, cancel := turnContext(ctx)
 	defer cancel()
 	res, err := a.engine.RunTurn(tctx, req)
 	if err != nil {
-		return task.RunTurnResult{}, toTemporal(engine.AsError(err, task.ErrTypeInternal))
+		return task.RunTurnResult{}, toTemporal(engine.AsError(err, task.ErrTypeInternal), task.ReassignDetails{Attempt: attempt})
 	}
 	return res, nil
 }
 
-// AttemptID names one attempt of one activity: the workflow run, the activity and the attempt.
+// AttemptID names one attempt of one activity: the workflow run, the activity and the attempt
+// (counted over the turn).
 func AttemptID(runID, activityID string, attempt int) string {
 	return fmt.Sprintf("%s/%s/%d", runID, activityID, attempt)
+}
+
+// ParseAttemptID returns what an AttemptID names; ok is false when id is not one.
+func ParseAttemptID(id string) (runID, activityID string, attempt int, ok bool) {
+	i := strings.LastIndexByte(id, '/')
+	if i < 0 {
+		return "", "", 0, false
+	}
+	n, err := strconv.Atoi(id[i+1:])
+	runID, activityID, found := strings.Cut(id[:i], "/")
+	if err != nil || n < 1 || !found || runID == "" || activityID == "" {
+		return "", "", 0, false
+	}
+	return runID, activityID, n, true
 }
 
 // turnContext is the context the engine runs a turn in: ctx's deadline, and, when ctx ends,
@@ -78,12 +98,19 @@ func turnContext(ctx context.Context) (context.Context, context.CancelFunc) {
 
 // toTemporal converts the engine's error into what crosses the Temporal edge: an application
 // error of the engine's type and retryability, with the API's retry-after as the next delay;
-// a cancellation Temporal asked for is acknowledged as a cancellation.
-func toTemporal(e *engine.Error) error {
+// a cancellation Temporal asked for is acknowledged as a cancellation. An error of a Reassign
+// type carries reassign (the attempt that ended) as its details.
+func toTemporal(e *engine.Error, reassign task.ReassignDetails) error {
 	if e.Type == task.ErrTypeCancelled {
 		return temporal.NewCanceledError(task.ErrTypeCancelled, e.Error())
 	}
 	opts := temporal.ApplicationErrorOptions{NonRetryable: !e.Retryable()}
+	if task.Reassign(e.Type) {
+		// A host that drains or is gone cannot take the retry: the workflow gives the turn to
+		// another host, continuing the attempts' count.
+		opts.NonRetryable = true
+		opts.Details = []any{reassign}
+	}
 	if e.RetryAfter > 0 && e.Retryable() {
 		opts.NextRetryDelay = e.RetryAfter
 	}

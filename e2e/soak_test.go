@@ -287,18 +287,11 @@ func (s *soakScript) waitForPhase(e *env, id string, k int, phase soakPhase, acc
 	time.Sleep(jitter(200 * time.Millisecond))
 }
 
-// logged reports whether a text event of turn k holds text.
+// logged reports whether a message of turn k streamed text holding text, however the log cut
+// it into events.
 func logged(e *env, id string, k int, text string) bool {
-	evs, err := store.ListEvents(e.ctx, e.db(), id, 0, 0)
-	if err != nil {
-		return false
-	}
-	for _, ev := range evs {
-		if ev.Turn == k && strings.Contains(string(ev.Payload), text) {
-			return true
-		}
-	}
-	return false
+	_, ok := streamed(e.events(id), k, text)
+	return ok
 }
 
 // retryLogged is when the log recorded the retry of turn k.

@@ -43,7 +43,12 @@ func (e *Engine) RunTurn(ctx context.Context, req Request) (task.RunTurnResult, 
 	defer span.End()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	defer e.track(req.TaskID, req.Turn, cancel)()
+	untrack, ok := e.track(req.TaskID, req.Turn, cancel)
+	if !ok {
+		log.Info("not running the turn: this host drains")
+		return task.RunTurnResult{}, &Error{Type: task.ErrTypeWorkerStopping, Err: errDraining}
+	}
+	defer untrack()
 
 	a := &attempt{e: e, req: req, log: log}
 	stopHeartbeat := a.heartbeat(ctx)
@@ -328,6 +333,16 @@ func (e *Engine) commit(ctx context.Context, a *attempt, c store.TurnCommit) *Er
 	if err := l.Err(); err != nil {
 		return &Error{Type: task.ErrTypeStoreUnavailable, Err: err}
 	}
+	if dir := e.cfg.Claude.ConfigDir; dir != "" && c.SessionID != "" {
+		u, err := e.mirror(ctx, dir, c.SessionID, c.LastMessageUUID)
+		if err != nil {
+			return err
+		}
+		if u == nil {
+			a.log.Warn("the session has no transcript to mirror: it cannot move to another host", "session_id", c.SessionID, "config_dir", dir)
+		}
+		c.Mirror = u
+	}
 	backoff := 100 * time.Millisecond
 	for {
 		applied, err := store.CommitTurn(ctx, e.cfg.DB, c)
@@ -355,7 +370,8 @@ func (e *Engine) commit(ctx context.Context, a *attempt, c store.TurnCommit) *Er
 // turn closed when no attempt follows. It retries briefly through database failures; what it
 // cannot record, the next attempt's claim overwrites.
 func (e *Engine) endAttempt(ctx context.Context, req Request, f *Error) {
-	final := !f.Retryable() || (req.MaxAttempts > 0 && req.Attempt >= req.MaxAttempts)
+	// A host that drains or is lost hands the turn to another host: an attempt follows.
+	final := !f.Retryable() || (!task.Reassign(f.Type) && req.MaxAttempts > 0 && req.Attempt >= req.MaxAttempts)
 	status := store.ExecutorFailed
 	if f.Type == task.ErrTypeCancelled || f.Type == task.ErrTypeWorkerStopping {
 		status = store.ExecutorStopped
@@ -373,6 +389,12 @@ func (e *Engine) endAttempt(ctx context.Context, req Request, f *Error) {
 	for {
 		err := store.EndAttempt(ctx, e.cfg.DB, end)
 		if err == nil {
+			if final {
+				// Nobody will ask again what the turn's requests asked.
+				if _, err := store.CancelPermissions(ctx, e.cfg.DB, req.TaskID, "", "the turn failed"); err != nil {
+					e.cfg.Logger.Warn("closing the failed turn's permission requests", "task_id", req.TaskID, "error", err)
+				}
+			}
 			return
 		}
 		if errors.Is(err, store.ErrStaleAttempt) || errors.Is(err, store.ErrNotFound) {
@@ -405,6 +427,18 @@ func (a *attempt) executor(ctx context.Context, workspace, sessionID, resumeAt s
 	spec := executorSpec{hostID: e.cfg.HostID, stopTimeout: e.cfg.StopTimeout, backgroundWait: e.cfg.BackgroundWait,
 		supervisable: supervisable(req.Profile.PermissionMode)}
 	spec.cmd = e.command(req.Profile, workspace)
+	if sessionID != "" && resumeAt != "" && e.cfg.Claude.ConfigDir != "" {
+		// The session may have last run on another host, or this host's copy may hold what a
+		// lost attempt wrote: make it the mirror's before the CLI reads it.
+		start := time.Now()
+		n, err := restoreSession(ctx, e.cfg.DB, e.cfg.Claude.ConfigDir, sessionID)
+		if err != nil {
+			return nil, false, mirrorFailure(err)
+		}
+		if n > 0 {
+			a.log.Info("restored the session from its mirror", "session_id", sessionID, "files", n, "took", time.Since(start).Round(time.Millisecond))
+		}
+	}
 	if sessionID != "" && resumeAt != "" {
 		spec.cmd.Resume, spec.cmd.ResumeSessionAt = sessionID, resumeAt
 		spec.sessionID, spec.resumeSessionID, spec.resumeAt = sessionID, sessionID, resumeAt
@@ -474,7 +508,7 @@ func (a *attempt) closeLostToolCalls(ctx context.Context) {
 
 // openLog starts the attempt's event log and its background writer.
 func (a *attempt) openLog(ctx context.Context) {
-	l := newEventLog(a.e.cfg.DB, a.req.TaskID, a.req.Turn, a.req.Attempt, a.log)
+	l := newEventLog(a.e.cfg.DB, a.req.TaskID, a.req.AttemptID, a.req.Turn, a.req.Attempt, a.log)
 	a.elog.Store(l)
 	lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	a.stopLog = stop

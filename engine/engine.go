@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/drover-run/drover/store"
@@ -25,6 +26,8 @@ type Engine struct {
 	// can be stopped at once.
 	runningMu sync.Mutex
 	running   map[string]runningAttempt
+	// draining: the host gives its turns up (see Drain).
+	draining atomic.Bool
 }
 
 // runningAttempt is an attempt in progress and the way to cancel it.
@@ -126,9 +129,14 @@ func (e *Engine) CancelTurn(taskID string, turn int) bool {
 	return true
 }
 
-// track registers a running attempt; the returned function forgets it.
-func (e *Engine) track(taskID string, turn int, cancel context.CancelCauseFunc) func() {
+// track registers a running attempt; the returned function forgets it. A draining host
+// registers nothing (ok false): the attempt must not run.
+func (e *Engine) track(taskID string, turn int, cancel context.CancelCauseFunc) (untrack func(), ok bool) {
 	e.runningMu.Lock()
+	if e.draining.Load() {
+		e.runningMu.Unlock()
+		return nil, false
+	}
 	e.running[taskID] = runningAttempt{turn: turn, cancel: cancel}
 	e.runningMu.Unlock()
 	return func() {
@@ -137,7 +145,7 @@ func (e *Engine) track(taskID string, turn int, cancel context.CancelCauseFunc) 
 			delete(e.running, taskID)
 		}
 		e.runningMu.Unlock()
-	}
+	}, true
 }
 
 // StopTask stops the task's CLI process on this host, if any, and forgets the task's pending

@@ -29,11 +29,12 @@ var errEventBacklog = errors.New("event log backlog is full: Postgres unreachabl
 // Nothing emitted is dropped while the attempt lives; a backlog past maxBacklog fails the
 // attempt instead of growing without bound.
 type eventLog struct {
-	db      store.DB
-	taskID  string
-	turn    int
-	attempt int
-	logger  *slog.Logger
+	db        store.DB
+	taskID    string
+	attemptID string
+	turn      int
+	attempt   int
+	logger    *slog.Logger
 
 	maxBatch   int
 	maxBacklog int
@@ -41,14 +42,18 @@ type eventLog struct {
 	mu      sync.Mutex
 	buf     []events.AgentEvent
 	lastSeq int64
-	failed  error
-	wake    chan struct{}
-	flushMu sync.Mutex // one writer at a time keeps the order
+	// stored counts the emitted events stored so far (buf holds the rest); uncertain is set
+	// when a write failed in a way that leaves unknown whether it landed.
+	stored    int64
+	uncertain bool
+	failed    error
+	wake      chan struct{}
+	flushMu   sync.Mutex // one writer at a time keeps the order
 }
 
-func newEventLog(db store.DB, taskID string, turn, attempt int, logger *slog.Logger) *eventLog {
+func newEventLog(db store.DB, taskID, attemptID string, turn, attempt int, logger *slog.Logger) *eventLog {
 	return &eventLog{
-		db: db, taskID: taskID, turn: turn, attempt: attempt, logger: logger,
+		db: db, taskID: taskID, attemptID: attemptID, turn: turn, attempt: attempt, logger: logger,
 		maxBatch: 256, maxBacklog: 200_000,
 		wake: make(chan struct{}, 1),
 	}
@@ -134,10 +139,24 @@ func (l *eventLog) Flush(ctx context.Context) error {
 	}
 }
 
-// writeOnce stores everything queued, a batch at a time.
+// writeOnce stores everything queued, a batch at a time. After a failed write it first asks
+// the database how far the writer got, so a batch that landed is not stored twice.
 func (l *eventLog) writeOnce(ctx context.Context) error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
+	if l.uncertain {
+		emitted, last, err := store.WriterProgress(ctx, l.db, l.taskID, l.attemptID)
+		if err != nil {
+			return err
+		}
+		l.mu.Lock()
+		if landed := emitted - l.stored; landed > 0 {
+			l.buf = l.buf[landed:]
+			l.stored, l.lastSeq = emitted, last
+		}
+		l.mu.Unlock()
+		l.uncertain = false
+	}
 	for {
 		l.mu.Lock()
 		n := len(l.buf)
@@ -151,11 +170,14 @@ func (l *eventLog) writeOnce(ctx context.Context) error {
 		for i, ev := range batch {
 			inputs[i] = store.EventInput{Turn: l.turn, Attempt: l.attempt, Type: string(ev.Type), Payload: encode(ev)}
 		}
-		_, last, err := store.AppendEvents(ctx, l.db, l.taskID, inputs)
+		w := store.Writer{AttemptID: l.attemptID, Through: l.stored + int64(used)}
+		_, last, err := store.AppendWriterEvents(ctx, l.db, l.taskID, w, inputs)
 		if err != nil {
+			l.uncertain = true
 			return err
 		}
 		l.mu.Lock()
+		l.stored += int64(used)
 		l.buf = l.buf[used:]
 		if len(l.buf) == 0 {
 			l.buf = nil

@@ -59,16 +59,36 @@ WITH counter AS (
 		unnest($3::integer[], $4::integer[], $5::text[], $6::jsonb[]) WITH ORDINALITY
 			AS e(turn, attempt, type, payload, ord)
 )
+, progress AS (
+	INSERT INTO task_event_writers AS w (task_id, attempt_id, emitted, last_seq)
+	SELECT $1::text, $7::text, $8::bigint, counter.base + $2::bigint
+	FROM counter WHERE $7::text <> ''
+	ON CONFLICT (task_id, attempt_id) DO UPDATE SET emitted = excluded.emitted, last_seq = excluded.last_seq
+)
 SELECT base + 1, base + $2::bigint,
 	pg_notify('` + EventsChannel + `', json_build_object(
 		'task_id', $1::text, 'first_seq', base + 1, 'last_seq', base + $2::bigint)::text)
 FROM counter`
+
+// Writer identifies an attempt's event writer and how far its emitted events reach once a batch
+// is stored (Through counts them from the attempt's first), so that an append whose reply was
+// lost can be checked with WriterProgress instead of repeated. The zero Writer records nothing.
+type Writer struct {
+	AttemptID string
+	Through   int64
+}
 
 // AppendEvents appends evs to the task's log, numbering them after its last event, and returns
 // the first and last sequence numbers given. The batch is one transaction (or part of db's, if
 // db is a pgx.Tx) and is announced by one notification on EventsChannel when it commits.
 // Concurrent appenders for one task are safe: sequence numbers stay gapless and unique.
 func AppendEvents(ctx context.Context, db DB, taskID string, evs []EventInput) (firstSeq, lastSeq int64, err error) {
+	return AppendWriterEvents(ctx, db, taskID, Writer{}, evs)
+}
+
+// AppendWriterEvents is AppendEvents that also records, in the same statement, that w's events
+// are stored through w.Through.
+func AppendWriterEvents(ctx context.Context, db DB, taskID string, w Writer, evs []EventInput) (firstSeq, lastSeq int64, err error) {
 	if taskID == "" {
 		return 0, 0, errors.New("appending events: task id is required")
 	}
@@ -88,12 +108,27 @@ func AppendEvents(ctx context.Context, db DB, taskID string, evs []EventInput) (
 		}
 		turns[i], attempts[i], types[i], payloads[i] = int32(ev.Turn), int32(ev.Attempt), ev.Type, ev.Payload
 	}
-	err = db.QueryRow(ctx, appendEventsSQL, taskID, int64(len(evs)), turns, attempts, types, payloads).
+	err = db.QueryRow(ctx, appendEventsSQL, taskID, int64(len(evs)), turns, attempts, types, payloads,
+		w.AttemptID, w.Through).
 		Scan(&firstSeq, &lastSeq, nil) // the third column is pg_notify's void
 	if err != nil {
 		return 0, 0, fmt.Errorf("appending %d events to task %s: %w", len(evs), taskID, err)
 	}
 	return firstSeq, lastSeq, nil
+}
+
+// WriterProgress returns how many of an attempt's events are stored and the sequence number of
+// the last, as recorded by AppendWriterEvents; zeros when none are.
+func WriterProgress(ctx context.Context, db DB, taskID, attemptID string) (emitted, lastSeq int64, err error) {
+	err = db.QueryRow(ctx, `SELECT emitted, last_seq FROM task_event_writers WHERE task_id = $1 AND attempt_id = $2`,
+		taskID, attemptID).Scan(&emitted, &lastSeq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, 0, nil
+	}
+	if err != nil {
+		return 0, 0, fmt.Errorf("reading how far attempt %s wrote the events of task %s: %w", attemptID, taskID, err)
+	}
+	return emitted, lastSeq, nil
 }
 
 // ListEvents returns up to limit events of the task with seq > afterSeq, in order. A limit of 0

@@ -81,6 +81,10 @@ type TurnCommit struct {
 	NumTurns            int
 	IsError             bool
 	Error               string
+	// Mirror brings the session's mirror to the files as they stand at this commit (see
+	// MirrorUpdate); nil leaves it alone. Written in the same transaction, so the mirror never
+	// lags the resume point.
+	Mirror *MirrorUpdate
 }
 
 const turnColumns = `task_id, turn, prompt, prompt_uuid, resume_session_id, resume_from_uuid, status,
@@ -145,7 +149,7 @@ func CommitTurn(ctx context.Context, db TxDB, c TurnCommit) (applied bool, err e
 		}
 		if tag.RowsAffected() == 1 {
 			applied = true
-			return nil
+			return insertMirror(ctx, tx, c.TaskID, c.Turn, c.SessionID, c.Mirror)
 		}
 		if _, err := GetTurn(ctx, tx, c.TaskID, c.Turn); err != nil {
 			return err

@@ -35,9 +35,17 @@ const (
 	// ErrTypeAttemptTimedOut: the attempt outlived its start-to-close bound. Temporal reports its
 	// own timeout to the workflow; this type is what the executor row and the logs record.
 	ErrTypeAttemptTimedOut = "AttemptTimedOut"
-	// ErrTypeWorkerStopping: the worker is shutting down; the attempt's CLI was stopped so that
-	// another attempt takes the turn from its committed point.
+	// ErrTypeWorkerStopping: the worker is shutting down (draining) and the turn outlived the
+	// drain timeout; its CLI was stopped. The workflow runs the turn again at once on another
+	// host, from its committed point (see Reassign).
 	ErrTypeWorkerStopping = "WorkerStopping"
+	// ErrTypeHostLost: the host running the attempt stopped beating in Postgres; a live host
+	// reported the attempt failed so that the workflow runs the turn at once on another host
+	// (see Reassign).
+	ErrTypeHostLost = "HostLost"
+	// ErrTypeSessionMirrorCorrupt: the session's mirror in Postgres does not rebuild what its
+	// hashes say; the session is not resumed from it. Not retryable: an operator must look.
+	ErrTypeSessionMirrorCorrupt = "SessionMirrorCorrupt"
 	// ErrTypeWorkerLost: the worker running the attempt died; its host reported the attempt
 	// failed when it came back, so that the retry need not wait for a heartbeat timeout.
 	ErrTypeWorkerLost = "WorkerLost"
@@ -54,14 +62,29 @@ const (
 func Retryable(t string) bool {
 	switch t {
 	case ErrTypeInvalidInput, ErrTypeWorkspaceMissing, ErrTypeResumeRejected,
-		ErrTypeAttemptSuperseded, ErrTypeCancelled:
+		ErrTypeAttemptSuperseded, ErrTypeCancelled, ErrTypeSessionMirrorCorrupt:
 		return false
 	}
 	return true
 }
 
-// NonRetryableErrorTypes lists the error types Retryable refuses, for a retry policy.
+// Reassign reports whether an error of type t means the turn's host cannot run it (it drains,
+// or it is gone): the workflow then runs the turn again at once on another host instead of
+// letting Temporal retry it on the same host's queue, where nobody would take it.
+func Reassign(t string) bool {
+	return t == ErrTypeWorkerStopping || t == ErrTypeHostLost
+}
+
+// ReassignDetails are the details of an error of a Reassign type: the attempt that ended,
+// counted over the turn, so that the attempts on the next host continue the count.
+type ReassignDetails struct {
+	Attempt int `json:"attempt"`
+}
+
+// NonRetryableErrorTypes lists the error types a retry policy must not retry: those Retryable
+// refuses, and those the workflow reassigns itself.
 func NonRetryableErrorTypes() []string {
 	return []string{ErrTypeInvalidInput, ErrTypeWorkspaceMissing, ErrTypeResumeRejected,
-		ErrTypeAttemptSuperseded, ErrTypeCancelled}
+		ErrTypeAttemptSuperseded, ErrTypeCancelled, ErrTypeSessionMirrorCorrupt,
+		ErrTypeWorkerStopping, ErrTypeHostLost}
 }

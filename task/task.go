@@ -234,6 +234,9 @@ type RunTurnInput struct {
 	Grants []Grant `json:"grants,omitempty"`
 	// ApprovalTimeout is how long a permission request of this turn waits for a person.
 	ApprovalTimeout time.Duration `json:"approval_timeout,omitempty"`
+	// AttemptsBefore counts the attempts this turn made on hosts that could not finish it
+	// (they drained or were lost); the attempts here are numbered after them.
+	AttemptsBefore int `json:"attempts_before,omitempty"`
 }
 
 // TurnStatus is how a turn ended.

@@ -57,6 +57,13 @@ type Config struct {
 	// RegisterSearchAttributes adds drover's search attributes to the namespace
 	// when they are missing (needs operator rights). Defaults to true.
 	RegisterSearchAttributes *bool
+	// DrainTimeout is how long a stopping worker lets its running turns finish before it stops
+	// them (they then continue on another host from their committed point). Zero means
+	// DefaultDrainTimeout.
+	DrainTimeout time.Duration
+	// HostBeat and HostStale time host liveness (see DefaultHostBeat). Zero means the default.
+	HostBeat  time.Duration
+	HostStale time.Duration
 	// DebugDir, when set, receives raw and normalized JSONL captures of every CLI run.
 	DebugDir string
 	// Logger receives drover's and the Temporal SDK's logs. Nil means silent.
@@ -80,6 +87,15 @@ func (c *Config) withDefaults() {
 	}
 	if c.MaxConcurrentTurns <= 0 {
 		c.MaxConcurrentTurns = DefaultMaxConcurrentTurns
+	}
+	if c.DrainTimeout <= 0 {
+		c.DrainTimeout = DefaultDrainTimeout
+	}
+	if c.HostBeat <= 0 {
+		c.HostBeat = DefaultHostBeat
+	}
+	if c.HostStale <= 0 {
+		c.HostStale = DefaultHostStale
 	}
 	if c.RegisterSearchAttributes == nil {
 		t := true
@@ -112,6 +128,9 @@ type Worker struct {
 	acts   *activities.Activities
 	shared sdkworker.Worker
 	host   sdkworker.Worker
+	// stopBeat ends the host's liveness loop; beatDone closes when it has.
+	stopBeat context.CancelFunc
+	beatDone chan struct{}
 }
 
 // Start connects, migrates, kills what CLI processes a previous run of this host left behind,
@@ -153,6 +172,9 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 		}
 	}
 
+	if err := store.RestartHost(ctx, pool, cfg.HostID, os.Getpid()); err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
 	if err := failLostAttempts(ctx, pool, c, cfg.HostID, log); err != nil {
 		log.Warn("recovering this host's lost attempts", "error", err)
 	}
@@ -180,8 +202,7 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 
 	w.host = sdkworker.New(c, w.acts.HostQueue(), sdkworker.Options{
 		MaxConcurrentActivityExecutionSize: cfg.MaxConcurrentTurns + 8,
-		// A turn that outlives the stop timeout is cancelled; its next attempt
-		// resumes from Postgres on whichever process of this host polls next.
+		// Stop drains the turns first (see Drain); this bounds what is left, control calls.
 		WorkerStopTimeout: 5 * time.Second,
 	})
 	w.acts.RegisterHost(w.host)
@@ -192,6 +213,14 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 	if err := w.host.Start(); err != nil {
 		return nil, fmt.Errorf("worker: starting the host worker: %w", err)
 	}
+	beatCtx, stopBeat := context.WithCancel(context.WithoutCancel(ctx))
+	w.stopBeat, w.beatDone = stopBeat, make(chan struct{})
+	loop := &hostLoop{db: pool, temporal: c, namespace: cfg.Namespace, hostID: cfg.HostID, interval: cfg.HostBeat, stale: cfg.HostStale,
+		draining: w.engine.Draining, log: log, reported: map[string]bool{}}
+	go func() {
+		defer close(w.beatDone)
+		loop.run(beatCtx)
+	}()
 	ok = true
 	log.Info("drover worker started", "temporal", cfg.TemporalAddress, "namespace", cfg.Namespace,
 		"shared_queue", cfg.TaskQueue, "host_queue", w.acts.HostQueue())
@@ -207,9 +236,23 @@ func (w *Worker) Pool() *pgxpool.Pool { return w.pool }
 // HostQueue is this host's own task queue.
 func (w *Worker) HostQueue() string { return w.acts.HostQueue() }
 
-// Stop stops polling, stops every CLI process of this host and closes the
-// connections.
+// Stop drains the host (see engine.Engine.Drain: no new turns; the running ones finish within
+// Config.DrainTimeout or are stopped and continue on another host), stops polling, stops every
+// CLI process of this host and closes the connections.
 func (w *Worker) Stop(ctx context.Context) {
+	if w.engine != nil {
+		if n := w.engine.Drain(ctx, w.cfg.DrainTimeout); n > 0 {
+			w.cfg.Logger.Warn("turns stopped at the drain timeout; they continue on another host", "turns", n)
+		}
+	}
+	if w.stopBeat != nil {
+		w.stopBeat()
+		<-w.beatDone
+		// The last word: this host takes nothing more.
+		if err := store.BeatHost(context.WithoutCancel(ctx), w.pool, w.cfg.HostID, os.Getpid(), true); err != nil {
+			w.cfg.Logger.Warn("recording this host stopped", "error", err)
+		}
+	}
 	if w.shared != nil {
 		w.shared.Stop()
 	}
@@ -239,7 +282,8 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	<-ctx.Done()
-	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	// Room for the drain, then for stopping what it stopped.
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.cfg.DrainTimeout+2*time.Minute)
 	defer cancel()
 	w.Stop(stopCtx)
 	return nil

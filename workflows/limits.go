@@ -52,8 +52,8 @@ var defaultLimits = limits{
 	maxHistoryLength: 2000,
 	maxHistoryBytes:  4 << 20,
 
-	hostStartTimeout: time.Minute,
-	maxReassign:      3,
+	hostStartTimeout: 30 * time.Second,
+	maxReassign:      5,
 	heartbeatTimeout: 10 * time.Second,
 	retryInitial:     time.Second,
 	retryMax:         time.Minute,

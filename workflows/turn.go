@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -46,6 +47,7 @@ func (s *taskState) runNext(ctx workflow.Context) error {
 // current one stops taking work.
 func (s *taskState) runTurn(ctx workflow.Context, q task.QueuedPrompt) error {
 	log := workflow.GetLogger(ctx)
+	attemptsBefore := 0
 	for reassigned := 0; ; reassigned++ {
 		if s.hostQueue == "" {
 			host, err := s.assignHost(ctx)
@@ -59,7 +61,12 @@ func (s *taskState) runTurn(ctx workflow.Context, q task.QueuedPrompt) error {
 			s.hostQueue = host
 			log.Info("host assigned", "turn", q.Turn, "host_queue", host)
 		}
-		res, err := s.executeRunTurn(ctx, q)
+		res, err := s.executeRunTurn(ctx, q, attemptsBefore)
+		var moved *temporal.ApplicationError
+		if errors.As(err, &moved) && task.Reassign(moved.Type()) &&
+			workflow.GetVersion(ctx, "reassign-lost-host", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+			moved = nil // histories from before hosts handed turns over: a failed turn
+		}
 		switch {
 		case err == nil:
 			s.turnEnded(q.Turn, res)
@@ -75,6 +82,23 @@ func (s *taskState) runTurn(ctx workflow.Context, q task.QueuedPrompt) error {
 			}
 			s.turnGaveUp(fmt.Sprintf("turn %d failed: no host picked it up within %s, %d tries (last %s)",
 				q.Turn, s.lim.hostStartTimeout, reassigned+1, gone))
+			return nil
+		case moved != nil && task.Reassign(moved.Type()):
+			// The host drained or was lost mid-turn: any live host takes the turn at once, from
+			// its committed point, continuing the count of attempts.
+			gone := s.hostQueue
+			s.hostQueue = ""
+			var d task.ReassignDetails
+			if moved.HasDetails() && moved.Details(&d) == nil && d.Attempt > attemptsBefore {
+				attemptsBefore = d.Attempt
+			} else {
+				attemptsBefore++
+			}
+			if reassigned < s.lim.maxReassign {
+				log.Warn("host stopped running the turn; assigning another", "turn", q.Turn, "host_queue", gone, "reason", moved.Type())
+				continue
+			}
+			s.turnErrored(q.Turn, err)
 			return nil
 		default:
 			s.turnErrored(q.Turn, err)
@@ -106,11 +130,11 @@ func (s *taskState) assignHost(ctx workflow.Context) (string, error) {
 }
 
 // executeRunTurn runs the RunTurn activity on the host queue.
-func (s *taskState) executeRunTurn(ctx workflow.Context, q task.QueuedPrompt) (task.RunTurnResult, error) {
+func (s *taskState) executeRunTurn(ctx workflow.Context, q task.QueuedPrompt, attemptsBefore int) (task.RunTurnResult, error) {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:              s.hostQueue,
 		ScheduleToStartTimeout: s.lim.hostStartTimeout,
-		StartToCloseTimeout:    s.p.TurnTimeout,
+		StartToCloseTimeout:    s.turnTimeout(),
 		HeartbeatTimeout:       s.lim.heartbeatTimeout,
 		WaitForCancellation:    true,
 		RetryPolicy: &temporal.RetryPolicy{
@@ -133,6 +157,7 @@ func (s *taskState) executeRunTurn(ctx workflow.Context, q task.QueuedPrompt) (t
 		LastMessageUUID: s.lastUUID,
 		Grants:          slices.Clone(s.grants),
 		ApprovalTimeout: s.p.ApprovalTimeout,
+		AttemptsBefore:  attemptsBefore,
 	}
 	var res task.RunTurnResult
 	fut := workflow.ExecuteActivity(actx, task.ActivityRunTurn, in)
@@ -141,6 +166,18 @@ func (s *taskState) executeRunTurn(ctx workflow.Context, q task.QueuedPrompt) (t
 		return task.RunTurnResult{}, fmt.Errorf("running turn %d: %w", q.Turn, err)
 	}
 	return res, nil
+}
+
+// turnTimeout bounds one attempt of a turn. A turn that may wait for a person (supervised,
+// plan) also gets the time a request may wait, so that an unanswered request expires at its
+// deadline rather than with the attempt. (A deadline a person moves later than that still ends
+// with the attempt.)
+func (s *taskState) turnTimeout() time.Duration {
+	switch s.p.Profile.PermissionMode {
+	case task.Supervised, task.Plan:
+		return s.p.TurnTimeout + s.p.ApprovalTimeout
+	}
+	return s.p.TurnTimeout
 }
 
 // cancelAtOnce waits for the turn's activity; if the task is cancelled meanwhile, it asks the

@@ -60,7 +60,7 @@ func startStack(ctx context.Context, e env, o stackOptions, log *slog.Logger) (*
 	if cfg.Claude.Bin == "" {
 		return nil, fmt.Errorf("no claude binary: run scripts/tools.sh (or make tools), or set DROVER_CLAUDE_BIN")
 	}
-	if cfg.Claude.ConfigDir == "" {
+	if e.claudeConfigDir == "" {
 		cfg.Claude.ConfigDir = filepath.Join(o.stateDir, "claude")
 	}
 	cfg.Claude.Env = append(cfg.Claude.Env, claudecode.OfflineEnv()...)

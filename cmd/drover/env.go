@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 
 	"github.com/drover-run/drover/engine"
 	"github.com/drover-run/drover/internal/tools"
@@ -35,6 +36,8 @@ type env struct {
 	environ []string
 	// self is this program's executable, which guards the CLI processes it starts.
 	self string
+	// home is the user's home folder, where the CLI keeps its state by default.
+	home string
 }
 
 func loadEnv() env {
@@ -54,6 +57,9 @@ func loadEnv() env {
 		debugCapture:    os.Getenv("DROVER_DEBUG_AGENT_MESSAGES") == "true",
 		otlpExport:      os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "",
 		environ:         os.Environ(),
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		e.home = home
 	}
 	if e.temporalBin == "" {
 		e.temporalBin, e.temporalBinErr = tools.Env(os.Getenv).TemporalBin()
@@ -89,7 +95,7 @@ func (e env) workerConfig() worker.Config {
 		WorkspaceRoot:   e.workspaceRoot,
 		Claude: engine.Claude{
 			Bin:       e.claudeBin,
-			ConfigDir: e.claudeConfigDir,
+			ConfigDir: e.configDir(),
 			APIKey:    e.apiKey,
 			BaseURL:   e.baseURL,
 			Env:       e.environ,
@@ -102,4 +108,13 @@ func (e env) workerConfig() worker.Config {
 		cfg.DebugDir = "."
 	}
 	return cfg
+}
+
+// configDir is where the CLI keeps its sessions: DROVER_CLAUDE_CONFIG_DIR, or the CLI's own
+// default (~/.claude). drover must know it to keep the session mirror.
+func (e env) configDir() string {
+	if e.claudeConfigDir != "" || e.home == "" {
+		return e.claudeConfigDir
+	}
+	return filepath.Join(e.home, ".claude")
 }
