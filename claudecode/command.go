@@ -71,7 +71,7 @@ type Command struct {
 	AppendSystemPrompt string
 	// ExtraArgs are appended verbatim after every other argument.
 	ExtraArgs []string
-	// Env is the base environment. Nil means os.Environ().
+	// Env is the base environment (KEY=VALUE); nothing else is inherited.
 	Env []string
 	// APIKey is set as ANTHROPIC_API_KEY. It never appears in arguments, String or LogValue.
 	APIKey string
@@ -264,14 +264,11 @@ func (c *Command) writeMCPConfig() error {
 	return nil
 }
 
-// Environ returns the CLI's environment: Env (or os.Environ()) with ANTHROPIC_API_KEY,
+// Environ returns the CLI's environment: Env with ANTHROPIC_API_KEY,
 // ANTHROPIC_BASE_URL and CLAUDE_CONFIG_DIR replaced when set, and IS_SANDBOX=1 when running as root
 // with a bypass mode (the CLI refuses to start otherwise).
 func (c *Command) Environ() []string {
 	base := c.Env
-	if base == nil {
-		base = os.Environ()
-	}
 	set := map[string]string{}
 	if c.APIKey != "" {
 		set["ANTHROPIC_API_KEY"] = c.APIKey

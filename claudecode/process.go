@@ -208,9 +208,6 @@ func envValue(env []string, key string) string {
 	return ""
 }
 
-// Tag returns the TagEnv value that marks every process of the CLI's tree, or "".
-func (p *Process) Tag() string { return p.tag }
-
 // Client returns the stdio client of the process.
 func (p *Process) Client() *Client { return p.client }
 

@@ -450,7 +450,7 @@ func (a *attempt) executor(ctx context.Context, workspace, sessionID, resumeAt s
 		spec.cmd.SessionID = spec.sessionID
 	}
 	if e.cfg.DebugDir != "" {
-		d, err := streamjson.OpenDebugCapture(streamjson.DebugConfig{Dir: e.cfg.DebugDir, AgentID: req.TaskID, Secrets: []string{e.cfg.Claude.APIKey}})
+		d, err := streamjson.OpenDebugCapture(streamjson.DebugConfig{Dir: e.cfg.DebugDir, AgentID: req.TaskID, Secrets: e.cfg.Claude.secrets()})
 		if err != nil {
 			a.log.Warn("debug capture unavailable", "error", err)
 		} else {

@@ -6,12 +6,15 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/streamjson"
 )
 
 // The defaults of Config. They are defined here and nowhere else: the worker's configuration,
@@ -159,4 +162,17 @@ func (c *Config) validate() error {
 		return fmt.Errorf("engine: the workspace root %q is not absolute", c.WorkspaceRoot)
 	}
 	return nil
+}
+
+// secrets are the credentials the CLI is given, for redaction: the API key and the values of
+// the credential variables of its environment.
+func (c Claude) secrets() []string {
+	out := []string{c.APIKey}
+	for _, kv := range c.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		if slices.Contains(streamjson.SecretEnv, k) {
+			out = append(out, v)
+		}
+	}
+	return out
 }

@@ -9,24 +9,14 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"sync"
 
 	"github.com/drover-run/drover/events"
 )
 
-// DebugEnv is the environment variable that turns debug capture on when it is "true".
-const DebugEnv = "DROVER_DEBUG_AGENT_MESSAGES"
-
-// DebugEnabled reports whether DebugEnv is set to a true value.
-func DebugEnabled() bool {
-	on, _ := strconv.ParseBool(os.Getenv(DebugEnv))
-	return on
-}
-
-// secretEnv lists environment variables whose values are credentials: debug capture never
-// writes them, wherever they appear.
-var secretEnv = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"}
+// SecretEnv lists the environment variables of the CLI whose values are credentials: a caller
+// passes their values in DebugConfig.Secrets, and debug capture never writes them.
+var SecretEnv = []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"}
 
 // secretPattern matches Anthropic credentials by their shape.
 var secretPattern = regexp.MustCompile(`sk-ant-[A-Za-z0-9_\-]{4,}`)
@@ -44,9 +34,8 @@ type DebugConfig struct {
 	// normalized-streamjson-<AgentID>.jsonl. Characters other than letters, digits, '.', '_'
 	// and '-' become '_'. Required.
 	AgentID string
-	// Secrets are values never to write (an API key given to the CLI, say). The values of
-	// ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN and CLAUDE_CODE_OAUTH_TOKEN in this process's
-	// environment, and anything shaped like an Anthropic key, are always redacted too.
+	// Secrets are values never to write (an API key given to the CLI, the values of SecretEnv
+	// in its environment). Anything shaped like an Anthropic key is always redacted too.
 	Secrets []string
 	// Logger reports write failures. Nil means silent.
 	Logger *slog.Logger
@@ -83,14 +72,6 @@ type DebugCapture struct {
 	buf        []byte // the line being written and its newline, reused
 }
 
-// OpenDebugCaptureFromEnv opens a capture when DebugEnv is true and returns nil otherwise.
-func OpenDebugCaptureFromEnv(cfg DebugConfig) (*DebugCapture, error) {
-	if !DebugEnabled() {
-		return nil, nil
-	}
-	return OpenDebugCapture(cfg)
-}
-
 // OpenDebugCapture creates (or appends to) the two capture files in cfg.Dir.
 func OpenDebugCapture(cfg DebugConfig) (*DebugCapture, error) {
 	cfg = cfg.withDefaults()
@@ -118,9 +99,6 @@ func OpenDebugCapture(cfg DebugConfig) (*DebugCapture, error) {
 	d := &DebugCapture{log: cfg.Logger, raw: raw, normalized: normalized}
 	for _, s := range cfg.Secrets {
 		d.addSecret(s)
-	}
-	for _, name := range secretEnv {
-		d.addSecret(os.Getenv(name))
 	}
 	return d, nil
 }
