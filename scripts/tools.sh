@@ -82,7 +82,7 @@ install_server() {
     echo "temporal server $TEMPORAL_SERVER_VERSION: already installed" >&2
     return
   fi
-  echo "temporal server $TEMPORAL_SERVER_VERSION: building with go install (about 12 minutes on 2 cores)" >&2
+  echo "temporal server $TEMPORAL_SERVER_VERSION: building with go install (about 10 minutes on 2 cores, beside the CLI)" >&2
   local tmp="$server_dir.tmp.$$" mod="go.temporal.io/server@$TEMPORAL_SERVER_VERSION" src
   rm -rf "$tmp"
   mkdir -p "$tmp/bin"
