@@ -40,6 +40,9 @@ var suite struct {
 	drover    string
 	claudeBin string
 	dir       string
+
+	binOnce sync.Once
+	binErr  error
 }
 
 func TestMain(m *testing.M) {
@@ -47,6 +50,7 @@ func TestMain(m *testing.M) {
 	if suite.temporal != nil {
 		_ = suite.temporal.Stop()
 	}
+	stopProduction()
 	if suite.dir != "" {
 		_ = os.RemoveAll(suite.dir)
 	}
@@ -56,26 +60,12 @@ func TestMain(m *testing.M) {
 // setup starts the shared parts once, or skips when the pinned tools are absent.
 func setup(t testing.TB) {
 	t.Helper()
-	claude, err := tools.ClaudeBin()
-	if err != nil {
-		t.Skipf("the real Claude CLI is not installed (%v): run scripts/tools.sh", err)
-	}
 	temporalBin, err := tools.TemporalBin()
 	if err != nil {
 		t.Skipf("the temporal CLI is not installed (%v): run scripts/tools.sh", err)
 	}
+	setupBinaries(t)
 	suite.once.Do(func() {
-		suite.claudeBin = claude
-		suite.dir, suite.err = os.MkdirTemp("", "drover-e2e-")
-		if suite.err != nil {
-			return
-		}
-		suite.drover = filepath.Join(suite.dir, "drover")
-		build := exec.Command("go", "build", "-o", suite.drover, "../cmd/drover")
-		if out, err := build.CombinedOutput(); err != nil {
-			suite.err = fmt.Errorf("building drover: %v\n%s", err, out)
-			return
-		}
 		sa := searchAttributes()
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
@@ -89,11 +79,36 @@ func setup(t testing.TB) {
 	}
 }
 
+// setupBinaries finds the Claude CLI and builds drover once, or skips when the CLI is absent.
+func setupBinaries(t testing.TB) {
+	t.Helper()
+	claude, err := tools.ClaudeBin()
+	if err != nil {
+		t.Skipf("the real Claude CLI is not installed (%v): run scripts/tools.sh", err)
+	}
+	suite.binOnce.Do(func() {
+		suite.claudeBin = claude
+		suite.dir, suite.binErr = os.MkdirTemp("", "drover-e2e-")
+		if suite.binErr != nil {
+			return
+		}
+		suite.drover = filepath.Join(suite.dir, "drover")
+		build := exec.Command("go", "build", "-o", suite.drover, "../cmd/drover")
+		if out, err := build.CombinedOutput(); err != nil {
+			suite.binErr = fmt.Errorf("building drover: %v\n%s", err, out)
+		}
+	})
+	if suite.binErr != nil {
+		t.Fatal(suite.binErr)
+	}
+}
+
 // world is what one test or benchmark has to itself: a database, a fake
 // Messages API, a task queue, and the CLI's home, config folder and workspace.
 type world struct {
-	temporal string // the Temporal frontend workers use
-	dsn      string
+	temporal  string // the Temporal frontend workers use
+	namespace string // and its namespace
+	dsn       string
 	// workerDSN, when set, is the database URL workers get instead of dsn (a proxy's).
 	workerDSN string
 	fake      *fakeanthropic.Server
@@ -103,10 +118,16 @@ type world struct {
 	workspace string
 }
 
-// newWorld makes a world; the fake answers with fakeCfg.
+// newWorld makes a world on the shared dev server; the fake answers with fakeCfg.
 func newWorld(tb testing.TB, prefix string, fakeCfg fakeanthropic.Config) world {
 	tb.Helper()
-	w := world{queue: prefix + uuid.NewString()[:8], dsn: pgtest.NewDatabase(tb), temporal: suite.temporal.Address()}
+	return newWorldOn(tb, prefix, fakeCfg, suite.temporal.Address(), suite.temporal.Namespace())
+}
+
+// newWorldOn makes a world whose workers use the Temporal frontend at address, in namespace.
+func newWorldOn(tb testing.TB, prefix string, fakeCfg fakeanthropic.Config, address, namespace string) world {
+	tb.Helper()
+	w := world{queue: prefix + uuid.NewString()[:8], dsn: pgtest.NewDatabase(tb), temporal: address, namespace: namespace}
 	root := tb.TempDir()
 	w.home = filepath.Join(root, "home")
 	w.configDir = filepath.Join(root, "claude")
@@ -146,7 +167,7 @@ func (w world) workerEnv(hostID, logLevel string) []string {
 		"HOME=" + w.home,
 		"DROVER_DATABASE_URL=" + dsn,
 		"TEMPORAL_ADDRESS=" + w.temporal,
-		"TEMPORAL_NAMESPACE=" + suite.temporal.Namespace(),
+		"TEMPORAL_NAMESPACE=" + w.namespace,
 		"DROVER_TASK_QUEUE=" + w.queue,
 		"DROVER_HOST_ID=" + hostID,
 		"DROVER_CLAUDE_BIN=" + suite.claudeBin,
@@ -222,12 +243,19 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	setup(t)
+	return newEnvOn(t, suite.temporal.Address(), suite.temporal.Namespace())
+}
+
+// newEnvOn makes an env whose workers and task client use the Temporal frontend at address, in
+// namespace (setupBinaries must have run).
+func newEnvOn(t *testing.T, address, namespace string) *env {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	t.Cleanup(cancel)
 	e := &env{t: t, ctx: ctx}
-	e.world = newWorld(t, "e2e-", fakeanthropic.Config{Responder: e.responder})
+	e.world = newWorldOn(t, "e2e-", fakeanthropic.Config{Responder: e.responder}, address, namespace)
 
-	c, err := worker.Dial(ctx, suite.temporal.Address(), suite.temporal.Namespace(), nil)
+	c, err := worker.Dial(ctx, address, namespace, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -399,13 +427,19 @@ func alive(pid int) bool {
 // transcriptEntries reads the session's transcript file from the CLI's config folder.
 func (e *env) transcriptEntries(sessionID string) []map[string]any {
 	e.t.Helper()
-	matches, _ := filepath.Glob(filepath.Join(e.configDir, "projects", "*", sessionID+".jsonl"))
+	return transcriptIn(e.t, e.configDir, sessionID)
+}
+
+// transcriptIn reads the session's transcript file from the CLI config folder configDir.
+func transcriptIn(t testing.TB, configDir, sessionID string) []map[string]any {
+	t.Helper()
+	matches, _ := filepath.Glob(filepath.Join(configDir, "projects", "*", sessionID+".jsonl"))
 	if len(matches) != 1 {
-		e.t.Fatalf("transcript of session %s: found %v", sessionID, matches)
+		t.Fatalf("transcript of session %s: found %v", sessionID, matches)
 	}
 	f, err := os.Open(matches[0])
 	if err != nil {
-		e.t.Fatal(err)
+		t.Fatal(err)
 	}
 	defer f.Close()
 	var out []map[string]any

@@ -10,16 +10,28 @@ set -euo pipefail
 
 CLAUDE_VERSION=2.1.332
 TEMPORAL_VERSION=v1.5.1
+# The Temporal server (with Postgres persistence) and its SQL schema tool, for the tests that run
+# the production layout: the version of the server image docker-compose.yml runs, so that the
+# compose file is the one place that names it.
+compose_file="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/docker-compose.yml"
+TEMPORAL_SERVER_VERSION=v$(sed -n 's|^ *image: temporalio/server:\([0-9][0-9.]*\)$|\1|p' "$compose_file")
+[[ "$TEMPORAL_SERVER_VERSION" != v ]] || {
+  echo "scripts/tools.sh: no temporalio/server image in $compose_file" >&2
+  exit 1
+}
 
 root="${DROVER_TOOLS:-$HOME/.cache/drover/tools}"
 claude_dir="$root/claude-code-$CLAUDE_VERSION"
 claude_bin="$claude_dir/node_modules/@anthropic-ai/claude-code-linux-x64/claude"
 temporal_dir="$root/temporal-$TEMPORAL_VERSION"
 temporal_bin="$temporal_dir/temporal"
+server_dir="$root/temporal-server-$TEMPORAL_SERVER_VERSION"
+server_bin="$server_dir/temporal-server"
 
 print() {
   echo "DROVER_CLAUDE_BIN=$claude_bin"
   echo "DROVER_TEMPORAL_BIN=$temporal_bin"
+  echo "DROVER_TEMPORAL_SERVER_DIR=$server_dir"
 }
 
 if [[ "${1:-}" == "--print" ]]; then
@@ -62,6 +74,36 @@ install_temporal() {
   mv "$tmp" "$temporal_dir"
 }
 
+# install_server builds the server and temporal-sql-tool from one module version, and copies the
+# module's Postgres schema beside them (schema/postgresql/v12/{temporal,visibility}), laid out as
+# the admin-tools image lays it under /etc/temporal/schema.
+install_server() {
+  if [[ -x "$server_bin" && -x "$server_dir/temporal-sql-tool" && -d "$server_dir/schema/postgresql/v12" ]]; then
+    echo "temporal server $TEMPORAL_SERVER_VERSION: already installed" >&2
+    return
+  fi
+  echo "temporal server $TEMPORAL_SERVER_VERSION: building with go install (about 10 minutes on 2 cores, beside the CLI)" >&2
+  local tmp="$server_dir.tmp.$$" mod="go.temporal.io/server@$TEMPORAL_SERVER_VERSION" src
+  rm -rf "$tmp"
+  mkdir -p "$tmp/bin"
+  GOBIN="$tmp/bin" GOTOOLCHAIN=local GOFLAGS=-buildvcs=false \
+    go install "go.temporal.io/server/cmd/server@$TEMPORAL_SERVER_VERSION" \
+    "go.temporal.io/server/cmd/tools/sql@$TEMPORAL_SERVER_VERSION" >&2
+  mv "$tmp/bin/server" "$tmp/temporal-server"
+  mv "$tmp/bin/sql" "$tmp/temporal-sql-tool"
+  rmdir "$tmp/bin"
+  src=$(cd / && GOTOOLCHAIN=local go mod download -json "$mod" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  [[ -d "$src/schema/postgresql/v12" ]] || {
+    echo "temporal server: no Postgres schema in $src" >&2
+    exit 1
+  }
+  mkdir -p "$tmp/schema/postgresql"
+  cp -R "$src/schema/postgresql/v12" "$tmp/schema/postgresql/"
+  chmod -R u+w "$tmp/schema"
+  rm -rf "$server_dir"
+  mv "$tmp" "$server_dir"
+}
+
 ensure_postgres() {
   command -v pg_isready >/dev/null 2>&1 || return 0
   if pg_isready -q -h 127.0.0.1 -p 5432; then
@@ -86,7 +128,10 @@ install_claude &
 claude_pid=$!
 install_temporal &
 temporal_pid=$!
+install_server &
+server_pid=$!
 ensure_postgres
 wait "$claude_pid"
 wait "$temporal_pid"
+wait "$server_pid"
 print

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -21,12 +22,22 @@ import (
 )
 
 // stack is what dev and demo run in one process: a Temporal dev server
-// (unless an address is given), optionally the fake Messages API, and a worker.
+// (unless an address is given), optionally the fake Messages API, and one or
+// more workers, each a host of its own.
 type stack struct {
 	temporal *devserver.Server
 	fake     *fakeanthropic.Server
-	worker   *worker.Worker
-	cfg      worker.Config
+	// worker and cfg are the first host's.
+	worker *worker.Worker
+	cfg    worker.Config
+	// hosts are every host, the first included.
+	hosts []devHost
+}
+
+// devHost is one worker host of the stack.
+type devHost struct {
+	worker *worker.Worker
+	cfg    worker.Config
 }
 
 type stackOptions struct {
@@ -38,6 +49,29 @@ type stackOptions struct {
 	fakeResponder   func(*fakeanthropic.Request) (fakeanthropic.Response, bool)
 	hostID          string
 	keepAlive       time.Duration
+	// workers is how many hosts run (0 means 1). With more than one, host i (from 1) is
+	// <hostID>-i with the CLI config folder <config folder>-<hostID>-i, and all share the
+	// workspace root, as separate machines with shared workspace storage would.
+	workers int
+}
+
+// hostConfigs returns the configuration of each of n hosts made from cfg.
+func hostConfigs(cfg worker.Config, n int) []worker.Config {
+	if n <= 1 {
+		return []worker.Config{cfg}
+	}
+	base := cfg.HostID
+	if base == "" {
+		base = "dev"
+	}
+	out := make([]worker.Config, n)
+	for i := range out {
+		c := cfg
+		c.HostID = fmt.Sprintf("%s-%d", base, i+1)
+		c.Claude.ConfigDir = cfg.Claude.ConfigDir + "-" + c.HostID
+		out[i] = c
+	}
+	return out
 }
 
 func startStack(ctx context.Context, e env, o stackOptions, log *slog.Logger) (*stack, error) {
@@ -99,11 +133,16 @@ func startStack(ctx context.Context, e env, o stackOptions, log *slog.Logger) (*
 	if err := store.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
 		return nil, err
 	}
-	w, err := worker.Start(ctx, cfg)
-	if err != nil {
-		return nil, err
+	for i, hc := range hostConfigs(cfg, o.workers) {
+		w, err := worker.Start(ctx, hc)
+		if err != nil {
+			return nil, err
+		}
+		s.hosts = append(s.hosts, devHost{worker: w, cfg: hc})
+		if i == 0 {
+			s.worker, s.cfg = w, hc
+		}
 	}
-	s.worker, s.cfg = w, cfg
 	ok = true
 	return s, nil
 }
@@ -111,9 +150,12 @@ func startStack(ctx context.Context, e env, o stackOptions, log *slog.Logger) (*
 func (s *stack) stop(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if s.worker != nil {
-		s.worker.Stop(ctx)
+	// The hosts stop together, as machines shutting down at once would.
+	var wg sync.WaitGroup
+	for _, h := range s.hosts {
+		wg.Go(func() { h.worker.Stop(ctx) })
 	}
+	wg.Wait()
 	if s.fake != nil {
 		_ = s.fake.Close()
 	}
@@ -126,6 +168,7 @@ func newDevCommand(a *app) *cobra.Command {
 	var o struct {
 		state, addr, hostID string
 		port, uiPort        int
+		workers             int
 		fake                bool
 	}
 	c := &cobra.Command{
@@ -137,9 +180,12 @@ func newDevCommand(a *app) *cobra.Command {
 			if a.env.hostID != "" && !c.Flags().Changed("host-id") {
 				hostID = a.env.hostID
 			}
+			if o.workers < 1 || o.workers > maxDevWorkers {
+				return fmt.Errorf("--workers %d: run between 1 and %d workers", o.workers, maxDevWorkers)
+			}
 			return runDev(c.Context(), a, stackOptions{
 				stateDir: o.state, temporalAddress: o.addr, port: o.port, uiPort: o.uiPort,
-				fakeAPI: o.fake, fakeResponder: echoResponder, hostID: hostID,
+				fakeAPI: o.fake, fakeResponder: echoResponder, hostID: hostID, workers: o.workers,
 			})
 		},
 	}
@@ -151,8 +197,13 @@ func newDevCommand(a *app) *cobra.Command {
 	f.BoolVar(&o.fake, "fake-api", a.env.apiKey == "" && a.env.baseURL == "",
 		"answer the CLI from drover's offline fake Messages API (default when ANTHROPIC_API_KEY is unset)")
 	f.StringVar(&o.hostID, "host-id", "dev", "this worker host's stable identity (DROVER_HOST_ID wins over the default)")
+	f.IntVar(&o.workers, "workers", 1, "worker hosts to run, to try several hosts: with 2, hosts <host-id>-1 and <host-id>-2, "+
+		"each with its own CLI config folder, sharing the workspaces")
 	return c
 }
+
+// maxDevWorkers bounds --workers: each host is a full worker in this process.
+const maxDevWorkers = 8
 
 // runDev runs the dev stack until ctx ends.
 func runDev(ctx context.Context, a *app, o stackOptions) error {
@@ -180,8 +231,14 @@ func runDev(ctx context.Context, a *app, o stackOptions) error {
 	}
 	fmt.Fprintf(stdout, "  postgres     %s\n", redactURL(s.cfg.DatabaseURL))
 	fmt.Fprintf(stdout, "  claude       %s\n", s.cfg.Claude.Bin)
-	fmt.Fprintf(stdout, "  sessions     %s\n", s.cfg.Claude.ConfigDir)
-	fmt.Fprintf(stdout, "  host queue   %s\n", s.worker.HostQueue())
+	if len(s.hosts) == 1 {
+		fmt.Fprintf(stdout, "  sessions     %s\n", s.cfg.Claude.ConfigDir)
+		fmt.Fprintf(stdout, "  host queue   %s\n", s.worker.HostQueue())
+	} else {
+		for _, h := range s.hosts {
+			fmt.Fprintf(stdout, "  host         %s: queue %s, sessions %s\n", h.cfg.HostID, h.worker.HostQueue(), h.cfg.Claude.ConfigDir)
+		}
+	}
 	if s.fake != nil {
 		fmt.Fprintf(stdout, "  model API    %s (offline fake: it answers every prompt with an echo)\n", s.fake.URL())
 	}

@@ -1,6 +1,7 @@
-// Package tools locates drover's pinned external tools (the Claude Code CLI and the Temporal CLI) as
-// installed by scripts/tools.sh, so that tests and the dev command find the same binaries. It promises
-// that the version pins here match the script's, and that a missing tool yields an error telling how to
+// Package tools locates drover's pinned external tools (the Claude Code CLI, the Temporal CLI, and the
+// Temporal server with its SQL schema tool) as installed by scripts/tools.sh, so that tests and the dev
+// command find the same binaries. It promises that the version pins here match the script's (and, for
+// the server, docker-compose.yml's image), and that a missing tool yields an error telling how to
 // install it.
 package tools
 
@@ -13,16 +14,20 @@ import (
 )
 
 // Pinned versions; scripts/tools.sh installs exactly these (a test checks that they agree).
+// TemporalServerVersion is the go.temporal.io/server release of docker-compose.yml's server image,
+// which the script reads from there.
 const (
-	ClaudeVersion   = "2.1.332"
-	TemporalVersion = "v1.5.1"
+	ClaudeVersion         = "2.1.332"
+	TemporalVersion       = "v1.5.1"
+	TemporalServerVersion = "v1.29.7"
 )
 
 // Environment variables that override the locations.
 const (
-	EnvClaudeBin   = "DROVER_CLAUDE_BIN"
-	EnvTemporalBin = "DROVER_TEMPORAL_BIN"
-	EnvToolsDir    = "DROVER_TOOLS"
+	EnvClaudeBin         = "DROVER_CLAUDE_BIN"
+	EnvTemporalBin       = "DROVER_TEMPORAL_BIN"
+	EnvTemporalServerDir = "DROVER_TEMPORAL_SERVER_DIR"
+	EnvToolsDir          = "DROVER_TOOLS"
 )
 
 // ErrNotInstalled is returned (wrapped) when a tool is missing.
@@ -58,11 +63,55 @@ func (env Env) TemporalBin() (string, error) {
 	return env.locate("temporal", EnvTemporalBin, filepath.Join("temporal-"+TemporalVersion, "temporal"))
 }
 
+// TemporalServer is an installed Temporal server release: the server, its SQL schema tool and the
+// release's Postgres schema, laid out as Temporal's admin-tools image lays it.
+type TemporalServer struct {
+	// Dir is the release's folder.
+	Dir string
+	// Bin is the server (temporal-server).
+	Bin string
+	// SQLTool is the schema tool (temporal-sql-tool).
+	SQLTool string
+	// SchemaDir holds postgresql/v12/{temporal,visibility}/versioned.
+	SchemaDir string
+}
+
+// TemporalServer locates the pinned Temporal server: $DROVER_TEMPORAL_SERVER_DIR if set, else
+// <Dir>/temporal-server-<TemporalServerVersion>.
+func (env Env) TemporalServer() (TemporalServer, error) {
+	dir := env(EnvTemporalServerDir)
+	if dir == "" {
+		root, err := env.Dir()
+		if err != nil {
+			return TemporalServer{}, err
+		}
+		dir = filepath.Join(root, "temporal-server-"+TemporalServerVersion)
+	}
+	s := TemporalServer{Dir: dir, SchemaDir: filepath.Join(dir, "schema")}
+	var err error
+	if s.Bin, err = executable("temporal-server", filepath.Join(dir, "temporal-server")); err != nil {
+		return TemporalServer{}, err
+	}
+	if s.SQLTool, err = executable("temporal-sql-tool", filepath.Join(dir, "temporal-sql-tool")); err != nil {
+		return TemporalServer{}, err
+	}
+	for _, kind := range []string{"temporal", "visibility"} {
+		versioned := filepath.Join(s.SchemaDir, "postgresql", "v12", kind, "versioned")
+		if fi, err := os.Stat(versioned); err != nil || !fi.IsDir() {
+			return TemporalServer{}, fmt.Errorf("temporal-server: schema folder %s missing (%w)", versioned, ErrNotInstalled)
+		}
+	}
+	return s, nil
+}
+
 // ClaudeBin is Env(os.Getenv).ClaudeBin, for tests.
 func ClaudeBin() (string, error) { return Env(os.Getenv).ClaudeBin() }
 
 // TemporalBin is Env(os.Getenv).TemporalBin, for tests.
 func TemporalBin() (string, error) { return Env(os.Getenv).TemporalBin() }
+
+// TemporalServerTools is Env(os.Getenv).TemporalServer, for tests.
+func TemporalServerTools() (TemporalServer, error) { return Env(os.Getenv).TemporalServer() }
 
 func (env Env) locate(name, key, rel string) (string, error) {
 	path := env(key)
@@ -73,6 +122,11 @@ func (env Env) locate(name, key, rel string) (string, error) {
 		}
 		path = filepath.Join(dir, rel)
 	}
+	return executable(name, path)
+}
+
+// executable returns path if it is an executable file, else an error wrapping ErrNotInstalled.
+func executable(name, path string) (string, error) {
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

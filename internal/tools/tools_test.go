@@ -34,10 +34,74 @@ func TestPinsMatchScript(t *testing.T) {
 		`temporal_dir="$root/temporal-$TEMPORAL_VERSION"`,
 		`temporal_bin="$temporal_dir/temporal"`,
 		`root="${DROVER_TOOLS:-$HOME/.cache/drover/tools}"`,
+		`server_dir="$root/temporal-server-$TEMPORAL_SERVER_VERSION"`,
+		`server_bin="$server_dir/temporal-server"`,
+		`"$tmp/temporal-sql-tool"`,
+		`cp -R "$src/schema/postgresql/v12" "$tmp/schema/postgresql/"`,
+		// The server's version is the compose image's.
+		`TEMPORAL_SERVER_VERSION=v$(sed -n 's|^ *image: temporalio/server:\([0-9][0-9.]*\)$|\1|p' "$compose_file")`,
 	} {
 		if !strings.Contains(script, frag) {
 			t.Errorf("scripts/tools.sh no longer contains %s", frag)
 		}
+	}
+}
+
+// TestServerPinMatchesCompose keeps the server the tests build at the release of the image
+// docker-compose.yml deploys.
+func TestServerPinMatchesCompose(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(filepath.Join("..", "..", "docker-compose.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^ *image: temporalio/server:([0-9][0-9.]*)$`).FindAllStringSubmatch(string(b), -1)
+	if len(m) != 1 {
+		t.Fatalf("docker-compose.yml names the temporalio/server image %d times, want once: %v", len(m), m)
+	}
+	if "v"+m[0][1] != TemporalServerVersion {
+		t.Errorf("docker-compose.yml runs temporalio/server:%s, TemporalServerVersion is %s", m[0][1], TemporalServerVersion)
+	}
+}
+
+func TestLocateTemporalServer(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(EnvToolsDir, dir)
+	t.Setenv(EnvTemporalServerDir, "")
+	release := filepath.Join(dir, "temporal-server-"+TemporalServerVersion)
+	if _, err := TemporalServerTools(); !errors.Is(err, ErrNotInstalled) {
+		t.Fatalf("TemporalServerTools() on an empty folder: %v", err)
+	}
+	for _, bin := range []string{"temporal-server", "temporal-sql-tool"} {
+		if err := os.MkdirAll(release, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(release, bin), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Binaries without the schema are not an installation.
+	if _, err := TemporalServerTools(); !errors.Is(err, ErrNotInstalled) || !strings.Contains(err.Error(), "schema") {
+		t.Fatalf("TemporalServerTools() without the schema: %v", err)
+	}
+	for _, kind := range []string{"temporal", "visibility"} {
+		if err := os.MkdirAll(filepath.Join(release, "schema", "postgresql", "v12", kind, "versioned"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := TemporalServerTools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := TemporalServer{Dir: release, Bin: filepath.Join(release, "temporal-server"),
+		SQLTool: filepath.Join(release, "temporal-sql-tool"), SchemaDir: filepath.Join(release, "schema")}
+	if got != want {
+		t.Fatalf("TemporalServerTools() = %+v, want %+v", got, want)
+	}
+	// The variable names another release folder.
+	t.Setenv(EnvTemporalServerDir, filepath.Join(dir, "elsewhere"))
+	if _, err := TemporalServerTools(); !errors.Is(err, ErrNotInstalled) || !strings.Contains(err.Error(), "elsewhere") {
+		t.Fatalf("TemporalServerTools() with %s set: %v", EnvTemporalServerDir, err)
 	}
 }
 
