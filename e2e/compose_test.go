@@ -7,11 +7,13 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/drover-run/drover/internal/devserver"
 	"github.com/drover-run/drover/internal/tools"
+	"github.com/drover-run/drover/worker"
 	"github.com/drover-run/drover/workflows"
 )
 
@@ -24,8 +26,9 @@ type composeService struct {
 	DependsOn   map[string]struct {
 		Condition string `yaml:"condition"`
 	} `yaml:"depends_on"`
-	Ports   []string `yaml:"ports"`
-	Volumes []string `yaml:"volumes"`
+	Ports           []string `yaml:"ports"`
+	Volumes         []string `yaml:"volumes"`
+	StopGracePeriod string   `yaml:"stop_grace_period"`
 }
 
 // The compose file cannot run here (no container engine), so check what can
@@ -118,8 +121,18 @@ func TestComposeFile(t *testing.T) {
 	var workerKeys [][]string
 	for _, name := range []string{"worker-1", "worker-2"} {
 		w := doc.Services[name]
-		if len(w.Command) != 1 || w.Command[0] != "worker" || w.Build == nil {
+		if len(w.Command) == 0 || w.Command[0] != "worker" || w.Build == nil {
 			t.Errorf("%s: command %v, build %v", name, w.Command, w.Build)
+		}
+		// SIGTERM drains: the process manager must wait for the drain and for stopping the CLIs.
+		drain := worker.DefaultDrainTimeout
+		if i := slices.Index(w.Command, "--drain-timeout"); i >= 0 && i+1 < len(w.Command) {
+			if drain, err = time.ParseDuration(w.Command[i+1]); err != nil {
+				t.Errorf("%s: --drain-timeout: %v", name, err)
+			}
+		}
+		if grace, err := time.ParseDuration(w.StopGracePeriod); err != nil || grace < drain+30*time.Second {
+			t.Errorf("%s: stop_grace_period %q leaves no room for a drain of %s (want at least %s)", name, w.StopGracePeriod, drain, drain+30*time.Second)
 		}
 		if w.DependsOn["migrate"].Condition != "service_completed_successfully" ||
 			w.DependsOn["temporal"].Condition != "service_healthy" ||
