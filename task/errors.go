@@ -35,9 +35,10 @@ const (
 	// ErrTypeAttemptTimedOut: the attempt outlived its start-to-close bound. Temporal reports its
 	// own timeout to the workflow; this type is what the executor row and the logs record.
 	ErrTypeAttemptTimedOut = "AttemptTimedOut"
-	// ErrTypeWorkerStopping: the worker is shutting down (draining) and the turn outlived the
-	// drain timeout; its CLI was stopped. The workflow runs the turn again at once on another
-	// host, from its committed point (see Reassign).
+	// ErrTypeWorkerStopping: the host drains (its worker is shutting down): the turn outlived
+	// the drain timeout and its CLI was stopped, or it reached the host after the drain began.
+	// The workflow runs the turn again at once on another host, from its committed point (see
+	// Reassign).
 	ErrTypeWorkerStopping = "WorkerStopping"
 	// ErrTypeHostLost: the host running the attempt stopped beating in Postgres; a live host
 	// reported the attempt failed so that the workflow runs the turn at once on another host

@@ -45,7 +45,7 @@ Environment:
   DROVER_TASK_QUEUE        the shared task queue (default "drover")
   DROVER_HOST_ID           this worker host's stable identity (default: the host name)
   DROVER_CLAUDE_BIN        the claude binary (default: the one scripts/tools.sh installs, else PATH)
-  DROVER_CLAUDE_CONFIG_DIR where the CLI keeps session transcripts (must survive restarts)
+  DROVER_CLAUDE_CONFIG_DIR where the CLI keeps its sessions (default ~/.claude; must survive restarts)
   DROVER_TEMPORAL_BIN      the temporal CLI that dev and demo run (default: the one scripts/tools.sh installs)
   DROVER_WORKSPACE_ROOT    confine task workspaces to this folder
   ANTHROPIC_API_KEY        the key the CLI uses (never logged)
