@@ -287,18 +287,21 @@ func (s *soakScript) waitForPhase(e *env, id string, k int, phase soakPhase, acc
 	time.Sleep(jitter(200 * time.Millisecond))
 }
 
-// logged reports whether a text event of turn k holds text.
+// logged reports whether text streamed in turn k, however the log cut it into events.
 func logged(e *env, id string, k int, text string) bool {
 	evs, err := store.ListEvents(e.ctx, e.db(), id, 0, 0)
 	if err != nil {
 		return false
 	}
+	out := make([]loggedEvent, 0, len(evs))
 	for _, ev := range evs {
-		if ev.Turn == k && strings.Contains(string(ev.Payload), text) {
-			return true
+		le := loggedEvent{Event: ev}
+		if json.Unmarshal(ev.Payload, &le.Agent) == nil {
+			out = append(out, le)
 		}
 	}
-	return false
+	_, ok := streamed(out, k, text)
+	return ok
 }
 
 // retryLogged is when the log recorded the retry of turn k.
