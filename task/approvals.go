@@ -15,6 +15,11 @@ const (
 	// UpdateExtendDeadline moves a pending request's deadline (an ExtendDeadline); its result is
 	// the PendingRequest as it now stands.
 	UpdateExtendDeadline = "extend_deadline"
+	// SignalDecide carries a Decision, as UpdateDecide does, when no worker takes the Update
+	// in time (none runs): a signal is in the task's history at once. The workflow checks it
+	// as the Update's validator would once a worker runs it again, and applies it, or drops it
+	// with a log line when it no longer holds (decided meanwhile, its turn ended).
+	SignalDecide = "decide_later"
 	// SignalPermissionAsked tells the workflow that the CLI asks for permission (a
 	// PendingRequest). Sent by the turn's attempt; an ask repeated after a retry of the turn
 	// carries the same RequestID.

@@ -36,6 +36,7 @@ func (s *taskState) setApprovalHandlers(ctx workflow.Context) error {
 func (s *taskState) watchRequests(ctx workflow.Context) {
 	asked := workflow.GetSignalChannel(ctx, task.SignalPermissionAsked)
 	closed := workflow.GetSignalChannel(ctx, task.SignalPermissionClosed)
+	later := workflow.GetSignalChannel(ctx, task.SignalDecide)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
 			sel := workflow.NewSelector(ctx)
@@ -48,6 +49,11 @@ func (s *taskState) watchRequests(ctx workflow.Context) {
 				var r task.PermissionClosed
 				c.Receive(ctx, &r)
 				s.requestClosed(ctx, r.RequestID, task.OutcomeCancelled, r.Reason)
+			})
+			sel.AddReceive(later, func(c workflow.ReceiveChannel, _ bool) {
+				var d task.Decision
+				c.Receive(ctx, &d)
+				s.decideLater(ctx, d)
 			})
 			sel.Select(ctx)
 			if ctx.Err() != nil {
@@ -231,6 +237,24 @@ func (s *taskState) decide(ctx workflow.Context, d task.Decision) (task.Decision
 	return rec, s.deliver(ctx, rec)
 }
 
+// decideLater applies a decision that came by SignalDecide: checked as the Update's validator
+// checks one, then recorded and delivered as the Update's handler does, beside the signals that
+// keep coming meanwhile. One that no longer holds is dropped: nobody waits for its answer.
+func (s *taskState) decideLater(ctx workflow.Context, d task.Decision) {
+	s.delivering++ // from now on: the run must not continue as new before it is applied
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		defer func() { s.delivering-- }()
+		log := workflow.GetLogger(ctx)
+		if err := s.validateDecision(ctx, d); err != nil || s.final != "" {
+			log.Info("a decision sent while no worker ran is not applied", "request_id", d.RequestID, "by", d.By, "error", err)
+			return
+		}
+		if _, err := s.decide(ctx, d); err != nil {
+			log.Warn("applying a decision sent while no worker ran", "request_id", d.RequestID, "error", err)
+		}
+	})
+}
+
 func (s *taskState) grant(g task.Grant) {
 	if slices.ContainsFunc(s.grants, func(h task.Grant) bool {
 		return h.Tool == g.Tool && string(h.Suggestion.Raw) == string(g.Suggestion.Raw)
@@ -247,6 +271,8 @@ func (s *taskState) grant(g task.Grant) {
 // that waits for it (or the retry that asks again) finds it. It is retried until it lands,
 // however long no worker runs.
 func (s *taskState) deliver(ctx workflow.Context, rec task.DecisionRecord) error {
+	s.delivering++
+	defer func() { s.delivering-- }()
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:           workflow.GetInfo(ctx).TaskQueueName,
 		StartToCloseTimeout: s.lim.interruptTimeout,

@@ -1,0 +1,65 @@
+package workflows
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/mock"
+
+	"github.com/drover-run/drover/task"
+)
+
+// A decision sent by signal (no worker took the Update) is checked and applied like the
+// Update's: recorded, delivered once; sent again, or about a request that does not wait, it
+// changes nothing.
+func TestDecisionBySignal(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, defaultLimits)
+	rec := &recorder{}
+	rec.mockHosts(env, hostA)
+	rec.mockControl(env)
+	rec.mockRunTurn(env, completeTurn).After(time.Hour)
+	var mu sync.Mutex
+	var delivered []task.DecisionRecord
+	env.OnActivity(task.ActivityDeliverDecision, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, d task.DecisionRecord) error {
+			mu.Lock()
+			defer mu.Unlock()
+			delivered = append(delivered, d)
+			return nil
+		})
+	asked := task.PendingRequest{RequestID: "r1", Turn: 1, Kind: task.KindTool, Tool: "Bash", Summary: "make deploy"}
+	var waiting, after task.State
+	env.RegisterDelayedCallback(func() { sendPrompt(env, "p1", "deploy") }, 0)
+	env.RegisterDelayedCallback(func() {
+		asked.Since = env.Now()
+		env.SignalWorkflow(task.SignalPermissionAsked, asked)
+	}, time.Minute)
+	env.RegisterDelayedCallback(func() {
+		waiting = query(t, env)
+		env.SignalWorkflow(task.SignalDecide, task.Decision{RequestID: "r1", Allow: true, By: "carol"})
+	}, 2*time.Minute)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(task.SignalDecide, task.Decision{RequestID: "r1", Allow: false, Reason: "changed my mind", By: "dave"})
+		env.SignalWorkflow(task.SignalDecide, task.Decision{RequestID: "nope", Allow: true, By: "erin"})
+	}, 3*time.Minute)
+	env.RegisterDelayedCallback(func() {
+		after = query(t, env)
+		sendUpdate(env, task.UpdateClose, "close")
+	}, 4*time.Minute)
+	env.ExecuteWorkflow(task.WorkflowName, params())
+	result(t, env)
+
+	assert.Len(t, waiting.Awaiting, 1, "the request waits before the decision")
+	mu.Lock()
+	defer mu.Unlock()
+	if assert.Len(t, delivered, 1, "one decision delivered") {
+		assert.Equal(t, "r1", delivered[0].RequestID)
+		assert.Equal(t, task.OutcomeAllowed, delivered[0].Outcome)
+		assert.Equal(t, "carol", delivered[0].By)
+	}
+	assert.Empty(t, after.Awaiting, "nothing waits after the decision")
+}
