@@ -276,6 +276,54 @@ func TestReaskAfterRetryFindsTheEarlierRequest(t *testing.T) {
 	}
 }
 
+// A request an earlier attempt asked and the retry did not is closed when the turn ends: nothing
+// will ask for it again, so it must not stay in the inbox.
+func TestRequestsLeftByATurnAreClosed(t *testing.T) {
+	t.Parallel()
+	got := &answers{}
+	var launches int
+	var mu sync.Mutex
+	r, _ := supervisedRig(t, func(c *fakecli.CLI) {
+		mu.Lock()
+		launches++
+		first := launches == 1
+		mu.Unlock()
+		c.Serve(func(c *fakecli.CLI, p fakecli.Line) {
+			c.Init()
+			if first {
+				c.Writef(`{"type":"control_request","request_id":"lost","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"make test"},"tool_use_id":"toolu_lost"}}`)
+				time.Sleep(200 * time.Millisecond)
+				c.Exit(&claudecode.ExitError{Code: -1})
+			}
+			ask(c, got, "other", "Bash", map[string]any{"command": "make lint"})
+			c.Reply("ok")
+		})
+	})
+	if _, e := r.run(r.supervisedReq(1, 1, task.Supervised)); e == nil {
+		t.Fatal("attempt 1 did not fail")
+	}
+	left := r.waitPending(1)
+	done := make(chan error)
+	go func() {
+		_, err := r.eng.RunTurn(r.ctx, r.supervisedReq(1, 2, task.Supervised))
+		done <- err
+	}()
+	r.decide(r.waitPending(2), task.OutcomeAllowed)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if row, err := store.GetPermission(r.ctx, r.db, r.taskID, left.RequestID); err != nil || row.Status != store.RequestCancelled {
+		t.Fatalf("the request the retry did not ask again: %+v, %v", row, err)
+	}
+	var cancelled bool
+	for _, ev := range r.events() {
+		cancelled = cancelled || (ev.Type == events.TypePermissionCancelled && ev.PendingID == left.RequestID)
+	}
+	if !cancelled {
+		t.Fatal("no permission_cancelled event for the request the turn left")
+	}
+}
+
 func TestWithdrawnRequestIsClosed(t *testing.T) {
 	t.Parallel()
 	r, n := supervisedRig(t, func(c *fakecli.CLI) {

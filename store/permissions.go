@@ -208,15 +208,28 @@ func DecidePermission(ctx context.Context, db DB, taskID, requestID string, d De
 // (requestID ""), for example because the CLI withdrew it or the task was cancelled — and
 // announces each. It returns the requests it closed.
 func CancelPermissions(ctx context.Context, db DB, taskID, requestID, reason string) ([]PermissionRequest, error) {
+	return cancelPermissions(ctx, db, taskID, requestID, 0, reason)
+}
+
+// CancelTurnPermissions closes, as CancelPermissions does, the pending requests of one turn of
+// the task: what it still had waiting when it ended.
+func CancelTurnPermissions(ctx context.Context, db DB, taskID string, turn int, reason string) ([]PermissionRequest, error) {
+	if turn < 1 {
+		return nil, fmt.Errorf("cancelling permission requests of task %s: %d is not a turn", taskID, turn)
+	}
+	return cancelPermissions(ctx, db, taskID, "", turn, reason)
+}
+
+func cancelPermissions(ctx context.Context, db DB, taskID, requestID string, turn int, reason string) ([]PermissionRequest, error) {
 	rows, err := db.Query(ctx, `
 		WITH cancelled AS (
 			UPDATE permission_requests SET status = 'cancelled', decided_by = 'drover', decision_reason = $3,
 				decided_at = now(), updated_at = now()
-			WHERE task_id = $1 AND ($2 = '' OR request_id = $2) AND status = 'pending'
+			WHERE task_id = $1 AND ($2 = '' OR request_id = $2) AND ($4 = 0 OR turn = $4) AND status = 'pending'
 			RETURNING `+permissionColumns+`
 		)
 		SELECT c.*, pg_notify('`+DecisionsChannel+`', json_build_object('task_id', c.task_id, 'request_id', c.request_id)::text)
-		FROM cancelled c`, taskID, requestID, reason)
+		FROM cancelled c`, taskID, requestID, reason, turn)
 	if err != nil {
 		return nil, fmt.Errorf("cancelling permission requests of task %s: %w", taskID, err)
 	}
