@@ -358,6 +358,44 @@ func TestWithdrawnRequestIsClosed(t *testing.T) {
 	}
 }
 
+// A turn cancelled while its request waits: the CLI withdraws the request as it is interrupted,
+// and the withdrawal reaches the attempt's log although the attempt is ending.
+func TestCancelledTurnLogsTheWithdrawnRequest(t *testing.T) {
+	t.Parallel()
+	r, _ := supervisedRig(t, func(c *fakecli.CLI) {
+		c.Serve(func(c *fakecli.CLI, p fakecli.Line) {
+			c.Init()
+			c.Writef(`{"type":"control_request","request_id":"w1","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"make deploy"},"tool_use_id":"toolu_w1"}}`)
+			<-c.Interrupted()
+			time.Sleep(50 * time.Millisecond) // the attempt is on its way out
+			c.CancelRequest("w1")
+			c.Hang()
+		})
+	})
+	done := make(chan *engine.Error)
+	go func() {
+		_, e := r.run(r.supervisedReq(1, 1, task.Supervised))
+		done <- e
+	}()
+	p := r.waitPending(1)
+	if !r.eng.CancelTurn(r.taskID, 1) {
+		t.Fatal("no turn to cancel")
+	}
+	if e := <-done; e == nil || e.Type != task.ErrTypeCancelled {
+		t.Fatalf("the cancelled attempt ended with %v", e)
+	}
+	if row, err := store.GetPermission(r.ctx, r.db, r.taskID, p.RequestID); err != nil || row.Status != store.RequestCancelled {
+		t.Fatalf("the request: %+v, %v", row, err)
+	}
+	var cancelled bool
+	for _, ev := range r.events() {
+		cancelled = cancelled || (ev.Type == events.TypePermissionCancelled && ev.PendingID == p.RequestID)
+	}
+	if !cancelled {
+		t.Fatal("no permission_cancelled event in the cancelled attempt's log")
+	}
+}
+
 func TestPlanModeAsksForThePlanAndMovesOn(t *testing.T) {
 	t.Parallel()
 	got := &answers{}

@@ -180,7 +180,7 @@ func (a *attempt) run(ctx context.Context) (o outcome) {
 		return failed(&Error{Type: task.ErrTypeInternal, Err: err})
 	}
 	a.inTurn = true
-	ex.approvals.Store(newTurnApprovals(e, ex, req, a.log))
+	ex.approvals.Store(newTurnApprovals(e, ex, req, a.sink, a.log))
 	if ex.supervisable {
 		// The CLI's own plan mode, or bypass with drover's hooks deciding: as the turn's mode says.
 		if err := ex.proc.Client().SetPermissionMode(ctx, cliPermissionMode(req.Profile.PermissionMode)); err != nil {
@@ -307,9 +307,15 @@ func (e *Engine) settle(ctx context.Context, a *attempt, o outcome) (task.RunTur
 	f := o.fail
 	if a.ex != nil {
 		if a.inTurn {
+			// What the process says while it stops (its tool calls closed, its requests
+			// withdrawn) belongs to this attempt's log: stop it before the sink goes. Nothing
+			// is asked of a person meanwhile.
+			a.ex.approvals.Store(nil)
+			e.drop(ctx, a.ex, f.Type)
 			a.ex.endTurn("", "", "")
+		} else {
+			e.drop(ctx, a.ex, f.Type)
 		}
-		e.drop(ctx, a.ex, f.Type)
 	}
 	if a.claimed && f.Type != task.ErrTypeAttemptSuperseded {
 		if lastAttempt(a.req, f) {
