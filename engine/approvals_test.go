@@ -324,6 +324,42 @@ func TestRequestsLeftByATurnAreClosed(t *testing.T) {
 	}
 }
 
+// An agent that asks again, in the same attempt, for what a person just denied (a plan presented
+// again, a command retried) asks the person again: the earlier denial is not its answer.
+func TestAskingAgainAfterADenialAsksAgain(t *testing.T) {
+	t.Parallel()
+	got := &answers{}
+	r, _ := supervisedRig(t, func(c *fakecli.CLI) {
+		c.Serve(func(c *fakecli.CLI, p fakecli.Line) {
+			c.Init()
+			ask(c, got, "first", "Bash", map[string]any{"command": "make deploy"})
+			ask(c, got, "second", "Bash", map[string]any{"command": "make deploy"})
+			c.Reply("deployed")
+		})
+	})
+	done := make(chan error)
+	go func() {
+		_, err := r.eng.RunTurn(r.ctx, r.supervisedReq(1, 1, task.Supervised))
+		done <- err
+	}()
+	first := r.waitPending(1)
+	r.decide(first, task.OutcomeDenied, func(d *task.DecisionRecord) { d.Reason = "not before the release" })
+	second := r.waitPending(1)
+	if second.RequestID == first.RequestID || second.Reasked {
+		t.Fatalf("the second ask: %+v", second)
+	}
+	r.decide(second, task.OutcomeAllowed)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if a := got.of("first"); a["behavior"] != "deny" {
+		t.Fatalf("the first ask: %+v", a)
+	}
+	if a := got.of("second"); a["behavior"] != "allow" {
+		t.Fatalf("the second ask got %+v, want the person's second answer", a)
+	}
+}
+
 func TestWithdrawnRequestIsClosed(t *testing.T) {
 	t.Parallel()
 	r, n := supervisedRig(t, func(c *fakecli.CLI) {
