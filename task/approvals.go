@@ -30,6 +30,9 @@ const (
 
 	// ActivityDeliverDecision hands a recorded decision to the host that waits for it.
 	ActivityDeliverDecision = "DeliverDecision"
+	// ActivityRecordDeadline records a pending request's moved deadline (a DeadlineMoved) where
+	// the inbox (drover task pending) reads it.
+	ActivityRecordDeadline = "RecordDeadline"
 )
 
 // DefaultApprovalTimeout is Params.ApprovalTimeout when it is zero: how long a permission
@@ -139,6 +142,13 @@ type DecisionRecord struct {
 
 // ExtendDeadline is the argument of UpdateExtendDeadline.
 type ExtendDeadline struct {
+	RequestID string    `json:"request_id"`
+	Deadline  time.Time `json:"deadline"`
+}
+
+// DeadlineMoved is the input of ActivityRecordDeadline.
+type DeadlineMoved struct {
+	TaskID    string    `json:"task_id"`
 	RequestID string    `json:"request_id"`
 	Deadline  time.Time `json:"deadline"`
 }

@@ -300,12 +300,30 @@ func (s *taskState) validateExtension(ctx workflow.Context, e task.ExtendDeadlin
 	return nil
 }
 
-// extendDeadline is the handler of UpdateExtendDeadline.
+// extendDeadline is the handler of UpdateExtendDeadline: the deadline timer moves at once, and
+// the request's record in Postgres follows, so that the inbox shows the new deadline.
 func (s *taskState) extendDeadline(ctx workflow.Context, e task.ExtendDeadline) (task.PendingRequest, error) {
 	i := s.awaitingIndex(e.RequestID)
 	s.awaiting[i].Deadline = e.Deadline
 	s.awaitingChanged++
-	return s.awaiting[i], nil
+	r := s.awaiting[i]
+	if workflow.GetVersion(ctx, "record-moved-deadline", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return r, nil
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           workflow.GetInfo(ctx).TaskQueueName,
+		StartToCloseTimeout: s.lim.interruptTimeout,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: s.lim.retryInitial,
+			MaximumInterval: s.lim.retryMax,
+		},
+		Summary: "record deadline " + r.RequestID,
+	})
+	moved := task.DeadlineMoved{TaskID: s.taskID, RequestID: r.RequestID, Deadline: e.Deadline}
+	if err := workflow.ExecuteActivity(actx, task.ActivityRecordDeadline, moved).Get(ctx, nil); err != nil {
+		return r, fmt.Errorf("recording the deadline of %s: %w", r.RequestID, err)
+	}
+	return r, nil
 }
 
 // expireRequests denies, with a reason the agent can read, every request nobody answered by its

@@ -63,3 +63,61 @@ func TestDecisionBySignal(t *testing.T) {
 	}
 	assert.Empty(t, after.Awaiting, "nothing waits after the decision")
 }
+
+// A moved deadline holds the request past its first deadline, and is recorded where the inbox
+// reads it.
+func TestExtendedDeadlineIsRecorded(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, defaultLimits)
+	rec := &recorder{}
+	rec.mockHosts(env, hostA)
+	rec.mockControl(env)
+	rec.mockRunTurn(env, completeTurn).After(3 * time.Hour)
+	var mu sync.Mutex
+	var moved []task.DeadlineMoved
+	var expired []task.DecisionRecord
+	env.OnActivity(task.ActivityRecordDeadline, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, m task.DeadlineMoved) error {
+			mu.Lock()
+			defer mu.Unlock()
+			moved = append(moved, m)
+			return nil
+		})
+	env.OnActivity(task.ActivityDeliverDecision, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, d task.DecisionRecord) error {
+			mu.Lock()
+			defer mu.Unlock()
+			expired = append(expired, d)
+			return nil
+		}).Maybe()
+	var extended *update
+	var atFirstDeadline task.State
+	var newDeadline time.Time
+	env.RegisterDelayedCallback(func() { sendPrompt(env, "p1", "deploy") }, 0)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(task.SignalPermissionAsked, task.PendingRequest{RequestID: "r1", Turn: 1, Kind: task.KindTool,
+			Tool: "Bash", Since: env.Now(), Deadline: env.Now().Add(time.Hour)})
+	}, time.Minute)
+	env.RegisterDelayedCallback(func() {
+		newDeadline = env.Now().Add(2 * time.Hour)
+		extended = sendUpdate(env, task.UpdateExtendDeadline, "x1", task.ExtendDeadline{RequestID: "r1", Deadline: newDeadline})
+	}, 2*time.Minute)
+	env.RegisterDelayedCallback(func() { atFirstDeadline = query(t, env) }, 90*time.Minute)
+	env.RegisterDelayedCallback(func() { sendUpdate(env, task.UpdateClose, "close") }, 4*time.Hour)
+	env.ExecuteWorkflow(task.WorkflowName, params())
+	result(t, env)
+
+	got := as[task.PendingRequest](t, extended)
+	assert.True(t, got.Deadline.Equal(newDeadline), "the Update answers with the new deadline")
+	assert.Len(t, atFirstDeadline.Awaiting, 1, "past its first deadline the request still waits")
+	mu.Lock()
+	defer mu.Unlock()
+	if assert.Len(t, moved, 1) {
+		assert.Equal(t, "r1", moved[0].RequestID)
+		assert.Equal(t, defaultTestTaskID, moved[0].TaskID)
+		assert.True(t, moved[0].Deadline.Equal(newDeadline))
+	}
+	if assert.Len(t, expired, 1, "the request expires at its new deadline") {
+		assert.Equal(t, task.OutcomeExpired, expired[0].Outcome)
+	}
+}
