@@ -222,7 +222,11 @@ func (c *Client) update(ctx context.Context, taskID, name, updateID string, out 
 func (c *Client) Decide(ctx context.Context, taskID string, d task.Decision, deliver time.Duration) (rec task.DecisionRecord, delivered bool, err error) {
 	wctx, cancel := context.WithTimeout(ctx, deliver)
 	defer cancel()
-	late := func() bool { return wctx.Err() != nil && ctx.Err() == nil }
+	// The wait ran out (the SDK may report it a moment before wctx itself ends), not the caller.
+	late := func(err error) bool {
+		var timeout *client.WorkflowUpdateServiceTimeoutOrCanceledError
+		return ctx.Err() == nil && (wctx.Err() != nil || errors.As(err, &timeout))
+	}
 	h, err := c.Temporal.UpdateWorkflow(wctx, client.UpdateWorkflowOptions{
 		WorkflowID:   taskID,
 		UpdateName:   task.UpdateDecide,
@@ -230,7 +234,7 @@ func (c *Client) Decide(ctx context.Context, taskID string, d task.Decision, del
 		WaitForStage: client.WorkflowUpdateStageAccepted,
 	})
 	switch {
-	case err != nil && late():
+	case err != nil && late(err):
 		// Should the Update still be taken later, the second of the two finds the request
 		// decided and changes nothing.
 		if err := c.Temporal.SignalWorkflow(ctx, taskID, "", task.SignalDecide, d); err != nil {
@@ -241,7 +245,7 @@ func (c *Client) Decide(ctx context.Context, taskID string, d task.Decision, del
 		return rec, false, fmt.Errorf("deciding request %s of task %s: %w", d.RequestID, taskID, err)
 	}
 	if err := h.Get(wctx, &rec); err != nil {
-		if late() {
+		if late(err) {
 			return rec, false, nil
 		}
 		return rec, false, fmt.Errorf("deciding request %s of task %s: %w", d.RequestID, taskID, err)
