@@ -121,3 +121,46 @@ func TestExtendedDeadlineIsRecorded(t *testing.T) {
 		assert.Equal(t, task.OutcomeExpired, expired[0].Outcome)
 	}
 }
+
+// An "allow always" grant outlives the run that granted it: carried across continue-as-new, it
+// is handed to the next run's turns.
+func TestGrantCarriedAcrossContinueAsNew(t *testing.T) {
+	t.Parallel()
+	lim := defaultLimits
+	lim.maxTurnsPerRun = 1
+	env := newEnv(t, lim)
+	rec := &recorder{}
+	rec.mockHosts(env, hostA)
+	rec.mockControl(env)
+	rec.mockRunTurn(env, completeTurn).After(time.Hour)
+	env.OnActivity(task.ActivityDeliverDecision, mock.Anything, mock.Anything).Return(nil)
+	sg := task.Suggestion{Key: "1", Label: "allow Bash(make test)", Raw: []byte(`{"type":"addRules","rules":[{"toolName":"Bash","ruleContent":"make test"}],"behavior":"allow","destination":"session"}`)}
+	var decided *update
+	env.RegisterDelayedCallback(func() { sendPrompt(env, "p1", "test it") }, 0)
+	env.RegisterDelayedCallback(func() {
+		env.SignalWorkflow(task.SignalPermissionAsked, task.PendingRequest{RequestID: "r1", Turn: 1, Kind: task.KindTool,
+			Tool: "Bash", Summary: "make test", Suggestions: []task.Suggestion{sg}, Since: env.Now(), Deadline: env.Now().Add(time.Hour)})
+	}, time.Minute)
+	env.RegisterDelayedCallback(func() {
+		decided = sendUpdate(env, task.UpdateDecide, "d1", task.Decision{RequestID: "r1", Allow: true, Always: "1", By: "carol"})
+	}, 2*time.Minute)
+	env.ExecuteWorkflow(task.WorkflowName, params())
+	next := continuedWith(t, env)
+	if rec := as[task.DecisionRecord](t, decided); rec.Grant == nil || rec.Grant.Key != "1" {
+		t.Fatalf("the decision: %+v", rec)
+	}
+	want := []task.Grant{{Tool: "Bash", Suggestion: sg}}
+	assert.Equal(t, want, next.Carry.Grants, "the grant is carried")
+
+	env2 := newEnv(t, lim)
+	rec2 := standard(env2)
+	env2.RegisterDelayedCallback(func() {
+		sendPrompt(env2, "p2", "test it again")
+		sendUpdate(env2, task.UpdateClose, "close")
+	}, 0)
+	env2.ExecuteWorkflow(task.WorkflowName, next)
+	calls := rec2.runCalls()
+	if assert.Len(t, calls, 1) {
+		assert.Equal(t, want, calls[0].In.Grants, "the next run's turn gets the grant")
+	}
+}
