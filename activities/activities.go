@@ -36,6 +36,7 @@ func (a *Activities) HostQueue() string { return task.HostQueue(a.engine.HostID(
 func (a *Activities) RegisterShared(w worker.ActivityRegistry) {
 	w.RegisterActivityWithOptions(a.AssignHost, activity.RegisterOptions{Name: task.ActivityAssignHost})
 	w.RegisterActivityWithOptions(a.DeliverDecision, activity.RegisterOptions{Name: task.ActivityDeliverDecision})
+	w.RegisterActivityWithOptions(a.RecordDeadline, activity.RegisterOptions{Name: task.ActivityRecordDeadline})
 }
 
 // RegisterHost registers what runs on this host's own queue.

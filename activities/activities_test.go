@@ -21,6 +21,7 @@ import (
 	"github.com/drover-run/drover/engine"
 	"github.com/drover-run/drover/internal/fakecli"
 	"github.com/drover-run/drover/internal/pgtest"
+	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 )
 
@@ -210,5 +211,66 @@ func TestRunTurnHeartbeatsFromItsStart(t *testing.T) {
 	}
 	if beats.Load() == 0 {
 		t.Fatal("the attempt never heartbeat")
+	}
+}
+
+// RunTurn hands the engine the task's grants and approval timeout: a granted call is allowed
+// by the hook without asking, and a request's deadline is the task's timeout after it.
+func TestRunTurnPassesGrantsAndApprovalTimeout(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewPool(t)
+	hook := make(chan map[string]any, 1)
+	eng, err := engine.New(engine.Config{DB: db, HostID: "h", Claude: engine.Claude{Bin: "claude"},
+		Launcher: &fakecli.Launcher{Script: func(c *fakecli.CLI) {
+			c.Serve(func(c *fakecli.CLI, p fakecli.Line) {
+				c.Init()
+				l, _ := c.Request("h1", `{"subtype":"hook_callback","callback_id":"tool_approval","input":{"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"make deploy"},"permission_mode":"bypassPermissions"},"tool_use_id":"toolu_1"}`)
+				resp, _ := l.Raw["response"].(map[string]any)
+				payload, _ := resp["response"].(map[string]any)
+				hook <- payload
+				c.Request("c2", `{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"make other"},"tool_use_id":"toolu_2"}`)
+				c.Reply("done")
+			})
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Close(context.Background()) })
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	activities.New(eng, nil).RegisterHost(env)
+	taskID := "task-" + uuid.NewString()[:8]
+	grant := task.Grant{Tool: "Bash", Suggestion: task.Suggestion{Key: "1", Label: "allow Bash(make deploy)",
+		Raw: []byte(`{"type":"addRules","rules":[{"toolName":"Bash","ruleContent":"make deploy"}],"behavior":"allow","destination":"session"}`)}}
+	in := task.RunTurnInput{TaskID: taskID, Turn: 1, Prompt: task.Prompt{Text: "go"}, PromptUUID: uuid.NewString(),
+		Workspace: t.TempDir(), Profile: task.Profile{PermissionMode: task.Supervised},
+		Grants: []task.Grant{grant}, ApprovalTimeout: 90 * time.Minute}
+	done := make(chan error, 1)
+	go func() {
+		_, err := env.ExecuteActivity(task.ActivityRunTurn, in)
+		done <- err
+	}()
+	out := <-hook
+	if h, _ := out["hookSpecificOutput"].(map[string]any); h["permissionDecision"] != claudecode.DecisionAllow {
+		t.Errorf("the granted call's hook answer: %+v", out)
+	}
+	var row store.PermissionRequest
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if rows, err := store.ListPendingPermissions(t.Context(), db, taskID, 0); err == nil && len(rows) == 1 {
+			row = rows[0]
+			break
+		}
+	}
+	if row.RequestID == "" {
+		t.Fatal("the other call was not asked")
+	}
+	if got := row.Deadline.Sub(row.CreatedAt); got < 89*time.Minute || got > 91*time.Minute {
+		t.Errorf("the request's deadline is %s after it, want 90m", got)
+	}
+	if err := eng.Deliver(t.Context(), task.DecisionRecord{TaskID: taskID, RequestID: row.RequestID, Outcome: task.OutcomeAllowed, By: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

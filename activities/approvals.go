@@ -42,3 +42,11 @@ func (a *Activities) DeliverDecision(ctx context.Context, rec task.DecisionRecor
 	}
 	return nil
 }
+
+// RecordDeadline records a pending request's moved deadline in Postgres (any worker may run it).
+func (a *Activities) RecordDeadline(ctx context.Context, m task.DeadlineMoved) error {
+	if err := a.engine.RecordDeadline(ctx, m); err != nil {
+		return toTemporal(engine.AsError(err, task.ErrTypeStoreUnavailable), task.ReassignDetails{})
+	}
+	return nil
+}

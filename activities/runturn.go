@@ -31,6 +31,8 @@ func (a *Activities) RunTurn(ctx context.Context, in task.RunTurnInput) (task.Ru
 		Profile:         in.Profile,
 		SessionID:       in.SessionID,
 		LastMessageUUID: in.LastMessageUUID,
+		Grants:          in.Grants,
+		ApprovalTimeout: in.ApprovalTimeout,
 		Heartbeat:       func(lastSeq int64) { activity.RecordHeartbeat(ctx, lastSeq) },
 	}
 	if p := info.RetryPolicy; p != nil && p.MaximumAttempts > 0 {

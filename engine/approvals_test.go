@@ -276,6 +276,90 @@ func TestReaskAfterRetryFindsTheEarlierRequest(t *testing.T) {
 	}
 }
 
+// A request an earlier attempt asked and the retry did not is closed when the turn ends: nothing
+// will ask for it again, so it must not stay in the inbox.
+func TestRequestsLeftByATurnAreClosed(t *testing.T) {
+	t.Parallel()
+	got := &answers{}
+	var launches int
+	var mu sync.Mutex
+	r, _ := supervisedRig(t, func(c *fakecli.CLI) {
+		mu.Lock()
+		launches++
+		first := launches == 1
+		mu.Unlock()
+		c.Serve(func(c *fakecli.CLI, p fakecli.Line) {
+			c.Init()
+			if first {
+				c.Writef(`{"type":"control_request","request_id":"lost","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"make test"},"tool_use_id":"toolu_lost"}}`)
+				time.Sleep(200 * time.Millisecond)
+				c.Exit(&claudecode.ExitError{Code: -1})
+			}
+			ask(c, got, "other", "Bash", map[string]any{"command": "make lint"})
+			c.Reply("ok")
+		})
+	})
+	if _, e := r.run(r.supervisedReq(1, 1, task.Supervised)); e == nil {
+		t.Fatal("attempt 1 did not fail")
+	}
+	left := r.waitPending(1)
+	done := make(chan error)
+	go func() {
+		_, err := r.eng.RunTurn(r.ctx, r.supervisedReq(1, 2, task.Supervised))
+		done <- err
+	}()
+	r.decide(r.waitPending(2), task.OutcomeAllowed)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if row, err := store.GetPermission(r.ctx, r.db, r.taskID, left.RequestID); err != nil || row.Status != store.RequestCancelled {
+		t.Fatalf("the request the retry did not ask again: %+v, %v", row, err)
+	}
+	var cancelled bool
+	for _, ev := range r.events() {
+		cancelled = cancelled || (ev.Type == events.TypePermissionCancelled && ev.PendingID == left.RequestID)
+	}
+	if !cancelled {
+		t.Fatal("no permission_cancelled event for the request the turn left")
+	}
+}
+
+// An agent that asks again, in the same attempt, for what a person just denied (a plan presented
+// again, a command retried) asks the person again: the earlier denial is not its answer.
+func TestAskingAgainAfterADenialAsksAgain(t *testing.T) {
+	t.Parallel()
+	got := &answers{}
+	r, _ := supervisedRig(t, func(c *fakecli.CLI) {
+		c.Serve(func(c *fakecli.CLI, p fakecli.Line) {
+			c.Init()
+			ask(c, got, "first", "Bash", map[string]any{"command": "make deploy"})
+			ask(c, got, "second", "Bash", map[string]any{"command": "make deploy"})
+			c.Reply("deployed")
+		})
+	})
+	done := make(chan error)
+	go func() {
+		_, err := r.eng.RunTurn(r.ctx, r.supervisedReq(1, 1, task.Supervised))
+		done <- err
+	}()
+	first := r.waitPending(1)
+	r.decide(first, task.OutcomeDenied, func(d *task.DecisionRecord) { d.Reason = "not before the release" })
+	second := r.waitPending(1)
+	if second.RequestID == first.RequestID || second.Reasked {
+		t.Fatalf("the second ask: %+v", second)
+	}
+	r.decide(second, task.OutcomeAllowed)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if a := got.of("first"); a["behavior"] != "deny" {
+		t.Fatalf("the first ask: %+v", a)
+	}
+	if a := got.of("second"); a["behavior"] != "allow" {
+		t.Fatalf("the second ask got %+v, want the person's second answer", a)
+	}
+}
+
 func TestWithdrawnRequestIsClosed(t *testing.T) {
 	t.Parallel()
 	r, n := supervisedRig(t, func(c *fakecli.CLI) {
@@ -307,6 +391,44 @@ func TestWithdrawnRequestIsClosed(t *testing.T) {
 	}
 	if !cancelled {
 		t.Fatal("no permission_cancelled event")
+	}
+}
+
+// A turn cancelled while its request waits: the CLI withdraws the request as it is interrupted,
+// and the withdrawal reaches the attempt's log although the attempt is ending.
+func TestCancelledTurnLogsTheWithdrawnRequest(t *testing.T) {
+	t.Parallel()
+	r, _ := supervisedRig(t, func(c *fakecli.CLI) {
+		c.Serve(func(c *fakecli.CLI, p fakecli.Line) {
+			c.Init()
+			c.Writef(`{"type":"control_request","request_id":"w1","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"make deploy"},"tool_use_id":"toolu_w1"}}`)
+			<-c.Interrupted()
+			time.Sleep(50 * time.Millisecond) // the attempt is on its way out
+			c.CancelRequest("w1")
+			c.Hang()
+		})
+	})
+	done := make(chan *engine.Error)
+	go func() {
+		_, e := r.run(r.supervisedReq(1, 1, task.Supervised))
+		done <- e
+	}()
+	p := r.waitPending(1)
+	if !r.eng.CancelTurn(r.taskID, 1) {
+		t.Fatal("no turn to cancel")
+	}
+	if e := <-done; e == nil || e.Type != task.ErrTypeCancelled {
+		t.Fatalf("the cancelled attempt ended with %v", e)
+	}
+	if row, err := store.GetPermission(r.ctx, r.db, r.taskID, p.RequestID); err != nil || row.Status != store.RequestCancelled {
+		t.Fatalf("the request: %+v, %v", row, err)
+	}
+	var cancelled bool
+	for _, ev := range r.events() {
+		cancelled = cancelled || (ev.Type == events.TypePermissionCancelled && ev.PendingID == p.RequestID)
+	}
+	if !cancelled {
+		t.Fatal("no permission_cancelled event in the cancelled attempt's log")
 	}
 }
 

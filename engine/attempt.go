@@ -185,7 +185,7 @@ func (a *attempt) run(ctx context.Context) (o outcome) {
 		return failed(&Error{Type: task.ErrTypeInternal, Err: err})
 	}
 	a.inTurn = true
-	ex.approvals.Store(newTurnApprovals(e, ex, req, a.log))
+	ex.approvals.Store(newTurnApprovals(e, ex, req, a.sink, a.log))
 	if ex.supervisable {
 		// The CLI's own plan mode, or bypass with drover's hooks deciding: as the turn's mode says.
 		if err := ex.proc.Client().SetPermissionMode(ctx, cliPermissionMode(req.Profile.PermissionMode)); err != nil {
@@ -302,6 +302,7 @@ func (e *Engine) settle(ctx context.Context, a *attempt, o outcome) (task.RunTur
 		return o.result, nil
 	}
 	if o.fail == nil {
+		a.closeLeftRequests(ctx)
 		if o.fail = e.commit(ctx, a, *o.commit); o.fail == nil {
 			a.ex.endTurn(o.commit.SessionID, o.commit.LastMessageUUID, a.req.AttemptID)
 			e.keepOrStop(ctx, a.ex)
@@ -311,14 +312,50 @@ func (e *Engine) settle(ctx context.Context, a *attempt, o outcome) (task.RunTur
 	f := o.fail
 	if a.ex != nil {
 		if a.inTurn {
+			// What the process says while it stops (its tool calls closed, its requests
+			// withdrawn) belongs to this attempt's log: stop it before the sink goes. Nothing
+			// is asked of a person meanwhile.
+			a.ex.approvals.Store(nil)
+			e.drop(ctx, a.ex, f.Type)
 			a.ex.endTurn("", "", "")
+		} else {
+			e.drop(ctx, a.ex, f.Type)
 		}
-		e.drop(ctx, a.ex, f.Type)
 	}
 	if a.claimed && f.Type != task.ErrTypeAttemptSuperseded {
+		if lastAttempt(a.req, f) {
+			a.closeLeftRequests(ctx)
+		}
 		e.endAttempt(ctx, a.req, f)
 	}
 	return task.RunTurnResult{}, f
+}
+
+// lastAttempt reports whether no attempt of the turn follows one that failed with f.
+func lastAttempt(req Request, f *Error) bool {
+	// A host that drains or is lost hands the turn to another host: an attempt follows.
+	return !f.Retryable() || (!task.Reassign(f.Type) && req.MaxAttempts > 0 && req.Attempt >= req.MaxAttempts)
+}
+
+// closeLeftRequests closes what the turn still has waiting for a person once nothing will ask
+// for it again (the turn reached its result, or no attempt follows): a request an earlier
+// attempt asked and this one did not, or the one this attempt waited for when it was stopped.
+// Each gets a permission_cancelled event. A failure is logged; the workflow closes its own view
+// of them when the turn ends anyway.
+func (a *attempt) closeLeftRequests(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.e.cfg.StopTimeout)
+	defer cancel()
+	closed, err := store.CancelTurnPermissions(ctx, a.e.cfg.DB, a.req.TaskID, a.req.Turn, "the turn ended before anybody answered")
+	if err != nil {
+		a.log.Warn("closing the permission requests the turn left", "error", err)
+		return
+	}
+	for _, r := range closed {
+		a.emit(events.AgentEvent{Type: events.TypePermissionCancelled, PendingID: r.RequestID})
+	}
+	if len(closed) > 0 {
+		a.log.Info("closed the permission requests the turn left", "requests", len(closed))
+	}
 }
 
 // commit stores the turn's events, then commits the turn, riding out database failures for
@@ -370,8 +407,7 @@ func (e *Engine) commit(ctx context.Context, a *attempt, c store.TurnCommit) *Er
 // turn closed when no attempt follows. It retries briefly through database failures; what it
 // cannot record, the next attempt's claim overwrites.
 func (e *Engine) endAttempt(ctx context.Context, req Request, f *Error) {
-	// A host that drains or is lost hands the turn to another host: an attempt follows.
-	final := !f.Retryable() || (!task.Reassign(f.Type) && req.MaxAttempts > 0 && req.Attempt >= req.MaxAttempts)
+	final := lastAttempt(req, f)
 	status := store.ExecutorFailed
 	if f.Type == task.ErrTypeCancelled || f.Type == task.ErrTypeWorkerStopping {
 		status = store.ExecutorStopped
@@ -389,12 +425,6 @@ func (e *Engine) endAttempt(ctx context.Context, req Request, f *Error) {
 	for {
 		err := store.EndAttempt(ctx, e.cfg.DB, end)
 		if err == nil {
-			if final {
-				// Nobody will ask again what the turn's requests asked.
-				if _, err := store.CancelPermissions(ctx, e.cfg.DB, req.TaskID, "", "the turn failed"); err != nil {
-					e.cfg.Logger.Warn("closing the failed turn's permission requests", "task_id", req.TaskID, "error", err)
-				}
-			}
 			return
 		}
 		if errors.Is(err, store.ErrStaleAttempt) || errors.Is(err, store.ErrNotFound) {

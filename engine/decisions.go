@@ -167,3 +167,19 @@ func (e *Engine) Deliver(ctx context.Context, rec task.DecisionRecord) error {
 	}
 	return &Error{Type: task.ErrTypeStoreUnavailable, Err: err}
 }
+
+// RecordDeadline records a pending request's moved deadline where the inbox reads it. A request
+// that no longer waits is left alone.
+func (e *Engine) RecordDeadline(ctx context.Context, m task.DeadlineMoved) error {
+	moved, err := store.ExtendPermissionDeadline(ctx, e.cfg.DB, m.TaskID, m.RequestID, m.Deadline)
+	switch {
+	case err == nil:
+		if !moved {
+			e.cfg.Logger.Info("a moved deadline found its request closed", "task_id", m.TaskID, "request_id", m.RequestID)
+		}
+		return nil
+	case ctx.Err() != nil:
+		return contextFailure(ctx)
+	}
+	return &Error{Type: task.ErrTypeStoreUnavailable, Err: err}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/drover-run/drover/claudecode"
 	"github.com/drover-run/drover/events"
 	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/streamjson"
 	"github.com/drover-run/drover/task"
 )
 
@@ -35,9 +36,12 @@ const stopHookTimeout = 60 * time.Second
 // turnApprovals answers the permission requests of one attempt: it records each durably, tells
 // the workflow, waits for the decision that comes back through Postgres, and answers the CLI.
 type turnApprovals struct {
-	e       *Engine
-	ex      *executor
-	req     Request
+	e   *Engine
+	ex  *executor
+	req Request
+	// sink is the attempt's log: what the approvals emit goes there even while the attempt's
+	// process is being stopped (a request withdrawn then), when the process has no sink.
+	sink    streamjson.Sink
 	log     *slog.Logger
 	timeout time.Duration
 
@@ -47,7 +51,7 @@ type turnApprovals struct {
 	mode task.PermissionMode
 }
 
-func newTurnApprovals(e *Engine, ex *executor, req Request, log *slog.Logger) *turnApprovals {
+func newTurnApprovals(e *Engine, ex *executor, req Request, sink streamjson.Sink, log *slog.Logger) *turnApprovals {
 	timeout := req.ApprovalTimeout
 	if timeout <= 0 {
 		timeout = task.DefaultApprovalTimeout
@@ -56,7 +60,7 @@ func newTurnApprovals(e *Engine, ex *executor, req Request, log *slog.Logger) *t
 	if mode == "" {
 		mode = task.Autonomous
 	}
-	return &turnApprovals{e: e, ex: ex, req: req, log: log, timeout: timeout,
+	return &turnApprovals{e: e, ex: ex, req: req, sink: sink, log: log, timeout: timeout,
 		grants: append([]task.Grant(nil), req.Grants...), mode: mode}
 }
 
@@ -272,8 +276,8 @@ func (t *turnApprovals) currentMode() task.PermissionMode {
 	return t.mode
 }
 
-// emit puts an event of the turn in its log, as the adapter's events go.
-func (t *turnApprovals) emit(ev events.AgentEvent) { t.ex.emit(ev) }
+// emit puts an event of the turn in the attempt's log.
+func (t *turnApprovals) emit(ev events.AgentEvent) { t.sink.Emit(ev) }
 
 // requestEvent is the permission_request event of a new request: what a person needs to
 // decide, under drover's request id, with the choices drover offers and the deadline.

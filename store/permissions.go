@@ -107,12 +107,15 @@ type Ask struct {
 	Deadline     time.Time
 }
 
-// AskPermission records an ask of the CLI, in one transaction. When the same turn already has a
-// request with the same input hash — an earlier attempt asked the same thing before it was lost
-// — that request is returned instead: still pending, it now answers to this ask (CLI request id
-// and attempt updated); decided, the caller answers the CLI with its decision at once, and the
-// person is not asked twice. Otherwise a new pending request is inserted (marked Reasked when
-// the attempt is not the turn's first) and fresh is true.
+// AskPermission records an ask of the CLI, in one transaction. When an earlier attempt of the
+// same turn asked the same thing (same input hash) before it was lost, that request is returned
+// instead, and now answers to this ask (CLI request id and attempt updated): still pending, it
+// waits on; decided, the caller answers the CLI with its decision at once, and the person is not
+// asked twice. A retry replays its turn, so its n-th ask of a thing finds the n-th request about
+// it, oldest first; an ask beyond those — the agent asking again after an answer, in the same
+// attempt — is a new question. A new request is inserted pending, marked Reasked when an
+// attempt after the turn's first asks something no attempt of the turn asked before, and fresh
+// is true.
 func AskPermission(ctx context.Context, db TxDB, a Ask) (req PermissionRequest, fresh bool, err error) {
 	if a.TaskID == "" || a.RequestID == "" || a.CLIRequestID == "" || a.InputHash == "" {
 		return req, false, errors.New("recording a permission request: task, request and CLI request ids and the input hash are required")
@@ -121,17 +124,13 @@ func AskPermission(ctx context.Context, db TxDB, a Ask) (req PermissionRequest, 
 		a.Input = json.RawMessage("{}")
 	}
 	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		// A pending request of the same ask answers to the new CLI request; a decided one is
-		// returned unchanged. The newest such row wins.
+		// The oldest request of the same ask that only earlier attempts made answers to this one.
 		req, err = scanPermission(tx.QueryRow(ctx, `
-			UPDATE permission_requests p SET
-				cli_request_id = CASE WHEN p.status = 'pending' THEN $4 ELSE p.cli_request_id END,
-				attempt = CASE WHEN p.status = 'pending' THEN $5 ELSE p.attempt END,
-				updated_at = now()
+			UPDATE permission_requests p SET cli_request_id = $4, attempt = $5, updated_at = now()
 			WHERE (p.task_id, p.request_id) = (
 				SELECT task_id, request_id FROM permission_requests
-				WHERE task_id = $1 AND turn = $2 AND input_hash = $3 AND status <> 'cancelled'
-				ORDER BY created_at DESC LIMIT 1)
+				WHERE task_id = $1 AND turn = $2 AND input_hash = $3 AND attempt < $5 AND status <> 'cancelled'
+				ORDER BY created_at, request_id LIMIT 1)
 			RETURNING `+permissionColumns,
 			a.TaskID, a.Turn, a.InputHash, a.CLIRequestID, a.Attempt))
 		if err == nil {
@@ -145,7 +144,10 @@ func AskPermission(ctx context.Context, db TxDB, a Ask) (req PermissionRequest, 
 			INSERT INTO permission_requests (task_id, request_id, turn, attempt, cli_request_id, kind,
 				tool_name, tool_use_id, input, input_hash, summary, suggestions, blocked_path, cli_reason,
 				reasked, deadline)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $4 > 1, $15)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,
+				$4 > 1 AND NOT EXISTS (SELECT 1 FROM permission_requests
+					WHERE task_id = $1 AND turn = $3 AND input_hash = $10),
+				$15)
 			RETURNING `+permissionColumns,
 			a.TaskID, a.RequestID, a.Turn, a.Attempt, a.CLIRequestID, a.Kind, a.ToolName, a.ToolUseID,
 			a.Input, a.InputHash, a.Summary, a.Suggestions, a.BlockedPath, a.CLIReason, a.Deadline))
@@ -208,15 +210,28 @@ func DecidePermission(ctx context.Context, db DB, taskID, requestID string, d De
 // (requestID ""), for example because the CLI withdrew it or the task was cancelled — and
 // announces each. It returns the requests it closed.
 func CancelPermissions(ctx context.Context, db DB, taskID, requestID, reason string) ([]PermissionRequest, error) {
+	return cancelPermissions(ctx, db, taskID, requestID, 0, reason)
+}
+
+// CancelTurnPermissions closes, as CancelPermissions does, the pending requests of one turn of
+// the task: what it still had waiting when it ended.
+func CancelTurnPermissions(ctx context.Context, db DB, taskID string, turn int, reason string) ([]PermissionRequest, error) {
+	if turn < 1 {
+		return nil, fmt.Errorf("cancelling permission requests of task %s: %d is not a turn", taskID, turn)
+	}
+	return cancelPermissions(ctx, db, taskID, "", turn, reason)
+}
+
+func cancelPermissions(ctx context.Context, db DB, taskID, requestID string, turn int, reason string) ([]PermissionRequest, error) {
 	rows, err := db.Query(ctx, `
 		WITH cancelled AS (
 			UPDATE permission_requests SET status = 'cancelled', decided_by = 'drover', decision_reason = $3,
 				decided_at = now(), updated_at = now()
-			WHERE task_id = $1 AND ($2 = '' OR request_id = $2) AND status = 'pending'
+			WHERE task_id = $1 AND ($2 = '' OR request_id = $2) AND ($4 = 0 OR turn = $4) AND status = 'pending'
 			RETURNING `+permissionColumns+`
 		)
 		SELECT c.*, pg_notify('`+DecisionsChannel+`', json_build_object('task_id', c.task_id, 'request_id', c.request_id)::text)
-		FROM cancelled c`, taskID, requestID, reason)
+		FROM cancelled c`, taskID, requestID, reason, turn)
 	if err != nil {
 		return nil, fmt.Errorf("cancelling permission requests of task %s: %w", taskID, err)
 	}

@@ -15,6 +15,11 @@ const (
 	// UpdateExtendDeadline moves a pending request's deadline (an ExtendDeadline); its result is
 	// the PendingRequest as it now stands.
 	UpdateExtendDeadline = "extend_deadline"
+	// SignalDecide carries a Decision, as UpdateDecide does, when no worker takes the Update
+	// in time (none runs): a signal is in the task's history at once. The workflow checks it
+	// as the Update's validator would once a worker runs it again, and applies it, or drops it
+	// with a log line when it no longer holds (decided meanwhile, its turn ended).
+	SignalDecide = "decide_later"
 	// SignalPermissionAsked tells the workflow that the CLI asks for permission (a
 	// PendingRequest). Sent by the turn's attempt; an ask repeated after a retry of the turn
 	// carries the same RequestID.
@@ -25,6 +30,9 @@ const (
 
 	// ActivityDeliverDecision hands a recorded decision to the host that waits for it.
 	ActivityDeliverDecision = "DeliverDecision"
+	// ActivityRecordDeadline records a pending request's moved deadline (a DeadlineMoved) where
+	// the inbox (drover task pending) reads it.
+	ActivityRecordDeadline = "RecordDeadline"
 )
 
 // DefaultApprovalTimeout is Params.ApprovalTimeout when it is zero: how long a permission
@@ -134,6 +142,13 @@ type DecisionRecord struct {
 
 // ExtendDeadline is the argument of UpdateExtendDeadline.
 type ExtendDeadline struct {
+	RequestID string    `json:"request_id"`
+	Deadline  time.Time `json:"deadline"`
+}
+
+// DeadlineMoved is the input of ActivityRecordDeadline.
+type DeadlineMoved struct {
+	TaskID    string    `json:"task_id"`
 	RequestID string    `json:"request_id"`
 	Deadline  time.Time `json:"deadline"`
 }

@@ -36,6 +36,7 @@ func (s *taskState) setApprovalHandlers(ctx workflow.Context) error {
 func (s *taskState) watchRequests(ctx workflow.Context) {
 	asked := workflow.GetSignalChannel(ctx, task.SignalPermissionAsked)
 	closed := workflow.GetSignalChannel(ctx, task.SignalPermissionClosed)
+	later := workflow.GetSignalChannel(ctx, task.SignalDecide)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
 			sel := workflow.NewSelector(ctx)
@@ -48,6 +49,11 @@ func (s *taskState) watchRequests(ctx workflow.Context) {
 				var r task.PermissionClosed
 				c.Receive(ctx, &r)
 				s.requestClosed(ctx, r.RequestID, task.OutcomeCancelled, r.Reason)
+			})
+			sel.AddReceive(later, func(c workflow.ReceiveChannel, _ bool) {
+				var d task.Decision
+				c.Receive(ctx, &d)
+				s.decideLater(ctx, d)
 			})
 			sel.Select(ctx)
 			if ctx.Err() != nil {
@@ -248,6 +254,24 @@ func (s *taskState) decide(ctx workflow.Context, d task.Decision) (task.Decision
 	return rec, s.deliver(ctx, rec)
 }
 
+// decideLater applies a decision that came by SignalDecide: checked as the Update's validator
+// checks one, then recorded and delivered as the Update's handler does, beside the signals that
+// keep coming meanwhile. One that no longer holds is dropped: nobody waits for its answer.
+func (s *taskState) decideLater(ctx workflow.Context, d task.Decision) {
+	s.delivering++ // from now on: the run must not continue as new before it is applied
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		defer func() { s.delivering-- }()
+		log := workflow.GetLogger(ctx)
+		if err := s.validateDecision(ctx, d); err != nil || s.final != "" {
+			log.Info("a decision sent while no worker ran is not applied", "request_id", d.RequestID, "by", d.By, "error", err)
+			return
+		}
+		if _, err := s.decide(ctx, d); err != nil {
+			log.Warn("applying a decision sent while no worker ran", "request_id", d.RequestID, "error", err)
+		}
+	})
+}
+
 func (s *taskState) grant(g task.Grant) {
 	if slices.ContainsFunc(s.grants, func(h task.Grant) bool {
 		return h.Tool == g.Tool && string(h.Suggestion.Raw) == string(g.Suggestion.Raw)
@@ -264,6 +288,8 @@ func (s *taskState) grant(g task.Grant) {
 // that waits for it (or the retry that asks again) finds it. It is retried until it lands,
 // however long no worker runs.
 func (s *taskState) deliver(ctx workflow.Context, rec task.DecisionRecord) error {
+	s.delivering++
+	defer func() { s.delivering-- }()
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:           workflow.GetInfo(ctx).TaskQueueName,
 		StartToCloseTimeout: s.lim.interruptTimeout,
@@ -291,12 +317,30 @@ func (s *taskState) validateExtension(ctx workflow.Context, e task.ExtendDeadlin
 	return nil
 }
 
-// extendDeadline is the handler of UpdateExtendDeadline.
+// extendDeadline is the handler of UpdateExtendDeadline: the deadline timer moves at once, and
+// the request's record in Postgres follows, so that the inbox shows the new deadline.
 func (s *taskState) extendDeadline(ctx workflow.Context, e task.ExtendDeadline) (task.PendingRequest, error) {
 	i := s.awaitingIndex(e.RequestID)
 	s.awaiting[i].Deadline = e.Deadline
 	s.awaitingChanged++
-	return s.awaiting[i], nil
+	r := s.awaiting[i]
+	if workflow.GetVersion(ctx, "record-moved-deadline", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return r, nil
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           workflow.GetInfo(ctx).TaskQueueName,
+		StartToCloseTimeout: s.lim.interruptTimeout,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: s.lim.retryInitial,
+			MaximumInterval: s.lim.retryMax,
+		},
+		Summary: "record deadline " + r.RequestID,
+	})
+	moved := task.DeadlineMoved{TaskID: s.taskID, RequestID: r.RequestID, Deadline: e.Deadline}
+	if err := workflow.ExecuteActivity(actx, task.ActivityRecordDeadline, moved).Get(ctx, nil); err != nil {
+		return r, fmt.Errorf("recording the deadline of %s: %w", r.RequestID, err)
+	}
+	return r, nil
 }
 
 // expireRequests denies, with a reason the agent can read, every request nobody answered by its

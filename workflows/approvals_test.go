@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/interceptor"
@@ -72,6 +73,7 @@ func approvalEnv(t *testing.T, lim limits, turn time.Duration) (*testsuite.TestW
 	rec.mockControl(env)
 	rec.mockRunTurn(env, completeTurn).After(turn)
 	rec.mockDeliver(env, 0)
+	env.OnActivity(task.ActivityRecordDeadline, mock.Anything, mock.Anything).Return(nil).Maybe()
 	return env, rec, attrs
 }
 

@@ -47,6 +47,8 @@ func newEnv(t *testing.T, lim limits) *testsuite.TestWorkflowEnvironment {
 		activity.RegisterOptions{Name: task.ActivityCancelTurn})
 	env.RegisterActivityWithOptions(func(context.Context, task.DecisionRecord) error { return notMocked },
 		activity.RegisterOptions{Name: task.ActivityDeliverDecision})
+	env.RegisterActivityWithOptions(func(context.Context, task.DeadlineMoved) error { return notMocked },
+		activity.RegisterOptions{Name: task.ActivityRecordDeadline})
 	return env
 }
 

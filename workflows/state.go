@@ -53,6 +53,9 @@ type taskState struct {
 	grants []task.Grant
 	// decided are the latest decisions (see task.Carry.Decided).
 	decided []task.DecisionRecord
+	// delivering counts the decisions on their way to the host; the run does not continue as
+	// new before they have arrived.
+	delivering int
 
 	published published
 }

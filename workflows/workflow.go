@@ -79,10 +79,11 @@ func (s *taskState) setHandlers(ctx workflow.Context) error {
 // the next turn, the carry or the final wait for handlers picks up.
 func (s *taskState) loop(ctx workflow.Context) (task.State, error) {
 	allHandlersFinished := func() bool { return workflow.AllHandlersFinished(ctx) }
+	handedOver := func() bool { return allHandlersFinished() && s.delivering == 0 }
 	for {
 		switch {
 		case s.wantContinueAsNew(ctx):
-			if err := workflow.Await(ctx, allHandlersFinished); err != nil {
+			if err := workflow.Await(ctx, handedOver); err != nil {
 				return s.cancelled(ctx, err)
 			}
 			return s.snapshot(), s.continueAsNew(ctx)

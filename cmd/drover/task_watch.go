@@ -111,6 +111,133 @@ func renderEvent(w io.Writer, ev store.Event) {
 		return
 	}
 	fmt.Fprintf(w, "%6d t%d.%d %-18s %s\n", ev.Seq, ev.Turn, ev.Attempt, ev.Type, describe(a))
+	if a.Type == events.TypePermissionRequest {
+		for _, l := range requestDetails(ev.TaskID, a) {
+			fmt.Fprintf(w, "%s%s\n", detailIndent, l)
+		}
+	}
+}
+
+// detailIndent lines up an event's detail lines under its description.
+var detailIndent = strings.Repeat(" ", 6+1+5+1+18+1)
+
+// maxDetailLines bounds the lines of a plan or a diff that a watch shows.
+const maxDetailLines = 30
+
+// requestDetails are the lines under a permission_request that tell a person what is asked and
+// how to answer: the request, its deadline, the plan, diff or questions, and the commands.
+func requestDetails(taskID string, a events.AgentEvent) []string {
+	p := a.Permission
+	if p == nil {
+		p = &events.Permission{}
+	}
+	req := a.PendingID
+	head := "request " + req
+	if p.Reasked {
+		head += " (asked again after a retry of the turn)"
+	}
+	if !p.Deadline.IsZero() {
+		head += "; denied at " + p.Deadline.Local().Format(time.DateTime+" MST") + " if nobody answers"
+	}
+	lines := []string{head}
+	block := func(title, text string) {
+		ls := strings.Split(strings.TrimRight(text, "\n"), "\n")
+		lines = append(lines, title)
+		for i, l := range ls {
+			if i == maxDetailLines {
+				lines = append(lines, fmt.Sprintf("  … %d more lines", len(ls)-i))
+				break
+			}
+			lines = append(lines, "  "+l)
+		}
+	}
+	approve := fmt.Sprintf("drover task approve %s %s", taskID, req)
+	switch {
+	case len(p.Questions) > 0:
+		for _, q := range p.Questions {
+			var opts []string
+			for _, o := range q.Options {
+				opts = append(opts, o.Label)
+			}
+			kind := "choose one"
+			if q.MultiSelect {
+				kind = "choose one or more"
+			}
+			lines = append(lines, fmt.Sprintf("question: %s (%s: %s)", q.Question, kind, strings.Join(opts, ", ")))
+		}
+		example := approve
+		for _, q := range p.Questions {
+			if len(q.Options) > 0 {
+				example += " --answer " + shellQuote(q.Question+"="+q.Options[0].Label)
+			}
+		}
+		lines = append(lines, "answer:  "+example, "         (--answer QUESTION=OPTION for each question; repeat it for each option of a multiple choice)")
+	case p.Plan != "":
+		block("plan:", p.Plan)
+		lines = append(lines, "approve: "+approve)
+	default:
+		if p.Diff != "" {
+			block("change:", p.Diff)
+		}
+		lines = append(lines, "approve: "+approve)
+		for i, label := range allowAlwaysLabels(p.AllowAlways) {
+			lines = append(lines, fmt.Sprintf("always:  %s --always %d   (%s, for the rest of the task)", approve, i+1, label))
+		}
+	}
+	lines = append(lines, fmt.Sprintf("deny:    drover task deny %s %s --reason %s", taskID, req, shellQuote("why, for the agent")))
+	return lines
+}
+
+// allowAlwaysLabels says what each "allow always" choice of a request grants, in order (its
+// key is its position from 1).
+func allowAlwaysLabels(raw json.RawMessage) []string {
+	var updates []struct {
+		Type  string `json:"type"`
+		Rules []struct {
+			ToolName    string `json:"toolName"`
+			RuleContent string `json:"ruleContent"`
+		} `json:"rules"`
+		Directories []string `json:"directories"`
+		Mode        string   `json:"mode"`
+		Behavior    string   `json:"behavior"`
+	}
+	if len(raw) == 0 || json.Unmarshal(raw, &updates) != nil {
+		return nil
+	}
+	out := make([]string, 0, len(updates))
+	for _, u := range updates {
+		var label string
+		switch u.Type {
+		case "addRules", "replaceRules":
+			var rules []string
+			for _, r := range u.Rules {
+				if r.RuleContent != "" {
+					rules = append(rules, r.ToolName+"("+r.RuleContent+")")
+				} else {
+					rules = append(rules, "every "+r.ToolName+" call")
+				}
+			}
+			label = strings.TrimSpace(u.Behavior + " " + strings.Join(rules, ", "))
+		case "addDirectories":
+			label = "add directories " + strings.Join(u.Directories, ", ")
+		case "setMode":
+			label = "switch to " + u.Mode + " mode"
+		default:
+			label = u.Type
+		}
+		out = append(out, oneLine(label, 100))
+	}
+	return out
+}
+
+// shellQuote quotes s for a POSIX shell, so that a command line shown can be pasted as is.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,@", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func describe(a events.AgentEvent) string {
@@ -150,9 +277,9 @@ func describe(a events.AgentEvent) string {
 	case events.TypeRateLimit:
 		return oneLine(a.RateLimitMessage, 140)
 	case events.TypePermissionRequest:
-		return fmt.Sprintf("approve %s? (pending %s)", oneLine(a.ToolTitle, 100), a.PendingID)
+		return sub + permissionHeadline(a)
 	case events.TypePermissionCancelled:
-		return "withdrawn " + a.PendingID
+		return "request " + a.PendingID + " withdrawn: nobody needs to answer it any more"
 	case events.TypeTurnRetry:
 		if a.TurnRetry != nil {
 			return fmt.Sprintf("attempt %d failed (%s); its output above is partial", a.TurnRetry.Attempt, a.TurnRetry.Reason)
@@ -163,6 +290,23 @@ func describe(a events.AgentEvent) string {
 		}
 	}
 	return ""
+}
+
+// permissionHeadline says in one line what a permission request asks.
+func permissionHeadline(a events.AgentEvent) string {
+	summary := a.ToolTitle
+	if a.Permission != nil && a.Permission.Summary != "" {
+		summary = a.Permission.Summary
+	}
+	switch a.ToolName {
+	case "ExitPlanMode":
+		return "WAITS FOR YOU: the agent presents a plan for approval"
+	case "AskUserQuestion":
+		return "WAITS FOR YOU: the agent asks " + oneLine(summary, 140)
+	case "Bash":
+		return "WAITS FOR YOU: may Bash run " + oneLine(summary, 140) + "?"
+	}
+	return fmt.Sprintf("WAITS FOR YOU: may %s run on %s?", a.ToolName, oneLine(summary, 140))
 }
 
 func oneLine(s string, n int) string {

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-run/drover/events"
+	"github.com/drover-run/drover/store"
+)
+
+func render(t *testing.T, a events.AgentEvent) string {
+	t.Helper()
+	payload, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	renderEvent(&b, store.Event{TaskID: "t1", Seq: 7, Turn: 2, Attempt: 1, Type: string(a.Type), Payload: payload})
+	return b.String()
+}
+
+// A waiting request is shown plainly: what is asked, the request, its deadline, and the command
+// lines that answer it, ready to paste.
+func TestWatchShowsHowToAnswerARequest(t *testing.T) {
+	deadline := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	out := render(t, events.AgentEvent{Type: events.TypePermissionRequest, PendingID: "r1", ToolName: "Bash",
+		ToolTitle: "Run a shell command", Permission: &events.Permission{Summary: "make deploy", Reasked: true, Deadline: deadline,
+			AllowAlways: json.RawMessage(`[{"type":"addRules","rules":[{"toolName":"Bash","ruleContent":"make deploy"}],"behavior":"allow","destination":"session"},{"type":"addRules","rules":[{"toolName":"Bash"}],"behavior":"allow","destination":"session"}]`)}})
+	for _, want := range []string{
+		"WAITS FOR YOU: may Bash run make deploy?",
+		"request r1 (asked again after a retry of the turn); denied at " + deadline.Local().Format(time.DateTime),
+		"approve: drover task approve t1 r1\n",
+		"always:  drover task approve t1 r1 --always 1   (allow Bash(make deploy), for the rest of the task)",
+		"always:  drover task approve t1 r1 --always 2   (allow every Bash call, for the rest of the task)",
+		"deny:    drover task deny t1 r1 --reason 'why, for the agent'",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+
+	out = render(t, events.AgentEvent{Type: events.TypePermissionRequest, PendingID: "q1", ToolName: "AskUserQuestion",
+		Permission: &events.Permission{Summary: "Which database?", Questions: []events.Question{
+			{Question: "Which database?", Options: []events.QuestionOption{{Label: "Postgres"}, {Label: "SQLite"}}},
+			{Question: "Which features?", MultiSelect: true, Options: []events.QuestionOption{{Label: "Auth"}, {Label: "Search"}}},
+		}}})
+	for _, want := range []string{
+		"WAITS FOR YOU: the agent asks Which database?",
+		"question: Which database? (choose one: Postgres, SQLite)",
+		"question: Which features? (choose one or more: Auth, Search)",
+		"answer:  drover task approve t1 q1 --answer 'Which database?=Postgres' --answer 'Which features?=Auth'",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "--always") {
+		t.Errorf("a question offers allow always:\n%s", out)
+	}
+
+	out = render(t, events.AgentEvent{Type: events.TypePermissionRequest, PendingID: "p1", ToolName: "ExitPlanMode",
+		Permission: &events.Permission{Plan: "# Plan\n1. Do it.\n"}})
+	for _, want := range []string{"the agent presents a plan", "plan:\n", "  # Plan\n", "  1. Do it.\n", "approve: drover task approve t1 p1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+}
+
+func TestShellQuote(t *testing.T) {
+	for in, want := range map[string]string{"abc": "abc", "a b": "'a b'", "it's": `'it'\''s'`, "": "''", "Q?=A": "'Q?=A'"} {
+		if got := shellQuote(in); got != want {
+			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

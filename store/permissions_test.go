@@ -1,0 +1,121 @@
+package store_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/drover-run/drover/internal/pgtest"
+	"github.com/drover-run/drover/store"
+)
+
+// ask records a pending request of a turn about a Bash command.
+func ask(t *testing.T, db store.TxDB, taskID string, turn int, command string) store.PermissionRequest {
+	t.Helper()
+	input, _ := json.Marshal(map[string]string{"command": command})
+	r, fresh, err := store.AskPermission(t.Context(), db, store.Ask{
+		TaskID: taskID, RequestID: fmt.Sprintf("req-%d-%s", turn, command), Turn: turn, Attempt: 1,
+		CLIRequestID: "cli-" + command, Kind: "tool", ToolName: "Bash", Input: input, InputHash: "hash-" + command,
+		Summary: command, Deadline: time.Now().Add(time.Hour),
+	})
+	must(t, err)
+	if !fresh {
+		t.Fatalf("request about %q found an earlier one", command)
+	}
+	return r
+}
+
+// CancelTurnPermissions closes what one turn still has pending, and only that: not the other
+// turns' requests, not another task's, not what was decided.
+func TestCancelTurnPermissions(t *testing.T) {
+	t.Parallel()
+	ctx, db := t.Context(), pgtest.NewPool(t)
+	left := ask(t, db, "t1", 2, "echo left")
+	decided := ask(t, db, "t1", 2, "echo decided")
+	must(t, store.DecidePermission(ctx, db, "t1", decided.RequestID, store.Decision{Status: store.RequestAllowed, DecidedBy: "carol"}))
+	otherTurn := ask(t, db, "t1", 3, "echo later")
+	otherTask := ask(t, db, "t2", 2, "echo elsewhere")
+
+	closed, err := store.CancelTurnPermissions(ctx, db, "t1", 2, "the turn ended")
+	must(t, err)
+	if len(closed) != 1 || closed[0].RequestID != left.RequestID || closed[0].Status != store.RequestCancelled {
+		t.Fatalf("closed %+v, want only %s", closed, left.RequestID)
+	}
+	for id, want := range map[string]store.RequestStatus{
+		left.RequestID: store.RequestCancelled, decided.RequestID: store.RequestAllowed, otherTurn.RequestID: store.RequestPending,
+	} {
+		r, err := store.GetPermission(ctx, db, "t1", id)
+		must(t, err)
+		if r.Status != want {
+			t.Errorf("%s: %s, want %s", id, r.Status, want)
+		}
+	}
+	if r, err := store.GetPermission(ctx, db, "t2", otherTask.RequestID); err != nil || r.Status != store.RequestPending {
+		t.Errorf("another task's request: %+v, %v", r, err)
+	}
+	if r, err := store.GetPermission(ctx, db, "t1", left.RequestID); err != nil || r.DecisionReason != "the turn ended" || r.DecidedBy != "drover" {
+		t.Errorf("the closed request: %+v, %v", r, err)
+	}
+	if _, err := store.CancelTurnPermissions(ctx, db, "t1", 0, "no turn"); err == nil {
+		t.Error("turn 0 accepted")
+	}
+}
+
+// askAs records an ask of attempt about a Bash command and returns the row and whether it is new.
+func askAs(t *testing.T, db store.TxDB, attempt int, id, command string) (store.PermissionRequest, bool) {
+	t.Helper()
+	input, _ := json.Marshal(map[string]string{"command": command})
+	r, fresh, err := store.AskPermission(t.Context(), db, store.Ask{
+		TaskID: "t1", RequestID: id, Turn: 1, Attempt: attempt, CLIRequestID: "cli-" + id, Kind: "tool",
+		ToolName: "Bash", Input: input, InputHash: "hash-" + command, Summary: command, Deadline: time.Now().Add(time.Hour),
+	})
+	must(t, err)
+	return r, fresh
+}
+
+// A retry's n-th ask of a thing finds the n-th request an earlier attempt made about it, pending
+// or decided; the same attempt asking again after an answer asks anew; what no attempt asked
+// before is marked as asked again after a retry only when a retry asks it.
+func TestAskPermissionAcrossAttempts(t *testing.T) {
+	t.Parallel()
+	ctx, db := t.Context(), pgtest.NewPool(t)
+	check := func(what string, r store.PermissionRequest, fresh bool, wantID string, wantFresh bool, want store.RequestStatus) {
+		t.Helper()
+		if r.RequestID != wantID || fresh != wantFresh || r.Status != want {
+			t.Fatalf("%s: request %s (fresh %v, %s), want %s (fresh %v, %s)", what, r.RequestID, fresh, r.Status, wantID, wantFresh, want)
+		}
+	}
+	r, fresh := askAs(t, db, 1, "a", "make test")
+	check("the first ask", r, fresh, "a", true, store.RequestPending)
+	must(t, store.DecidePermission(ctx, db, "t1", "a", store.Decision{Status: store.RequestDenied, DecidedBy: "carol", Reason: "not now"}))
+	r, fresh = askAs(t, db, 1, "b", "make test")
+	check("the same attempt asking again after a denial", r, fresh, "b", true, store.RequestPending)
+	if r.Reasked {
+		t.Error("a second ask in the same attempt is marked as asked again after a retry")
+	}
+
+	r, fresh = askAs(t, db, 2, "c", "make test")
+	check("the retry's first ask", r, fresh, "a", false, store.RequestDenied)
+	r, fresh = askAs(t, db, 2, "d", "make test")
+	check("the retry's second ask", r, fresh, "b", false, store.RequestPending)
+	if r.Attempt != 2 || r.CLIRequestID != "cli-d" {
+		t.Errorf("the pending request answers to attempt %d, CLI request %s; want 2, cli-d", r.Attempt, r.CLIRequestID)
+	}
+	must(t, store.DecidePermission(ctx, db, "t1", "b", store.Decision{Status: store.RequestAllowed, DecidedBy: "carol"}))
+
+	r, fresh = askAs(t, db, 3, "e", "make test")
+	check("a later retry's first ask", r, fresh, "a", false, store.RequestDenied)
+	r, fresh = askAs(t, db, 3, "f", "make test")
+	check("a later retry's second ask", r, fresh, "b", false, store.RequestAllowed)
+	r, fresh = askAs(t, db, 3, "g", "make test")
+	check("a third ask, beyond what earlier attempts asked", r, fresh, "g", true, store.RequestPending)
+	if r.Reasked {
+		t.Error("an ask of something asked before is marked as asked again after a retry")
+	}
+	r, fresh = askAs(t, db, 3, "h", "make lint")
+	check("a retry asking something new", r, fresh, "h", true, store.RequestPending)
+	if !r.Reasked {
+		t.Error("something no attempt asked before, asked by a retry, is not marked")
+	}
+}
