@@ -59,25 +59,48 @@ func ListHosts(ctx context.Context, db DB) ([]Host, error) {
 	return out, nil
 }
 
-// LostAttempts returns the executor rows of hosts other than self whose last beat is older
-// than stale (the database's clock decides, so hosts' clocks need not agree): the attempts those
-// hosts were running (starting or running), and those that committed their turn within the last
-// committed (idle), whose answer may not have reached Temporal.
-func LostAttempts(ctx context.Context, db DB, self string, stale, committed time.Duration) ([]Executor, error) {
+// LostExecutor is an executor row claimed from a lost host (see ClaimLostExecutors): the row as
+// it was, host included.
+type LostExecutor = Executor
+
+// ClaimLostExecutors takes, for self to handle, up to limit executor rows of hosts other than
+// self whose last beat is older than stale (the database's clock decides, so hosts' clocks need
+// not agree): each row's host is cleared, so that no other live host handles it too, and the
+// rows are returned as they were. A row self cannot handle goes back with ReturnExecutor.
+func ClaimLostExecutors(ctx context.Context, db DB, self string, stale time.Duration, limit int) ([]LostExecutor, error) {
 	rows, err := db.Query(ctx, `
-		SELECT `+executorColumns+` FROM executors_running x
-		WHERE x.host_id <> $1
-			AND (x.status IN ('starting', 'running')
-				OR (x.status = 'idle' AND x.updated_at > now() - make_interval(secs => $3)))
-			AND EXISTS (SELECT 1 FROM hosts h WHERE h.host_id = x.host_id
-				AND h.heartbeat_at < now() - make_interval(secs => $2))
-		ORDER BY x.task_id`, self, stale.Seconds(), committed.Seconds())
+		WITH lost AS (
+			SELECT x.task_id, x.host_id FROM executors_running x
+			JOIN hosts h ON h.host_id = x.host_id
+			WHERE x.host_id <> '' AND x.host_id <> $1 AND h.heartbeat_at < now() - make_interval(secs => $2)
+			ORDER BY x.task_id
+			LIMIT $3
+			FOR UPDATE OF x SKIP LOCKED
+		), claimed AS (
+			UPDATE executors_running x SET host_id = '' FROM lost
+			WHERE x.task_id = lost.task_id
+			RETURNING x.*, lost.host_id AS lost_host
+		)
+		SELECT task_id, session_id, last_message_uuid, status, attempt_id, attempt_token,
+			turn, lost_host, coalesce(pid, 0), workspace, model, error, created_at, updated_at
+		FROM claimed ORDER BY task_id`, self, stale.Seconds(), limit)
 	if err != nil {
-		return nil, fmt.Errorf("listing attempts of lost hosts: %w", err)
+		return nil, fmt.Errorf("claiming the executors of lost hosts: %w", err)
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Executor, error) { return scanExecutor(row) })
 	if err != nil {
-		return nil, fmt.Errorf("listing attempts of lost hosts: %w", err)
+		return nil, fmt.Errorf("claiming the executors of lost hosts: %w", err)
 	}
 	return out, nil
+}
+
+// ReturnExecutor gives a claimed row back to its lost host, unless an attempt took it since, so
+// that a later look handles it again.
+func ReturnExecutor(ctx context.Context, db DB, x LostExecutor) error {
+	_, err := db.Exec(ctx, `UPDATE executors_running SET host_id = $3
+		WHERE task_id = $1 AND attempt_id = $2 AND host_id = ''`, x.TaskID, x.AttemptID, x.HostID)
+	if err != nil {
+		return fmt.Errorf("returning the executor of task %s to host %s: %w", x.TaskID, x.HostID, err)
+	}
+	return nil
 }

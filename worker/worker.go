@@ -215,8 +215,8 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 	}
 	beatCtx, stopBeat := context.WithCancel(context.WithoutCancel(ctx))
 	w.stopBeat, w.beatDone = stopBeat, make(chan struct{})
-	loop := &hostLoop{db: pool, temporal: c, namespace: cfg.Namespace, hostID: cfg.HostID, interval: cfg.HostBeat, stale: cfg.HostStale,
-		draining: w.engine.Draining, log: log, reported: map[string]bool{}}
+	loop := &hostLoop{db: pool, temporal: c, hostID: cfg.HostID, interval: cfg.HostBeat, stale: cfg.HostStale,
+		draining: w.engine.Draining, log: log}
 	go func() {
 		defer close(w.beatDone)
 		loop.run(beatCtx)
@@ -236,10 +236,15 @@ func (w *Worker) Pool() *pgxpool.Pool { return w.pool }
 // HostQueue is this host's own task queue.
 func (w *Worker) HostQueue() string { return w.acts.HostQueue() }
 
-// Stop drains the host (see engine.Engine.Drain: no new turns; the running ones finish within
-// Config.DrainTimeout or are stopped and continue on another host), stops polling, stops every
-// CLI process of this host and closes the connections.
+// Stop stops taking workflow tasks, drains the host (see engine.Engine.Drain: no new turns; the
+// running ones finish within Config.DrainTimeout or are stopped and continue on another host),
+// stops polling, stops every CLI process of this host and closes the connections.
 func (w *Worker) Stop(ctx context.Context) {
+	// The shared queue first: this host takes no more workflow tasks or host assignments, so
+	// the workflows of the turns it gives up move on other hosts without waiting on it.
+	if w.shared != nil {
+		w.shared.Stop()
+	}
 	if w.engine != nil {
 		if n := w.engine.Drain(ctx, w.cfg.DrainTimeout); n > 0 {
 			w.cfg.Logger.Warn("turns stopped at the drain timeout; they continue on another host", "turns", n)
@@ -252,9 +257,6 @@ func (w *Worker) Stop(ctx context.Context) {
 		if err := store.BeatHost(context.WithoutCancel(ctx), w.pool, w.cfg.HostID, os.Getpid(), true); err != nil {
 			w.cfg.Logger.Warn("recording this host stopped", "error", err)
 		}
-	}
-	if w.shared != nil {
-		w.shared.Stop()
 	}
 	if w.host != nil {
 		w.host.Stop()

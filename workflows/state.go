@@ -3,6 +3,8 @@ package workflows
 import (
 	"slices"
 
+	"go.temporal.io/sdk/workflow"
+
 	"github.com/drover-run/drover/task"
 )
 
@@ -39,6 +41,10 @@ type taskState struct {
 	sessionID string
 	lastUUID  string
 	hostQueue string
+	// cancelTurn cancels the running turn's RunTurn on its host queue, while one runs; lostTurn
+	// is set when it was cancelled because its host is lost (see hostLost).
+	cancelTurn workflow.CancelFunc
+	lostTurn   *task.HostLost
 	lastError string
 	totals    task.Totals
 

@@ -62,11 +62,7 @@ func (s *taskState) runTurn(ctx workflow.Context, q task.QueuedPrompt) error {
 			log.Info("host assigned", "turn", q.Turn, "host_queue", host)
 		}
 		res, err := s.executeRunTurn(ctx, q, attemptsBefore)
-		var moved *temporal.ApplicationError
-		if errors.As(err, &moved) && task.Reassign(moved.Type()) &&
-			workflow.GetVersion(ctx, "reassign-lost-host", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-			moved = nil // histories from before hosts handed turns over: a failed turn
-		}
+		moved, movedAttempt := s.movedTurn(ctx, err)
 		switch {
 		case err == nil:
 			s.turnEnded(q.Turn, res)
@@ -83,19 +79,14 @@ func (s *taskState) runTurn(ctx workflow.Context, q task.QueuedPrompt) error {
 			s.turnGaveUp(fmt.Sprintf("turn %d failed: no host picked it up within %s, %d tries (last %s)",
 				q.Turn, s.lim.hostStartTimeout, reassigned+1, gone))
 			return nil
-		case moved != nil && task.Reassign(moved.Type()):
+		case moved != "":
 			// The host drained or was lost mid-turn: any live host takes the turn at once, from
 			// its committed point, continuing the count of attempts.
 			gone := s.hostQueue
 			s.hostQueue = ""
-			var d task.ReassignDetails
-			if moved.HasDetails() && moved.Details(&d) == nil && d.Attempt > attemptsBefore {
-				attemptsBefore = d.Attempt
-			} else {
-				attemptsBefore++
-			}
+			attemptsBefore = max(movedAttempt, attemptsBefore+1)
 			if reassigned < s.lim.maxReassign {
-				log.Warn("host stopped running the turn; assigning another", "turn", q.Turn, "host_queue", gone, "reason", moved.Type())
+				log.Warn("host stopped running the turn; assigning another", "turn", q.Turn, "host_queue", gone, "reason", moved)
 				continue
 			}
 			s.turnErrored(q.Turn, err)
@@ -105,6 +96,35 @@ func (s *taskState) runTurn(ctx workflow.Context, q task.QueuedPrompt) error {
 			return nil
 		}
 	}
+}
+
+// movedTurn reports whether a RunTurn error means that the turn's host could not run it (it
+// drains, or it is lost: reported by the attempt's error, or by SignalHostLost, which cancelled
+// the activity), with why and the last attempt it made.
+func (s *taskState) movedTurn(ctx workflow.Context, err error) (reason string, attempt int) {
+	lost := s.lostTurn
+	s.lostTurn = nil
+	if err == nil || ctx.Err() != nil {
+		return "", 0
+	}
+	var appErr *temporal.ApplicationError
+	switch {
+	case errors.As(err, &appErr) && task.Reassign(appErr.Type()):
+		reason = appErr.Type()
+		var d task.ReassignDetails
+		if appErr.HasDetails() && appErr.Details(&d) == nil {
+			attempt = d.Attempt
+		}
+	case lost != nil:
+		reason = task.ErrTypeHostLost
+		attempt = lost.Attempt
+	default:
+		return "", 0
+	}
+	if workflow.GetVersion(ctx, "reassign-lost-host", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return "", 0 // histories from before hosts handed turns over: a failed turn
+	}
+	return reason, attempt
 }
 
 // assignHost asks a worker on the shared queue for its own host queue.
@@ -160,6 +180,8 @@ func (s *taskState) executeRunTurn(ctx workflow.Context, q task.QueuedPrompt, at
 		AttemptsBefore:  attemptsBefore,
 	}
 	var res task.RunTurnResult
+	actx, s.cancelTurn = workflow.WithCancel(actx)
+	defer func() { s.cancelTurn = nil }()
 	fut := workflow.ExecuteActivity(actx, task.ActivityRunTurn, in)
 	s.cancelAtOnce(ctx, fut, q.Turn)
 	if err := fut.Get(ctx, &res); err != nil {

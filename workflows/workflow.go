@@ -45,6 +45,7 @@ func runTask(ctx workflow.Context, p task.Params, lim limits) (task.State, error
 	}
 	s.seedPublished(ctx)
 	s.watchRequests(ctx)
+	s.watchHosts(ctx)
 	return s.loop(ctx)
 }
 
