@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -309,6 +310,45 @@ func (e *env) startWorker(executorID string, extraArgs ...string) *workerProc {
 	return launchWorker(e.t, e.t, executorID, cmd)
 }
 
+// hostDirs are one host's own CLI state: its HOME and the CLI's config folder. Hosts of a world
+// share its workspace and nothing else.
+type hostDirs struct {
+	home, configDir string
+}
+
+// newHostDirs makes a host's folders beside the world's.
+func (e *env) newHostDirs(name string) hostDirs {
+	e.t.Helper()
+	root := filepath.Join(filepath.Dir(e.workspace), "hosts", name)
+	d := hostDirs{home: filepath.Join(root, "home"), configDir: filepath.Join(root, "claude")}
+	for _, dir := range []string{d.home, d.configDir} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	return d
+}
+
+// startWorkerIn runs `drover worker` as host hostID with the host's own HOME and CLI config
+// folder.
+func (e *env) startWorkerIn(hostID string, dirs hostDirs, extraArgs ...string) *workerProc {
+	e.t.Helper()
+	cmd := exec.Command(suite.drover, append([]string{"worker", "--keep-alive", "2m"}, extraArgs...)...)
+	cmd.Env = setEnv(e.workerEnv(hostID, "debug"), "HOME="+dirs.home, "DROVER_CLAUDE_CONFIG_DIR="+dirs.configDir)
+	return launchWorker(e.t, e.t, hostID, cmd)
+}
+
+// setEnv returns environ with each KEY=value of kvs in place of the variable's earlier value.
+func setEnv(environ []string, kvs ...string) []string {
+	out := slices.Clone(environ)
+	for _, kv := range kvs {
+		key, _, _ := strings.Cut(kv, "=")
+		out = slices.DeleteFunc(out, func(s string) bool { return strings.HasPrefix(s, key+"=") })
+		out = append(out, kv)
+	}
+	return out
+}
+
 // taskID names a task of this test: unique in the shared Temporal server, so
 // that a task of an earlier run (-count) is never found running.
 func (w world) taskID(name string) string { return name + "-" + w.queue }
@@ -317,6 +357,21 @@ func (w world) taskID(name string) string { return name + "-" + w.queue }
 func (w *workerProc) kill() {
 	_ = w.cmd.Process.Kill()
 	<-w.done
+}
+
+// term sends the worker SIGTERM, which starts its drain, and returns at once.
+func (w *workerProc) term() {
+	_ = w.cmd.Process.Signal(syscall.SIGTERM)
+}
+
+// exited reports whether the worker's process has ended.
+func (w *workerProc) exited() bool {
+	select {
+	case <-w.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // stop ends the worker gracefully.
@@ -424,16 +479,28 @@ func alive(pid int) bool {
 	return true
 }
 
-// transcriptEntries reads the session's transcript file from the CLI's config folder.
+// transcriptEntries reads the session's transcript file from the world's CLI config folder.
 func (e *env) transcriptEntries(sessionID string) []map[string]any {
 	e.t.Helper()
 	return transcriptIn(e.t, e.configDir, sessionID)
 }
 
+// transcriptFiles lists the session's transcript files in a CLI config folder.
+func transcriptFiles(configDir, sessionID string) []string {
+	matches, _ := filepath.Glob(filepath.Join(configDir, "projects", "*", sessionID+".jsonl"))
+	return matches
+}
+
+// transcriptEntriesIn reads the session's transcript file from a CLI config folder.
+func (e *env) transcriptEntriesIn(configDir, sessionID string) []map[string]any {
+	e.t.Helper()
+	return transcriptIn(e.t, configDir, sessionID)
+}
+
 // transcriptIn reads the session's transcript file from the CLI config folder configDir.
 func transcriptIn(t testing.TB, configDir, sessionID string) []map[string]any {
 	t.Helper()
-	matches, _ := filepath.Glob(filepath.Join(configDir, "projects", "*", sessionID+".jsonl"))
+	matches := transcriptFiles(configDir, sessionID)
 	if len(matches) != 1 {
 		t.Fatalf("transcript of session %s: found %v", sessionID, matches)
 	}
