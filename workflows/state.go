@@ -45,8 +45,8 @@ type taskState struct {
 	// is set when it was cancelled because its host is lost (see hostLost).
 	cancelTurn workflow.CancelFunc
 	lostTurn   *task.HostLost
-	lastError string
-	totals    task.Totals
+	lastError  string
+	totals     task.Totals
 
 	// recent are the latest accepted prompt Updates (see task.Carry.Recent).
 	recent []task.RecentPrompt
