@@ -97,8 +97,9 @@ type Row struct {
 	// Baseline and Drover are medians over the runs.
 	Baseline float64 `json:"baseline"`
 	Drover   float64 `json:"drover"`
-	// Ratio is what the goal of a ratio bounds (for times: baseline ÷ drover, the median of the
-	// ratios of the interleaved pairs); 0 when the row has no ratio.
+	// Ratio is what the goal of a ratio bounds, the median of the ratios of the interleaved pairs:
+	// a speed-up (baseline ÷ drover, bounded from below) for throughput figures such as P1, a
+	// slowdown (drover ÷ baseline, bounded from above) for latencies; 0 when the row has no ratio.
 	Ratio  float64 `json:"ratio,omitempty"`
 	Runs   int     `json:"runs,omitempty"`
 	Goal   Goal    `json:"goal"`
