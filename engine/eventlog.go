@@ -139,28 +139,23 @@ func (l *eventLog) Flush(ctx context.Context) error {
 	}
 }
 
-// writeOnce stores everything queued, a batch at a time. After a failed write it first asks
-// the database how far the writer got, so a batch that landed is not stored twice.
+// writeOnce stores everything queued, a batch at a time. After a write whose outcome is unknown
+// it first asks the database how far the writer got, so that a batch that landed is not stored
+// again; and a batch is fenced in the database (store.Writer), so that a copy of an earlier write
+// still on its way to Postgres when that question was asked cannot land twice either.
 func (l *eventLog) writeOnce(ctx context.Context) error {
 	l.flushMu.Lock()
 	defer l.flushMu.Unlock()
-	if l.uncertain {
-		emitted, last, err := store.WriterProgress(ctx, l.db, l.taskID, l.attemptID)
-		if err != nil {
-			return err
-		}
-		l.mu.Lock()
-		if landed := emitted - l.stored; landed > 0 {
-			l.buf = l.buf[landed:]
-			l.stored, l.lastSeq = emitted, last
-		}
-		l.mu.Unlock()
-		l.uncertain = false
-	}
 	for {
+		if l.uncertain {
+			if err := l.resync(ctx); err != nil {
+				return err
+			}
+		}
 		l.mu.Lock()
 		n := len(l.buf)
 		queued := l.buf[:n:n]
+		stored := l.stored
 		l.mu.Unlock()
 		if n == 0 {
 			return nil
@@ -170,8 +165,12 @@ func (l *eventLog) writeOnce(ctx context.Context) error {
 		for i, ev := range batch {
 			inputs[i] = store.EventInput{Turn: l.turn, Attempt: l.attempt, Type: string(ev.Type), Payload: encode(ev)}
 		}
-		w := store.Writer{AttemptID: l.attemptID, Through: l.stored + int64(used)}
+		w := store.Writer{AttemptID: l.attemptID, After: stored, Through: stored + int64(used)}
 		_, last, err := store.AppendWriterEvents(ctx, l.db, l.taskID, w, inputs)
+		if errors.Is(err, store.ErrWriterAhead) {
+			l.uncertain = true // an earlier copy landed: read how far, then go on
+			continue
+		}
 		if err != nil {
 			l.uncertain = true
 			return err
@@ -185,6 +184,22 @@ func (l *eventLog) writeOnce(ctx context.Context) error {
 		l.lastSeq = last
 		l.mu.Unlock()
 	}
+}
+
+// resync reads how many of the writer's events are stored and drops those from the queue.
+func (l *eventLog) resync(ctx context.Context) error {
+	emitted, last, err := store.WriterProgress(ctx, l.db, l.taskID, l.attemptID)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	if landed := emitted - l.stored; landed > 0 {
+		l.buf = l.buf[landed:]
+		l.stored, l.lastSeq = emitted, last
+	}
+	l.mu.Unlock()
+	l.uncertain = false
+	return nil
 }
 
 // coalesce takes events from the head of queued, up to max of them once merged, joining

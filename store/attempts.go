@@ -53,7 +53,8 @@ type AttemptBegun struct {
 // BeginAttempt begins an attempt of a turn in one transaction: it makes s.AttemptID the owner
 // of the task's executor row (starting, or running with s.PID), closes earlier turns that were
 // left running, records the turn (the first attempt inserts it with the resume point; later
-// ones count themselves and get that same point back), and sums the task's cost.
+// ones count themselves and get that same point back), sums the task's cost, and registers the
+// attempt's event writer (see Writer).
 //
 // If the turn was already finished by an earlier attempt, the row is returned to idle and the
 // finished record is returned: the caller answers from it. A turn begun with another prompt
@@ -105,6 +106,7 @@ func BeginAttempt(ctx context.Context, db TxDB, s AttemptStart) (AttemptBegun, e
 			s.TaskID, s.Turn, s.Prompt, s.PromptUUID, s.FallbackSessionID, s.FallbackMessageUUID)
 		b.Queue(`SELECT `+turnColumns+` FROM task_turns WHERE task_id = $1 AND turn = $2`, s.TaskID, s.Turn)
 		b.Queue(`SELECT coalesce(sum(cost_usd), 0) FROM task_turns WHERE task_id = $1`, s.TaskID)
+		b.Queue(registerWriterSQL, s.TaskID, s.AttemptID)
 		br := tx.SendBatch(ctx, b)
 		if err := br.QueryRow().Scan(&out.SessionID, &out.LastMessageUUID); err != nil {
 			_ = br.Close()
@@ -131,6 +133,10 @@ func BeginAttempt(ctx context.Context, db TxDB, s AttemptStart) (AttemptBegun, e
 		if err := br.QueryRow().Scan(&out.PriorCostUSD); err != nil {
 			_ = br.Close()
 			return fmt.Errorf("summing the task's cost: %w", err)
+		}
+		if _, err := br.Exec(); err != nil {
+			_ = br.Close()
+			return fmt.Errorf("registering the attempt's event writer: %w", err)
 		}
 		if err := br.Close(); err != nil {
 			return err

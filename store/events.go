@@ -47,9 +47,24 @@ type Event struct {
 // transaction commits. The counter row's lock makes concurrent appenders of a task queue behind
 // each other until commit, so sequence numbers have no gaps or duplicates (a rolled-back append
 // rolls its numbers back too) and a task's events become visible in sequence order.
+//
+// A batch of a writer ($7 not empty) is fenced: it first locks the writer's progress row and goes
+// on only if the row says $9 events are stored, as the writer believes. Under READ COMMITTED the
+// lock waits for a concurrent append of the same writer and then reads what it committed, so a
+// batch sent again after its first copy's reply was lost (the first copy may still be running,
+// or arrive later) is refused instead of stored twice: the statement then returns no row and
+// touches nothing, counter included.
 const appendEventsSQL = `
-WITH counter AS (
-	INSERT INTO task_event_counters AS c (task_id, last_seq) VALUES ($1::text, $2::bigint)
+WITH claim AS (
+	SELECT emitted FROM task_event_writers
+	WHERE task_id = $1::text AND attempt_id = $7::text
+	FOR UPDATE
+), gate AS (
+	SELECT 1 WHERE $7::text = ''
+		OR EXISTS (SELECT 1 FROM claim WHERE emitted = $9::bigint)
+		OR $9::bigint = 0 AND NOT EXISTS (SELECT 1 FROM claim)
+), counter AS (
+	INSERT INTO task_event_counters AS c (task_id, last_seq) SELECT $1::text, $2::bigint FROM gate
 	ON CONFLICT (task_id) DO UPDATE SET last_seq = c.last_seq + excluded.last_seq
 	RETURNING last_seq - $2::bigint AS base
 ), inserted AS (
@@ -70,11 +85,25 @@ SELECT base + 1, base + $2::bigint,
 		'task_id', $1::text, 'first_seq', base + 1, 'last_seq', base + $2::bigint)::text)
 FROM counter`
 
-// Writer identifies an attempt's event writer and how far its emitted events reach once a batch
-// is stored (Through counts them from the attempt's first), so that an append whose reply was
-// lost can be checked with WriterProgress instead of repeated. The zero Writer records nothing.
+// registerWriterSQL records a writer with nothing stored yet, so that its first batch is fenced
+// as the others are (see appendEventsSQL); it leaves a registered writer alone.
+const registerWriterSQL = `
+INSERT INTO task_event_writers (task_id, attempt_id, emitted, last_seq) VALUES ($1, $2, 0, 0)
+ON CONFLICT (task_id, attempt_id) DO NOTHING`
+
+// ErrWriterAhead is returned by AppendWriterEvents when the writer's progress row does not say
+// what the batch expects: more of the writer's events are stored than it knows of (an earlier
+// copy of the batch landed after all). Nothing was written; the writer reads WriterProgress and
+// goes on from there.
+var ErrWriterAhead = errors.New("the writer's stored events are not where the batch expects them")
+
+// Writer identifies an attempt's event writer and where a batch falls in the events it emitted,
+// counted from the attempt's first: After of them are stored before the batch, Through once it
+// is. An append whose reply was lost can then be checked with WriterProgress, and a copy of it
+// sent again is refused (ErrWriterAhead) rather than stored twice. The zero Writer records nothing.
 type Writer struct {
 	AttemptID string
+	After     int64
 	Through   int64
 }
 
@@ -108,9 +137,15 @@ func AppendWriterEvents(ctx context.Context, db DB, taskID string, w Writer, evs
 		}
 		turns[i], attempts[i], types[i], payloads[i] = int32(ev.Turn), int32(ev.Attempt), ev.Type, ev.Payload
 	}
+	if w.AttemptID != "" && (w.After < 0 || w.Through < w.After) {
+		return 0, 0, fmt.Errorf("appending events to task %s: writer %s: batch %d..%d is not a range", taskID, w.AttemptID, w.After, w.Through)
+	}
 	err = db.QueryRow(ctx, appendEventsSQL, taskID, int64(len(evs)), turns, attempts, types, payloads,
-		w.AttemptID, w.Through).
+		w.AttemptID, w.Through, w.After).
 		Scan(&firstSeq, &lastSeq, nil) // the third column is pg_notify's void
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, 0, fmt.Errorf("appending %d events to task %s: writer %s after %d: %w", len(evs), taskID, w.AttemptID, w.After, ErrWriterAhead)
+	}
 	if err != nil {
 		return 0, 0, fmt.Errorf("appending %d events to task %s: %w", len(evs), taskID, err)
 	}
