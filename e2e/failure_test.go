@@ -107,15 +107,15 @@ func TestCancelLeavesNoProcess(t *testing.T) {
 	e.waitFor("the claude process to end", func() bool { return !alive(pid) })
 	// Nothing of its process group survives it (tools' children included).
 	e.waitFor("the claude process group to be gone", func() bool { return syscall.Kill(-pid, 0) != nil })
-	desc, err := e.tc.Temporal.DescribeWorkflowExecution(e.ctx, id, "")
+	desc, err := e.tc.Temporal.DescribeWorkflow(e.ctx, id, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.waitFor("the workflow to close", func() bool {
-		desc, err = e.tc.Temporal.DescribeWorkflowExecution(e.ctx, id, "")
-		return err == nil && desc.GetWorkflowExecutionInfo().GetCloseTime() != nil
+		desc, err = e.tc.Temporal.DescribeWorkflow(e.ctx, id, "")
+		return err == nil && desc.RawResponse.GetWorkflowExecutionInfo().GetCloseTime() != nil
 	})
-	if s := desc.GetWorkflowExecutionInfo().GetStatus().String(); !strings.Contains(strings.ToUpper(s), "CANCEL") {
+	if s := desc.RawResponse.GetWorkflowExecutionInfo().GetStatus().String(); !strings.Contains(strings.ToUpper(s), "CANCEL") {
 		t.Errorf("workflow status %s, want canceled", s)
 	}
 	x, err := store.GetExecutor(e.ctx, e.db(), id)

@@ -29,8 +29,7 @@ import (
 //	b := c.start(1)
 //	... c.tc.Start(...), c.waitTurns(...), a.kill(), c.transcriptOf(1, session) ...
 //
-// newClusterOn(t, srv, n) does the same on a server of the test's own (startProductionTemporal),
-// for a test that crashes or restarts Temporal.
+// newClusterOn(t, srv, n) does the same on another server.
 
 // production is the production layout's Temporal server, shared by the package's tests that ask
 // for it (setupProduction) and stopped by TestMain.
@@ -77,31 +76,6 @@ func stopProduction() {
 	if production.srv != nil {
 		_ = production.srv.Stop()
 	}
-}
-
-// startProductionTemporal starts a production-layout server of the test's own, on fresh
-// databases, stopped (and its databases dropped) when the test ends.
-func startProductionTemporal(t *testing.T) *temporalsrv.Server {
-	t.Helper()
-	setupBinaries(t)
-	cfg := productionConfig(t)
-	log := &lockedBuffer{}
-	cfg.Log = log
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	srv, err := temporalsrv.Start(ctx, cfg)
-	if err != nil {
-		t.Fatalf("%v\nserver log:\n%s", err, log.String())
-	}
-	t.Cleanup(func() {
-		if err := srv.Stop(); err != nil {
-			t.Error(err)
-		}
-		if t.Failed() {
-			t.Logf("temporal server log:\n%s", log.String())
-		}
-	})
-	return srv
 }
 
 // host is one machine of a multi-host test: its own identity, HOME and CLI config folder. The

@@ -90,11 +90,11 @@ func TestProductionLayout(t *testing.T) {
 
 	// The workflow's history is in Temporal's Postgres database, its listing in the visibility
 	// database, and both answer through the server.
-	run, err := c.tc.Temporal.DescribeWorkflowExecution(c.ctx, id, "")
+	run, err := c.tc.Temporal.DescribeWorkflow(c.ctx, id, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	runID := run.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+	runID := run.RawResponse.GetWorkflowExecutionInfo().GetExecution().GetRunId()
 	historyEvents := 0
 	it := c.tc.Temporal.GetWorkflowHistory(c.ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	for it.HasNext() {

@@ -690,8 +690,7 @@ func TestCommitRidesOutADatabaseOutage(t *testing.T) {
 	t.Parallel()
 	proxy := pgtest.NewProxy(t, pgtest.AdminAddr())
 	release := make(chan struct{})
-	var r *rig
-	r = newRig(t, func(c *fakecli.CLI) {
+	r := newRig(t, func(c *fakecli.CLI) {
 		c.Serve(func(c *fakecli.CLI, p fakecli.Line) {
 			c.Init()
 			c.Text("m", "first half")

@@ -69,8 +69,8 @@ func TestTracingSinkNestsToolSpansUnderTheTurn(t *testing.T) {
 	}
 	for _, s := range spans {
 		for _, kv := range s.Attributes {
-			if strings.Contains(kv.Value.Emit(), secret) {
-				t.Errorf("span %s carries message or tool text: %s=%s", s.Name, kv.Key, kv.Value.Emit())
+			if strings.Contains(kv.Value.String(), secret) {
+				t.Errorf("span %s carries message or tool text: %s=%s", s.Name, kv.Key, kv.Value.String())
 			}
 		}
 	}
