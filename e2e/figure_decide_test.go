@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -21,34 +23,35 @@ import (
 )
 
 // Figure D1 of `make bench`: how long a person's decision on a supervised task's permission
-// request takes to reach the waiting CLI. A supervised task's turn calls Bash a number of times;
-// each call waits for a person, and the benchmark approves it as `drover task approve` does
-// (taskclient.Decide, the task's decide Update).
+// request takes to reach the waiting CLI. A supervised task's turn calls Write a number of times,
+// each on a new file; each call waits for a person, and the benchmark approves it as `drover task
+// approve` does (taskclient.Decide, the task's decide Update).
 //
-// The witness of "reached the CLI" is the fake Messages API: an approved Bash call runs, and
-// the CLI sends the call's result in its next request. The fake notes when that request arrives,
-// so a decision's latency is Decide called → the fake receives the next request. That interval
-// holds the whole of drover's path (the Update, the workflow, the delivery activity, Postgres
-// and its notification, the waiting attempt's answer) and then the CLI's own work (running
-// `true`, building the next request), which the baseline measures alone: the same CLI, started
-// as drover starts a supervised task's, with the same hooks, whose can_use_tool this process
-// answers straight from its handler; its interval runs from the answer's write to the CLI's
-// stdin to the same next request at the fake. Both sides wait the same "thinking" time before
-// deciding, so that each CLI is idle alike when the answer comes. The pairs alternate which side
-// goes first.
+// The witness of "reached the CLI" is the fake Messages API: an approved call runs, and the CLI
+// sends its result in its next request. The fake's responder notes when that request arrives, so
+// a decision's latency is Decide called → the fake receives the next request. That interval holds
+// the whole of drover's path (the Update and its validation, the workflow, the delivery activity,
+// Postgres and its notification, the waiting attempt's answer) and then the CLI's own work
+// (writing the file, building and sending the next request). The baseline measures that last part
+// alone: the same CLI, started as drover starts a supervised task's, with the same hooks, whose
+// can_use_tool requests this process answers straight from its handler; its interval runs from
+// the answer's write to the CLI's stdin to the same next request at the fake. Both sides wait the
+// same "thinking" time before deciding, so that each CLI is idle alike when the answer comes, and
+// the pairs alternate which side goes first. The tool is Write, not Bash, because the CLI's own
+// share is then small and steady (a shell's start varies with the machine's load).
 
 // decideThink is how long a side waits between a request showing and its decision (not
 // measured): a person never decides within milliseconds, and the worker's own bookkeeping of the
 // request (the workflow's signal, the search attributes) is over by then.
-const decideThink = 200 * time.Millisecond
+const decideThink = 100 * time.Millisecond
 
-// decisionsPerRun is how many decisions each side makes in each pair: about 60 a side in all, or
-// 2 in a quick run.
+// decisionsPerRun is how many decisions each side makes in each pair: at least 101 a side in all,
+// so that the p99 is not merely the slowest decision, or 2 a pair in a quick run.
 func decisionsPerRun(runs int) int {
 	if *benchQuick {
 		return 2
 	}
-	return max(4, int(math.Ceil(60/float64(runs))))
+	return max(4, int(math.Ceil(101/float64(runs))))
 }
 
 // BenchmarkFigureD1 reports the rows of figure D1: p99 (goal ≤ 500 ms) and p50 of the decision
@@ -58,6 +61,7 @@ func BenchmarkFigureD1(b *testing.B) {
 	perRun := decisionsPerRun(runs)
 	sc := newDecideScript()
 	e := newDecideEnv(b, sc)
+	sc.dir = e.workspace
 
 	direct, err := startDirectCLI(e, sc, decideThink)
 	if err != nil {
@@ -66,8 +70,8 @@ func BenchmarkFigureD1(b *testing.B) {
 	e.startWorker("host-" + e.queue)
 	dv := &droverDecider{e: e, sc: sc, taskID: e.taskID("d1"), think: decideThink}
 
-	// Warm-up, not measured: each CLI's first Bash call (the shell snapshot), the worker's first
-	// decision (its LISTEN connection, its Temporal pollers).
+	// Warm-up, not measured: each CLI's first call of the tool, the worker's first decision (its
+	// LISTEN connection, its Temporal pollers).
 	if _, err := direct.batch(e.ctx, "warm", 1); err != nil {
 		b.Fatal(err)
 	}
@@ -103,12 +107,19 @@ func BenchmarkFigureD1(b *testing.B) {
 	}
 	b.StopTimer()
 
-	note := fmt.Sprintf("%d decisions a side; drover's Update returned after %.0f ms (p50)",
+	note := fmt.Sprintf("%d decisions a side; Decide itself returned after %.0f ms (p50)",
 		runs*perRun, ms(updates.percentile(50)))
-	const what = "supervised decision: Update sent → CLI's next request (baseline: answered directly)"
+	const what = "decision: Update sent → CLI's next request (baseline: answered directly)"
 	p99 := decisionRow("D1", what+", p99", 99, base, drover, bench.DroverAtMost(500, "ms"))
 	p50 := decisionRow("D1 p50", what+", p50", 50, base, drover, bench.DroverAtMost(500, "ms"))
 	p99.Note, p50.Note = note, note
+	for _, side := range []struct {
+		name string
+		lat  [][]time.Duration
+	}{{"direct", base}, {"drover", drover}} {
+		b.Logf("%s decisions, ms: %s", side.name, sortedMs(slices.Concat(side.lat...)))
+	}
+	b.Logf("drover's Decide calls, ms: %s", sortedMs(updates))
 	reportRows(b, p99, p50)
 	b.ReportMetric(p99.Drover, "p99-ms")
 	b.ReportMetric(p50.Drover, "p50-ms")
@@ -119,6 +130,16 @@ func BenchmarkFigureD1(b *testing.B) {
 	if err := e.closeTask(dv.taskID); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// sortedMs prints durations in ms, sorted.
+func sortedMs(ds []time.Duration) string {
+	ds = slices.Sorted(slices.Values(ds))
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = fmt.Sprintf("%.1f", ms(d))
+	}
+	return strings.Join(parts, " ")
 }
 
 // decisionRow is a row of the p-th percentile of decision latencies measured in interleaved
@@ -166,6 +187,8 @@ func newDecideEnv(tb testing.TB, sc *decideScript) *benchEnv {
 // decideScript is the model of both sides: it answers the main conversation from its queue, and
 // notes when the request carrying each scripted tool call's result arrives.
 type decideScript struct {
+	dir string // where the scripted calls write: the workspace
+
 	mu      sync.Mutex
 	queue   []fa.Response
 	arrived map[string]chan time.Time // tool use id → when its result first reached the fake
@@ -198,8 +221,9 @@ func (s *decideScript) respond(r *fa.Request) (fa.Response, bool) {
 	return resp, true
 }
 
-// script queues one turn of the model: n Bash calls, one after the other, then benchReply. The
-// calls' ids (and commands, which show in the requests' summaries) are "toolu_d1_SIDE_LABEL_K".
+// script queues one turn of the model: n Write calls, one after the other, each on a new file of
+// the workspace, then benchReply. The calls' ids (and files, which show in the requests'
+// summaries) are "toolu_d1_SIDE_LABEL_K".
 func (s *decideScript) script(side, label string, n int) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -208,8 +232,8 @@ func (s *decideScript) script(side, label string, n int) []string {
 		id := fmt.Sprintf("toolu_d1_%s_%s_%d", side, label, k)
 		ids[k] = id
 		s.arrived[id] = make(chan time.Time, 1)
-		s.queue = append(s.queue, fa.Reply(fa.ToolUseID(id, "Bash",
-			map[string]any{"command": "true " + id, "description": "Do nothing"})))
+		s.queue = append(s.queue, fa.Reply(fa.ToolUseID(id, "Write",
+			map[string]any{"file_path": filepath.Join(s.dir, id+".txt"), "content": id + "\n"})))
 	}
 	s.queue = append(s.queue, fa.Reply(fa.Text(benchReply)))
 	return ids
@@ -241,12 +265,12 @@ type droverDecider struct {
 	started bool
 }
 
-// batch runs one turn of n Bash calls, approving each, and returns each decision's latency
+// batch runs one turn of n Write calls, approving each, and returns each decision's latency
 // (Decide called → the CLI's next request at the fake) and how long each Decide took.
 func (d *droverDecider) batch(label string, n int) (lat, updates []time.Duration, err error) {
 	e := d.e
 	ids := d.sc.script("drover", label, n)
-	prompt := task.Prompt{Text: "Run true " + fmt.Sprint(n) + " times (" + label + ")."}
+	prompt := task.Prompt{Text: "Write " + fmt.Sprint(n) + " files (" + label + ")."}
 	if !d.started {
 		_, err = e.tc.Start(e.ctx, d.taskID, e.supervisedParams(), prompt, "")
 		d.started = err == nil
@@ -390,11 +414,11 @@ func (d *directCLI) tap(line []byte) {
 	}
 }
 
-// batch runs one turn of n Bash calls, each allowed by the handler, and returns each answer's
+// batch runs one turn of n Write calls, each allowed by the handler, and returns each answer's
 // latency (written to stdin → the CLI's next request at the fake).
 func (d *directCLI) batch(ctx context.Context, label string, n int) ([]time.Duration, error) {
 	ids := d.sc.script("direct", label, n)
-	if err := claudeTurn(ctx, d.proc, "Run true "+fmt.Sprint(n)+" times ("+label+")."); err != nil {
+	if err := claudeTurn(ctx, d.proc, "Write "+fmt.Sprint(n)+" files ("+label+")."); err != nil {
 		return nil, err
 	}
 	lat := make([]time.Duration, 0, n)

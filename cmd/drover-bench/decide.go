@@ -7,6 +7,6 @@ import "github.com/drover-run/drover/internal/bench"
 // on, witnessed by the CLI's next request at the fake Messages API; against the same CLI answered
 // directly by its own client. Goal: p99 ≤ 500 ms. The measurement is e2e's BenchmarkFigureD1.
 func d1() bench.Figure {
-	return stackFigure("D1", "supervised decision: Update sent → CLI's next request, p99",
+	return stackFigure("D1", "decision: Update sent → CLI's next request, p99 (baseline: answered directly)",
 		bench.DroverAtMost(500, "ms"), "BenchmarkFigureD1")
 }
