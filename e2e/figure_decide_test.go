@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -239,6 +240,17 @@ func (s *decideScript) script(side, label string, n int) []string {
 	return ids
 }
 
+// ran checks, in the workspace, that every call of ids ran: an approval that the CLI did not
+// act on would not count as delivered.
+func (s *decideScript) ran(ids []string) error {
+	for _, id := range ids {
+		if b, err := os.ReadFile(filepath.Join(s.dir, id+".txt")); err != nil || string(b) != id+"\n" {
+			return fmt.Errorf("the approved call %s did not write its file: %q, %v", id, b, err)
+		}
+	}
+	return nil
+}
+
 // arrival waits for the request that carries the result of tool use id.
 func (s *decideScript) arrival(ctx context.Context, id string) (time.Time, error) {
 	s.mu.Lock()
@@ -305,6 +317,9 @@ func (d *droverDecider) batch(label string, n int) (lat, updates []time.Duration
 	}
 	if st.Totals.FailedTurns != 0 || len(st.Awaiting) != 0 {
 		return nil, nil, fmt.Errorf("task %s after the turn: %+v", d.taskID, st)
+	}
+	if err := d.sc.ran(ids); err != nil {
+		return nil, nil, err
 	}
 	return lat, updates, nil
 }
@@ -434,6 +449,9 @@ func (d *directCLI) batch(ctx context.Context, label string, n int) ([]time.Dura
 			return nil, fmt.Errorf("no answer to the request of %s was written", id)
 		}
 		lat = append(lat, at.Sub(w))
+	}
+	if err := d.sc.ran(ids); err != nil {
+		return nil, err
 	}
 	return lat, nil
 }
