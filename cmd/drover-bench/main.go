@@ -25,7 +25,7 @@ import (
 
 // figures lists every figure of the table, in order. Each one builds what it needs.
 func figures() []bench.Figure {
-	return []bench.Figure{p1(), p2(), p2CLI(), p2Cold()}
+	return []bench.Figure{p1(), p2(), p2CLI(), p2Cold(), d1()}
 }
 
 func main() {
