@@ -99,16 +99,24 @@ func TestSupervisedApproveAndDeny(t *testing.T) {
 		t.Fatalf("the model did not read the reason of the denial: %+v", last.ToolResults())
 	}
 	var asked, updates int
+	var decided []string
 	for _, ev := range e.events(id) {
 		switch ev.Agent.Type {
 		case events.TypePermissionRequest:
 			asked++
 		case events.TypeToolUpdate:
 			updates++
+		case events.TypePermissionDecision:
+			if d := ev.Agent.Decision; d != nil {
+				decided = append(decided, d.Outcome+" by "+d.By+": "+d.Reason)
+			}
 		}
 	}
 	if asked != 2 || updates < 2 {
 		t.Fatalf("log: %d permission requests, %d tool updates", asked, updates)
+	}
+	if len(decided) != 2 || decided[0] != "allowed by alice: " || decided[1] != "denied by bob: "+why {
+		t.Fatalf("log: decisions %q", decided)
 	}
 	st := e.waitTurns(id, 2)
 	if len(st.Awaiting) != 0 || st.PermissionMode != task.Supervised {

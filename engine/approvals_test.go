@@ -165,14 +165,22 @@ func TestSupervisedToolWaitsForAPerson(t *testing.T) {
 	if hook := got.of("a2/hook")["hookSpecificOutput"].(map[string]any); hook["permissionDecision"] != "allow" {
 		t.Fatalf("the granted call was asked again: %+v", hook)
 	}
-	var evs []events.AgentEvent
+	var evs, decisions []events.AgentEvent
 	for _, ev := range r.events() {
-		if ev.Type == events.TypePermissionRequest {
+		switch ev.Type {
+		case events.TypePermissionRequest:
 			evs = append(evs, ev)
+		case events.TypePermissionDecision:
+			decisions = append(decisions, ev)
 		}
 	}
 	if len(evs) != 1 || evs[0].PendingID != p.RequestID || evs[0].Permission == nil || evs[0].Permission.Deadline.IsZero() {
 		t.Fatalf("permission events %+v", evs)
+	}
+	if len(decisions) != 1 || decisions[0].PendingID != p.RequestID || decisions[0].ToolName != "Bash" ||
+		decisions[0].Decision == nil || decisions[0].Decision.Outcome != "allowed" ||
+		decisions[0].Decision.By != "tester" || decisions[0].Decision.Grant != grant.Label {
+		t.Fatalf("decision events %+v", decisions)
 	}
 	if row, _ := store.GetPermission(r.ctx, r.db, r.taskID, p.RequestID); row.Status != store.RequestAllowed || row.DecidedBy != "tester" {
 		t.Fatalf("row = %+v", row)

@@ -237,6 +237,7 @@ func (t *turnApprovals) answer(ctx context.Context, cr *claudecode.ControlReques
 		}
 	}
 	r := cr.CanUseTool
+	t.emit(decisionEvent(r.ToolUseID, r.ToolName, row, rec))
 	switch row.Status {
 	case store.RequestAllowed:
 		if rec.Grant != nil {
@@ -274,6 +275,17 @@ func (t *turnApprovals) currentMode() task.PermissionMode {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.mode
+}
+
+// decisionEvent is the permission_decision event of a decided request: what the agent is told,
+// and by whom.
+func decisionEvent(toolCallID, tool string, row store.PermissionRequest, rec task.DecisionRecord) events.AgentEvent {
+	d := &events.Decision{Outcome: string(row.Status), By: rec.By, Reason: rec.Reason, At: rec.At,
+		Answers: rec.Answers, NextMode: string(rec.NextMode)}
+	if rec.Grant != nil {
+		d.Grant = rec.Grant.Label
+	}
+	return events.AgentEvent{Type: events.TypePermissionDecision, PendingID: row.RequestID, ToolCallID: toolCallID, ToolName: tool, Decision: d}
 }
 
 // emit puts an event of the turn in the attempt's log.

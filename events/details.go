@@ -140,6 +140,24 @@ type Permission struct {
 	Deadline time.Time `json:"deadline,omitzero"`
 }
 
+// Decision is the answer a permission request got, as the agent received it
+// (permission_decision).
+type Decision struct {
+	// Outcome is "allowed", "denied", "expired" (nobody answered by the deadline) or "cancelled".
+	Outcome string `json:"outcome"`
+	// By is who decided; empty for an expired request.
+	By     string    `json:"by,omitempty"`
+	Reason string    `json:"reason,omitempty"`
+	At     time.Time `json:"at,omitzero"`
+	// Grant is the label of the "allow always" choice the decision accepted, which holds for the
+	// rest of the task.
+	Grant string `json:"grant,omitempty"`
+	// Answers are the chosen option labels per question of an AskUserQuestion call.
+	Answers map[string][]string `json:"answers,omitempty"`
+	// NextMode is, for an approved plan, the permission mode the task continues in.
+	NextMode string `json:"next_mode,omitempty"`
+}
+
 // Question is one question the agent asks the person, with its options.
 type Question struct {
 	Question string `json:"question"`

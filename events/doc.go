@@ -40,6 +40,8 @@
 //	                      choices a decision may accept (CLI permission updates); questions: an
 //	                      AskUserQuestion call's; plan, plan_file: an ExitPlanMode call's
 //	permission_cancelled  pending_id
+//	permission_decision   pending_id, tool_call_id, tool_name, decision {outcome, by, reason, at, grant, answers,
+//	                      next_mode}: the answer the agent received
 //	permission_denied     tool_call_id, tool_name, tool_title, normalized, permission {message, …}
 //	compaction            compaction {phase "started" | "finished", trigger, pre_tokens, post_tokens,
 //	                      result "success" | "failed", error}

@@ -20,6 +20,7 @@ const (
 	TypeRateLimit           Type = "rate_limit"
 	TypePermissionRequest   Type = "permission_request"
 	TypePermissionCancelled Type = "permission_cancelled"
+	TypePermissionDecision  Type = "permission_decision"
 	TypePermissionDenied    Type = "permission_denied"
 	TypeCompaction          Type = "compaction"
 	TypeInterrupted         Type = "interrupted"
@@ -85,6 +86,7 @@ type AgentEvent struct {
 	// PendingID identifies a permission request: the CLI's request_id.
 	PendingID  string      `json:"pending_id,omitempty"`
 	Permission *Permission `json:"permission,omitempty"`
+	Decision   *Decision   `json:"decision,omitempty"`
 
 	RateLimitMessage string     `json:"rate_limit_message,omitempty"`
 	RateLimit        *RateLimit `json:"rate_limit,omitempty"`

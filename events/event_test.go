@@ -44,6 +44,9 @@ var sampleEvents = []struct {
 		`{"type":"permission_request","tool_call_id":"toolu_1","tool_name":"Bash","pending_id":"req1","permission":{"input":{"command":"rm x"},"suggestions":[],"blocked_path":"/etc"}}`},
 	{AgentEvent{Type: TypePermissionCancelled, PendingID: "req1"},
 		`{"type":"permission_cancelled","pending_id":"req1"}`},
+	{AgentEvent{Type: TypePermissionDecision, PendingID: "req1", ToolName: "Bash",
+		Decision: &Decision{Outcome: "allowed", By: "ana", Reason: "fine", Grant: "Bash(npm test:*)"}},
+		`{"type":"permission_decision","tool_name":"Bash","pending_id":"req1","decision":{"outcome":"allowed","by":"ana","reason":"fine","grant":"Bash(npm test:*)"}}`},
 	{AgentEvent{Type: TypePermissionDenied, ToolName: "Write", Permission: &Permission{Message: "denied"}},
 		`{"type":"permission_denied","tool_name":"Write","permission":{"message":"denied"}}`},
 	{AgentEvent{Type: TypeCompaction, Compaction: &Compaction{Phase: CompactionFinished, Trigger: "manual", PreTokens: 1234}},
@@ -83,7 +86,7 @@ func TestEventTypesAllSampled(t *testing.T) {
 	t.Parallel()
 	all := []Type{TypeSessionStatus, TypeAvailableCommands, TypeUserMessage, TypeMessageChunk, TypeReasoning,
 		TypeToolCall, TypeToolUpdate, TypeContextWindow, TypeComplete, TypeError, TypeRateLimit,
-		TypePermissionRequest, TypePermissionCancelled, TypePermissionDenied, TypeCompaction,
+		TypePermissionRequest, TypePermissionCancelled, TypePermissionDecision, TypePermissionDenied, TypeCompaction,
 		TypeInterrupted, TypeSubagentTask, TypeTurnRetry}
 	seen := map[Type]bool{}
 	for _, tc := range sampleEvents {

@@ -280,6 +280,10 @@ func describe(a events.AgentEvent) string {
 		return sub + permissionHeadline(a)
 	case events.TypePermissionCancelled:
 		return "request " + a.PendingID + " withdrawn: nobody needs to answer it any more"
+	case events.TypePermissionDecision:
+		if d := a.Decision; d != nil {
+			return decisionLine(a.PendingID, a.ToolName, d)
+		}
 	case events.TypeTurnRetry:
 		if a.TurnRetry != nil {
 			return fmt.Sprintf("attempt %d failed (%s); its output above is partial", a.TurnRetry.Attempt, a.TurnRetry.Reason)
@@ -290,6 +294,24 @@ func describe(a events.AgentEvent) string {
 		}
 	}
 	return ""
+}
+
+// decisionLine says in one line how a request was answered.
+func decisionLine(requestID, tool string, d *events.Decision) string {
+	line := fmt.Sprintf("request %s (%s) %s", requestID, tool, d.Outcome)
+	if d.By != "" {
+		line += " by " + d.By
+	}
+	if d.Reason != "" {
+		line += ": " + oneLine(d.Reason, 140)
+	}
+	if d.Grant != "" {
+		line += "; always allowed from now on: " + d.Grant
+	}
+	if d.NextMode != "" {
+		line += "; the task continues in " + d.NextMode + " mode"
+	}
+	return line
 }
 
 // permissionHeadline says in one line what a permission request asks.

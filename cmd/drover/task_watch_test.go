@@ -77,3 +77,17 @@ func TestShellQuote(t *testing.T) {
 		}
 	}
 }
+
+// A decision shows who answered, how, and what it grants from now on.
+func TestWatchShowsTheDecision(t *testing.T) {
+	out := render(t, events.AgentEvent{Type: events.TypePermissionDecision, PendingID: "r1", ToolName: "Bash",
+		Decision: &events.Decision{Outcome: "allowed", By: "ana", Reason: "ok\nfor now", Grant: "Bash(make deploy)"}})
+	if want := "request r1 (Bash) allowed by ana: ok for now; always allowed from now on: Bash(make deploy)"; !strings.Contains(out, want) {
+		t.Errorf("missing %q in\n%s", want, out)
+	}
+	out = render(t, events.AgentEvent{Type: events.TypePermissionDecision, PendingID: "p1", ToolName: "ExitPlanMode",
+		Decision: &events.Decision{Outcome: "expired", Reason: "nobody answered"}})
+	if want := "request p1 (ExitPlanMode) expired: nobody answered"; !strings.Contains(out, want) {
+		t.Errorf("missing %q in\n%s", want, out)
+	}
+}
