@@ -1,0 +1,118 @@
+package workflows
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/drover-run/drover/internal/devserver"
+	"github.com/drover-run/drover/internal/tools"
+	"github.com/drover-run/drover/task"
+)
+
+// A turn moved off a lost host on a real server leaves a history that replays: the version
+// marker of "reassign-lost-host", AssignHost again, and RunTurn on the new host's queue.
+func TestReplayReassignedTurn(t *testing.T) {
+	bin, err := tools.TemporalBin()
+	if err != nil {
+		t.Skipf("the temporal CLI is not installed (%v): run scripts/tools.sh", err)
+	}
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srv, err := devserver.Start(ctx, devserver.Config{Bin: bin, Headless: true, SearchAttributes: map[string]string{
+		task.SearchStatus: "Keyword", task.SearchCostUSD: "Double", task.SearchTurns: "Int",
+		task.SearchModel: "Keyword", task.SearchWorkspace: "Keyword",
+		task.SearchAwaitingApproval: "Bool", task.SearchAwaitingSince: "Datetime",
+	}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = srv.Stop() })
+	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	c, err := client.DialContext(ctx, client.Options{HostPort: srv.Address(), Namespace: srv.Namespace(), Logger: logger})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+
+	id := uuid.NewString()[:8]
+	shared, lost, live := "shared-"+id, task.HostQueue("lost-"+id), task.HostQueue("live-"+id)
+	var assigned atomic.Int32
+	sw := worker.New(c, shared, worker.Options{})
+	Register(sw)
+	sw.RegisterActivityWithOptions(func(context.Context) (string, error) {
+		if assigned.Add(1) == 1 {
+			return lost, nil
+		}
+		return live, nil
+	}, activity.RegisterOptions{Name: task.ActivityAssignHost})
+	lw := worker.New(c, lost, worker.Options{})
+	lw.RegisterActivityWithOptions(func(context.Context, task.RunTurnInput) (task.RunTurnResult, error) {
+		return task.RunTurnResult{}, reassignError(task.ErrTypeHostLost, 1)
+	}, activity.RegisterOptions{Name: task.ActivityRunTurn})
+	hw := worker.New(c, live, worker.Options{})
+	var before atomic.Int32
+	hw.RegisterActivityWithOptions(func(ctx context.Context, in task.RunTurnInput) (task.RunTurnResult, error) {
+		before.Store(int32(in.AttemptsBefore))
+		return task.RunTurnResult{Status: task.TurnCompleted, SessionID: uuid.NewString(), LastMessageUUID: uuid.NewString(),
+			Attempt: in.AttemptsBefore + int(activity.GetInfo(ctx).Attempt)}, nil
+	}, activity.RegisterOptions{Name: task.ActivityRunTurn})
+	for _, w := range []worker.Worker{sw, lw, hw} {
+		require.NoError(t, w.Start())
+		t.Cleanup(w.Stop)
+	}
+
+	taskID := "task-" + id
+	start := c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{ID: taskID, TaskQueue: shared,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING}, task.WorkflowName, params())
+	h, err := c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{StartWorkflowOperation: start,
+		UpdateOptions: client.UpdateWorkflowOptions{UpdateName: task.UpdatePrompt, UpdateID: "p1",
+			Args: []any{task.Prompt{Text: "one"}}, WaitForStage: client.WorkflowUpdateStageCompleted}})
+	require.NoError(t, err)
+	require.NoError(t, h.Get(ctx, nil))
+	h, err = c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: taskID, UpdateName: task.UpdateClose,
+		UpdateID: "close", WaitForStage: client.WorkflowUpdateStageCompleted})
+	require.NoError(t, err)
+	require.NoError(t, h.Get(ctx, nil))
+	run, err := start.Get(ctx)
+	require.NoError(t, err)
+	var st task.State
+	require.NoError(t, run.Get(ctx, &st))
+	assert.Equal(t, live, st.HostQueue)
+	assert.Equal(t, 1, st.Totals.Turns)
+	assert.Zero(t, st.Totals.FailedTurns, st.LastError)
+	assert.EqualValues(t, 1, before.Load(), "the new host numbers its attempts on")
+
+	var hist historypb.History
+	iter := c.GetWorkflowHistory(ctx, taskID, run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		require.NoError(t, err)
+		hist.Events = append(hist.Events, ev)
+	}
+	var markers int
+	var turnQueues []string
+	for _, ev := range hist.Events {
+		if ev.GetMarkerRecordedEventAttributes() != nil {
+			markers++
+		}
+		if a := ev.GetActivityTaskScheduledEventAttributes(); a.GetActivityType().GetName() == task.ActivityRunTurn {
+			turnQueues = append(turnQueues, a.GetTaskQueue().GetName())
+		}
+	}
+	assert.Equal(t, 1, markers, "the move is recorded under its version")
+	assert.Equal(t, []string{lost, live}, turnQueues)
+
+	replayer := worker.NewWorkflowReplayer()
+	Register(replayer)
+	require.NoError(t, replayer.ReplayWorkflowHistory(logger, &hist), "the history replays")
+}
