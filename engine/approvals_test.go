@@ -47,6 +47,20 @@ func (n *notifier) askedList() []task.PendingRequest {
 	return append([]task.PendingRequest(nil), n.asked...)
 }
 
+// waitAsked waits until the notifier was told of n requests, and returns them.
+func (n *notifier) waitAsked(t *testing.T, want int) []task.PendingRequest {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if asked := n.askedList(); len(asked) >= want {
+			return asked
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Fatalf("the workflow was not told of %d request(s): %+v", want, n.askedList())
+	return nil
+}
+
 // answers are what the scripted CLI got back from the host, by its request id.
 type answers struct {
 	mu  sync.Mutex
@@ -146,7 +160,8 @@ func TestSupervisedToolWaitsForAPerson(t *testing.T) {
 	if p.ToolName != "Bash" || p.Summary != "make deploy" || p.Status != store.RequestPending {
 		t.Fatalf("pending = %+v", p)
 	}
-	asked := n.askedList()
+	// The workflow is told once the request is recorded, a moment after the row appears.
+	asked := n.waitAsked(r.t, 1)
 	if len(asked) != 1 || asked[0].RequestID != p.RequestID || len(asked[0].Suggestions) == 0 {
 		t.Fatalf("the workflow was told %+v", asked)
 	}
@@ -500,7 +515,7 @@ func TestQuestionsGetThePersonsAnswers(t *testing.T) {
 		done <- err
 	}()
 	p := r.waitPending(1)
-	asked := n.askedList()
+	asked := n.waitAsked(r.t, 1)
 	if len(asked) != 1 || len(asked[0].Questions) != 1 || strings.Join(asked[0].Questions[0].Options, ",") != "Postgres,SQLite" || len(asked[0].Suggestions) != 0 {
 		t.Fatalf("the workflow was told %+v", asked)
 	}
