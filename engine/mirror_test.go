@@ -597,3 +597,73 @@ func TestMirrorFailureKinds(t *testing.T) {
 		t.Errorf("a mirror that cannot be read fails the attempt as %s, want %s", f.Type, task.ErrTypeStoreUnavailable)
 	}
 }
+
+func TestMirrorWaitsForTheTranscriptToHoldTheResumePoint(t *testing.T) {
+	t.Parallel()
+	const resumeAt = "9b1d2c3e-0000-4000-8000-00000000000a"
+	line := "{\"uuid\":\"" + resumeAt + "\"}\n"
+	for _, c := range []struct {
+		name          string
+		before, later string // what the CLI has written of the line when the commit starts, and the rest
+	}{
+		{"nothing of the line written yet", "", line},
+		{"the line written in part", line[:20], line[20:]},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			m, dir := newMirrorDB(t), t.TempDir()
+			put(t, dir, transcript, "{\"uuid\":\"earlier\"}\n")
+			m.sync(dir)
+			appendTo(t, dir, transcript, c.before)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				time.Sleep(300 * time.Millisecond)
+				appendTo(t, dir, transcript, c.later)
+			}()
+			defer func() { <-done }()
+
+			e := &Engine{cfg: Config{DB: m.db}}
+			u, ferr := e.mirror(t.Context(), dir, mirrorSession, resumeAt)
+			if ferr != nil {
+				t.Fatal(ferr)
+			}
+			if u == nil || len(u.Chunks) != 1 {
+				t.Fatalf("the commit's update = %+v, want the transcript's new line", u)
+			}
+			checkChunk(t, u.Chunks[0], 2, int64(len("{\"uuid\":\"earlier\"}\n")), "{\"uuid\":\"earlier\"}\n"+line)
+		})
+	}
+}
+
+func TestTranscriptHoldsLooksAtCompleteLinesOfTheTranscript(t *testing.T) {
+	t.Parallel()
+	const uuid = "9b1d2c3e-0000-4000-8000-00000000000b"
+	line := "{\"uuid\":\"" + uuid + "\"}\n"
+	for _, c := range []struct {
+		name  string
+		files map[string]string
+		want  bool
+	}{
+		{"no transcript", map[string]string{backup: line}, false},
+		{"a complete line", map[string]string{transcript: "{}\n" + line}, true},
+		{"an earlier line", map[string]string{transcript: line + "{}\n{}\n"}, true},
+		{"a partial last line", map[string]string{transcript: "{}\n" + line[:len(line)-1]}, false},
+		{"another session's transcript", map[string]string{"projects/-work-repo/other.jsonl": line}, false},
+		{"a subagent's transcript only", map[string]string{transcript: "{}\n", subagent: line}, false},
+		{"the session under another workspace", map[string]string{
+			transcript: "{}\n", "projects/-other/" + mirrorSession + ".jsonl": line}, true},
+	} {
+		dir := t.TempDir()
+		for rel, content := range c.files {
+			put(t, dir, rel, content)
+		}
+		got, err := transcriptHolds(dir, mirrorSession, uuid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != c.want {
+			t.Errorf("%s: transcriptHolds = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
