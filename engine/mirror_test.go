@@ -383,7 +383,7 @@ func mirrorHistory(t *testing.T, m *mirrorDB, dir string) map[string]string {
 	return want
 }
 
-func TestRestoreSessionOntoEmptyFolder(t *testing.T) {
+func TestMirrorRestoreOntoEmptyFolder(t *testing.T) {
 	t.Parallel()
 	m := newMirrorDB(t)
 	want := mirrorHistory(t, m, t.TempDir())
@@ -412,7 +412,7 @@ func TestRestoreSessionOntoEmptyFolder(t *testing.T) {
 	}
 }
 
-func TestRestoreSessionNeverMirroredLeavesFolderAlone(t *testing.T) {
+func TestMirrorRestoreOfUnmirroredSessionLeavesFolderAlone(t *testing.T) {
 	t.Parallel()
 	m, dir := newMirrorDB(t), t.TempDir()
 	put(t, dir, transcript, "{\"local\":1}\n")
@@ -425,7 +425,7 @@ func TestRestoreSessionNeverMirroredLeavesFolderAlone(t *testing.T) {
 	}
 }
 
-func TestRestoreSessionReplacesOnlyFilesThatDiffer(t *testing.T) {
+func TestMirrorRestoreReplacesOnlyFilesThatDiffer(t *testing.T) {
 	t.Parallel()
 	m := newMirrorDB(t)
 	hostA, hostB := t.TempDir(), t.TempDir()
@@ -498,7 +498,7 @@ func deflate(t *testing.T, data string) []byte {
 	return buf.Bytes()
 }
 
-func TestRestoreSessionRefusesCorruptMirror(t *testing.T) {
+func TestMirrorRestoreRefusesCorruptMirror(t *testing.T) {
 	t.Parallel()
 	const line1, line2, line3 = "{\"n\":1}\n", "{\"n\":2}\n", "{\"n\":3}\n"
 	corruptions := []struct {
@@ -636,7 +636,7 @@ func TestMirrorWaitsForTheTranscriptToHoldTheResumePoint(t *testing.T) {
 	}
 }
 
-func TestTranscriptHoldsLooksAtCompleteLinesOfTheTranscript(t *testing.T) {
+func TestMirrorWaitLooksAtCompleteLinesOfTheTranscript(t *testing.T) {
 	t.Parallel()
 	const uuid = "9b1d2c3e-0000-4000-8000-00000000000b"
 	line := "{\"uuid\":\"" + uuid + "\"}\n"

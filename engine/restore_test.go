@@ -12,7 +12,7 @@ import (
 	"github.com/drover-run/drover/task"
 )
 
-func TestAttemptRestoresTheSessionBeforeResuming(t *testing.T) {
+func TestAttemptRestoresTheSessionFromItsMirror(t *testing.T) {
 	t.Parallel()
 	configDir := t.TempDir()
 	transcript := func(session string) string {
