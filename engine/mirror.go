@@ -127,14 +127,20 @@ func mirrorUpdate(ctx context.Context, db store.DB, configDir, sessionID string)
 func (e *Engine) mirror(ctx context.Context, configDir, sessionID, lastUUID string) (*store.MirrorUpdate, *Error) {
 	deadline := time.Now().Add(2 * time.Second)
 	for {
-		u, err := mirrorUpdate(ctx, e.cfg.DB, configDir, sessionID)
+		// The transcript is searched before the update is taken: it only grows, so what this
+		// read holds, the update's view of the file holds too.
+		held, err := transcriptHolds(configDir, sessionID, lastUUID)
+		var u *store.MirrorUpdate
+		if err == nil {
+			u, err = mirrorUpdate(ctx, e.cfg.DB, configDir, sessionID)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, contextFailure(ctx)
 			}
 			return nil, &Error{Type: task.ErrTypeStoreUnavailable, Err: fmt.Errorf("mirroring the session: %w", err)}
 		}
-		if u != nil && holds(u.Chunks, lastUUID) || time.Now().After(deadline) {
+		if u != nil && held || time.Now().After(deadline) {
 			return u, nil
 		}
 		select {
@@ -145,19 +151,28 @@ func (e *Engine) mirror(ctx context.Context, configDir, sessionID, lastUUID stri
 	}
 }
 
-// holds reports whether the transcript is known to hold uuid: it is in a new chunk of it, or
-// the transcript did not change (the mirror holds it from before).
-func holds(chunks []store.MirrorChunk, uuid string) bool {
-	transcript := false
-	for _, c := range chunks {
-		if strings.HasPrefix(c.Path, "projects/") && strings.Count(c.Path, "/") == 2 {
-			transcript = true
-			if data, err := inflate(c.Data, c.DataSize); err == nil && bytes.Contains(data, []byte(uuid)) {
-				return true
-			}
+// transcriptHolds reports whether the session's transcript in configDir holds uuid in its
+// complete lines, the part the mirror takes. The whole file counts, not what changed since the
+// last commit: a transcript that did not change may not hold the entry yet, and one that did
+// may hold it from before.
+func transcriptHolds(configDir, sessionID, uuid string) (bool, error) {
+	transcripts, err := filepath.Glob(filepath.Join(configDir, "projects", "*", sessionID+".jsonl"))
+	if err != nil {
+		return false, err
+	}
+	for _, t := range transcripts {
+		content, err := os.ReadFile(t)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("reading the transcript: %w", err)
+		}
+		if bytes.Contains(content[:bytes.LastIndexByte(content, '\n')+1], []byte(uuid)) {
+			return true, nil
 		}
 	}
-	return !transcript
+	return false, nil
 }
 
 func newChunk(rel string, seq int, offset int64, content []byte) (store.MirrorChunk, error) {
