@@ -77,8 +77,10 @@ func ParseAttemptID(id string) (runID, activityID string, attempt int, ok bool) 
 
 // turnContext is the context the engine runs a turn in: ctx's deadline, and, when ctx ends,
 // a cause the engine understands — a worker shutting down becomes WorkerStopping (the turn is
-// retried elsewhere), Temporal's cancellation becomes context.Canceled (the task was
-// cancelled), a deadline stays a deadline.
+// retried elsewhere), a cancellation the workflow asked for becomes context.Canceled (the task
+// was cancelled, or the turn moved), a deadline stays a deadline, and an attempt Temporal no
+// longer knows (its heartbeat timed out: Temporal runs the next attempt) becomes
+// AttemptTimedOut, so that the turn is left for that attempt.
 func turnContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	tctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, func() {
@@ -88,8 +90,11 @@ func turnContext(ctx context.Context) (context.Context, context.CancelFunc) {
 			cancel(&engine.Error{Type: task.ErrTypeWorkerStopping, Err: errors.New("the worker is shutting down")})
 		case errors.Is(ctx.Err(), context.DeadlineExceeded):
 			cancel(context.DeadlineExceeded)
-		default:
+		case temporal.IsCanceledError(cause), cause == nil, errors.Is(cause, context.Canceled):
 			cancel(fmt.Errorf("%w: %w", context.Canceled, cause))
+		default:
+			cancel(&engine.Error{Type: task.ErrTypeAttemptTimedOut,
+				Err: fmt.Errorf("Temporal ended the attempt (its heartbeat timed out, or it was reset): %w", cause)})
 		}
 	})
 	return tctx, func() {
