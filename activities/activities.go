@@ -2,7 +2,9 @@ package activities
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -17,16 +19,19 @@ import (
 // errors into typed application errors. Register it on two workers: the shared queue
 // (AssignHost) and this host's queue (the rest).
 type Activities struct {
-	engine *engine.Engine
-	log    *slog.Logger
+	engine    *engine.Engine
+	log       *slog.Logger
+	hostStale time.Duration
 }
 
-// New returns the activities of a host whose turns eng runs. logger nil means silent.
-func New(eng *engine.Engine, logger *slog.Logger) *Activities {
+// New returns the activities of a host whose turns eng runs. hostStale is how old a host's
+// last beat may be for it to count as alive (the worker's setting); zero counts no host alive.
+// logger nil means silent.
+func New(eng *engine.Engine, logger *slog.Logger, hostStale time.Duration) *Activities {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Activities{engine: eng, log: logger}
+	return &Activities{engine: eng, log: logger, hostStale: hostStale}
 }
 
 // HostQueue is the task queue of this host.
@@ -35,6 +40,7 @@ func (a *Activities) HostQueue() string { return task.HostQueue(a.engine.HostID(
 // RegisterShared registers what runs on the shared queue.
 func (a *Activities) RegisterShared(w worker.ActivityRegistry) {
 	w.RegisterActivityWithOptions(a.AssignHost, activity.RegisterOptions{Name: task.ActivityAssignHost})
+	w.RegisterActivityWithOptions(a.HostTakesWork, activity.RegisterOptions{Name: task.ActivityHostTakesWork})
 	w.RegisterActivityWithOptions(a.DeliverDecision, activity.RegisterOptions{Name: task.ActivityDeliverDecision})
 	w.RegisterActivityWithOptions(a.RecordDeadline, activity.RegisterOptions{Name: task.ActivityRecordDeadline})
 }
@@ -63,6 +69,23 @@ func (a *Activities) AssignHost(ctx context.Context) (string, error) {
 		return "", temporal.NewApplicationError("this host is draining; another host takes the task", task.ErrTypeWorkerStopping)
 	}
 	return a.HostQueue(), nil
+}
+
+// HostTakesWork answers whether the host of queue is alive (its beat is fresh) and not
+// draining: a turn it has not started yet is waiting for a busy host, not lost with a dead one.
+func (a *Activities) HostTakesWork(ctx context.Context, queue string) (bool, error) {
+	host, ok := task.HostOfQueue(queue)
+	if !ok {
+		return false, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%q is not a host queue", queue), task.ErrTypeInvalidInput, nil)
+	}
+	if a.hostStale <= 0 {
+		return false, nil
+	}
+	alive, err := a.engine.HostTakesWork(ctx, host, a.hostStale)
+	if err != nil {
+		return false, temporal.NewApplicationErrorWithCause(err.Error(), task.ErrTypeStoreUnavailable, err)
+	}
+	return alive, nil
 }
 
 // InterruptTurn asks the CLI serving the task to interrupt its running turn. The running

@@ -131,7 +131,7 @@ func TestErrorsAsTheWorkflowReceivesThem(t *testing.T) {
 			var s testsuite.WorkflowTestSuite
 			env := s.NewTestWorkflowEnvironment()
 			env.RegisterWorkflow(runOnce)
-			activities.New(eng, nil).RegisterHost(env)
+			activities.New(eng, nil, 10*time.Second).RegisterHost(env)
 			if tc.cancel {
 				env.RegisterDelayedCallback(env.CancelWorkflow, time.Second)
 			}
@@ -191,7 +191,7 @@ func TestRunTurnHeartbeatsFromItsStart(t *testing.T) {
 	t.Cleanup(func() { eng.Close(context.Background()) })
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
-	activities.New(eng, nil).RegisterHost(env)
+	activities.New(eng, nil, 10*time.Second).RegisterHost(env)
 	var beats atomic.Int64
 	env.SetOnActivityHeartbeatListener(func(_ *activity.Info, details converter.EncodedValues) {
 		var seq int64
@@ -238,7 +238,7 @@ func TestRunTurnPassesGrantsAndApprovalTimeout(t *testing.T) {
 	t.Cleanup(func() { eng.Close(context.Background()) })
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
-	activities.New(eng, nil).RegisterHost(env)
+	activities.New(eng, nil, 10*time.Second).RegisterHost(env)
 	taskID := "task-" + uuid.NewString()[:8]
 	grant := task.Grant{Tool: "Bash", Suggestion: task.Suggestion{Key: "1", Label: "allow Bash(make deploy)",
 		Raw: []byte(`{"type":"addRules","rules":[{"toolName":"Bash","ruleContent":"make deploy"}],"behavior":"allow","destination":"session"}`)}}

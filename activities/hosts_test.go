@@ -48,7 +48,7 @@ func runOnceIn(t *testing.T, eng *engine.Engine, in task.RunTurnInput) error {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflow(runOnce)
-	activities.New(eng, nil).RegisterHost(env)
+	activities.New(eng, nil, 10*time.Second).RegisterHost(env)
 	env.ExecuteWorkflow(runOnce, in)
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("the workflow did not complete")
@@ -128,7 +128,7 @@ func TestAttemptsAreNumberedOnAfterAMove(t *testing.T) {
 	eng, db := newHostEngine(t, reply)
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
-	activities.New(eng, nil).RegisterHost(env)
+	activities.New(eng, nil, 10*time.Second).RegisterHost(env)
 	in := turnInput(t, 2)
 	v, err := env.ExecuteActivity(task.ActivityRunTurn, in)
 	if err != nil {
@@ -171,7 +171,7 @@ func TestAssignHostRefusesWhileDraining(t *testing.T) {
 	eng, _ := newHostEngine(t, reply)
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
-	activities.New(eng, nil).RegisterShared(env)
+	activities.New(eng, nil, 10*time.Second).RegisterShared(env)
 	v, err := env.ExecuteActivity(task.ActivityAssignHost)
 	if err != nil {
 		t.Fatal(err)

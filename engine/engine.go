@@ -52,6 +52,11 @@ func New(cfg Config) (*Engine, error) {
 // HostID is the identity of the host the engine runs on.
 func (e *Engine) HostID() string { return e.cfg.HostID }
 
+// HostTakesWork reports whether host hostID is alive (it beat within stale) and not draining.
+func (e *Engine) HostTakesWork(ctx context.Context, hostID string, stale time.Duration) (bool, error) {
+	return store.HostTakesWork(ctx, e.cfg.DB, hostID, stale)
+}
+
 // Request is one attempt of one turn: run the prompt in the task's session and commit it.
 type Request struct {
 	TaskID string

@@ -59,6 +59,18 @@ func ListHosts(ctx context.Context, db DB) ([]Host, error) {
 	return out, nil
 }
 
+// HostTakesWork reports whether host hostID beat within stale (by the database's clock) and is
+// not draining: it is alive and takes turns, even if it is too busy to start one at once.
+func HostTakesWork(ctx context.Context, db DB, hostID string, stale time.Duration) (bool, error) {
+	var ok bool
+	err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM hosts WHERE host_id = $1 AND NOT draining
+		AND heartbeat_at >= now() - make_interval(secs => $2))`, hostID, stale.Seconds()).Scan(&ok)
+	if err != nil {
+		return false, fmt.Errorf("asking whether host %s takes work: %w", hostID, err)
+	}
+	return ok, nil
+}
+
 // LostExecutor is an executor row claimed from a lost host (see ClaimLostExecutors): the row as
 // it was, host included.
 type LostExecutor = Executor

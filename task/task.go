@@ -10,7 +10,10 @@
 // what the workflow would refuse before anything is sent.
 package task
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Names of the workflow, its Updates, Queries and activities. They are part of
 // the history of every running task: renaming one breaks replay.
@@ -28,7 +31,9 @@ const (
 	// QueryState returns the task's State.
 	QueryState = "state"
 
-	ActivityAssignHost    = "AssignHost"
+	ActivityAssignHost = "AssignHost"
+	// ActivityHostTakesWork answers whether the host of a queue is alive and not draining.
+	ActivityHostTakesWork = "HostTakesWork"
 	ActivityRunTurn       = "RunTurn"
 	ActivityInterruptTurn = "InterruptTurn"
 	ActivityStopExecutor  = "StopExecutor"
@@ -43,7 +48,15 @@ const SharedQueue = "drover"
 
 // HostQueue is the task queue of one worker host, named after its stable
 // executor id.
-func HostQueue(executorID string) string { return "executor/" + executorID }
+func HostQueue(executorID string) string { return hostQueuePrefix + executorID }
+
+const hostQueuePrefix = "executor/"
+
+// HostOfQueue returns the executor id of a host queue; ok is false when queue is not one.
+func HostOfQueue(queue string) (executorID string, ok bool) {
+	id, ok := strings.CutPrefix(queue, hostQueuePrefix)
+	return id, ok && id != ""
+}
 
 // PermissionMode is how a task's tool calls are approved.
 type PermissionMode string

@@ -194,7 +194,7 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
 	}
-	w.acts = activities.New(w.engine, log)
+	w.acts = activities.New(w.engine, log, cfg.HostStale)
 
 	w.shared = sdkworker.New(c, cfg.TaskQueue, sdkworker.Options{})
 	workflows.Register(w.shared)

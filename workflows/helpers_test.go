@@ -36,6 +36,8 @@ func newEnv(t *testing.T, lim limits) *testsuite.TestWorkflowEnvironment {
 	notMocked := errors.New("activity not mocked")
 	env.RegisterActivityWithOptions(func(context.Context) (string, error) { return "", notMocked },
 		activity.RegisterOptions{Name: task.ActivityAssignHost})
+	env.RegisterActivityWithOptions(func(context.Context, string) (bool, error) { return false, notMocked },
+		activity.RegisterOptions{Name: task.ActivityHostTakesWork})
 	env.RegisterActivityWithOptions(func(context.Context, task.RunTurnInput) (task.RunTurnResult, error) {
 		return task.RunTurnResult{}, notMocked
 	}, activity.RegisterOptions{Name: task.ActivityRunTurn})

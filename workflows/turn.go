@@ -48,6 +48,8 @@ func (s *taskState) runNext(ctx workflow.Context) error {
 func (s *taskState) runTurn(ctx workflow.Context, q task.QueuedPrompt) error {
 	log := workflow.GetLogger(ctx)
 	attemptsBefore := 0
+	var onHost string         // the host queue the turn was last given to
+	var onHostSince time.Time // and since when
 	for reassigned := 0; ; reassigned++ {
 		if s.hostQueue == "" {
 			host, err := s.assignHost(ctx)
@@ -61,6 +63,9 @@ func (s *taskState) runTurn(ctx workflow.Context, q task.QueuedPrompt) error {
 			s.hostQueue = host
 			log.Info("host assigned", "turn", q.Turn, "host_queue", host)
 		}
+		if s.hostQueue != onHost {
+			onHost, onHostSince = s.hostQueue, workflow.Now(ctx)
+		}
 		res, err := s.executeRunTurn(ctx, q, attemptsBefore)
 		moved, movedAttempt := s.movedTurn(ctx, err)
 		switch {
@@ -71,6 +76,13 @@ func (s *taskState) runTurn(ctx workflow.Context, q task.QueuedPrompt) error {
 			return ctx.Err()
 		case isScheduleToStartTimeout(err):
 			gone := s.hostQueue
+			if s.hostBusy(ctx, gone, onHostSince) {
+				// Alive, and busy with other tasks' turns: the turn waits in its queue, as turns
+				// do on a host at its limit. Not a move.
+				log.Info("host has not started the turn yet but is alive; the turn waits for it", "turn", q.Turn, "host_queue", gone)
+				reassigned--
+				continue
+			}
 			s.hostQueue = ""
 			if reassigned < s.lim.maxReassign {
 				log.Warn("host did not pick up the turn; assigning another", "turn", q.Turn, "host_queue", gone)
@@ -125,6 +137,36 @@ func (s *taskState) movedTurn(ctx workflow.Context, err error) (reason string, a
 		return "", 0 // histories from before hosts handed turns over: a failed turn
 	}
 	return reason, attempt
+}
+
+// hostBusy reports whether the host of queue, which has not started the turn in time, is alive
+// and takes work: then the turn keeps waiting for it, for up to a turn's timeout since it was
+// given to that host, rather than moving (a host lost for good does not beat).
+func (s *taskState) hostBusy(ctx workflow.Context, queue string, since time.Time) bool {
+	if workflow.GetVersion(ctx, "busy-host-keeps-turn", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return false // histories from before: the turn moves
+	}
+	if workflow.Now(ctx).Sub(since) >= s.turnTimeout() {
+		return false
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:              workflow.GetInfo(ctx).TaskQueueName,
+		ScheduleToCloseTimeout: s.lim.assignTimeout,
+		StartToCloseTimeout:    s.lim.interruptTimeout,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: s.lim.retryInitial,
+			MaximumInterval: s.lim.retryMax,
+		},
+		Summary: "is the host alive",
+	})
+	var alive bool
+	if err := workflow.ExecuteActivity(actx, task.ActivityHostTakesWork, queue).Get(ctx, &alive); err != nil {
+		if ctx.Err() == nil {
+			workflow.GetLogger(ctx).Warn("could not learn whether the host is alive; the turn moves", "host_queue", queue, "error", err)
+		}
+		return false
+	}
+	return alive
 }
 
 // assignHost asks a worker on the shared queue for its own host queue.
