@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -90,11 +91,11 @@ func (e *benchEnv) in(tb testing.TB) *benchEnv {
 	return &c
 }
 
-// startWorker runs `drover worker` as host executorID, stopped when the
-// owner ends.
-func (e *benchEnv) startWorker(executorID string) *workerProc {
+// startWorker runs `drover worker` as host executorID, with flags args,
+// stopped when the owner ends.
+func (e *benchEnv) startWorker(executorID string, args ...string) *workerProc {
 	e.tb.Helper()
-	cmd := exec.Command(suite.drover, "worker")
+	cmd := exec.Command(suite.drover, append([]string{"worker"}, args...)...)
 	cmd.Env = e.workerEnv(executorID, "info")
 	return launchWorker(e.owner, e.tb, executorID, cmd)
 }
@@ -488,8 +489,8 @@ func (e *benchEnv) countRows(prefix string) rowCounts {
 	return r
 }
 
-// childSampler samples, every 20ms, the summed RSS of the processes below a
-// pid and keeps the peak.
+// childSampler samples the processes below a pid that run one executable
+// (their summed RSS and their count) and keeps the peaks.
 type childSampler struct {
 	done     chan struct{}
 	finished chan struct{}
@@ -498,17 +499,29 @@ type childSampler struct {
 	maxProcs int64
 }
 
-// sampleChildren starts sampling the processes below pid until stop, or the
-// end of tb.
-func sampleChildren(tb testing.TB, pid int) *childSampler {
+// sampleChildren starts sampling, every interval, the processes below pid
+// whose executable is exe (every process below pid when exe is empty), until
+// stop or the end of tb. Each sample reads all of /proc: keep the interval
+// long enough that sampling does not load the machine being measured.
+func sampleChildren(tb testing.TB, pid int, exe string, interval time.Duration) *childSampler {
+	if exe != "" {
+		if resolved, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = resolved
+		}
+	}
 	s := &childSampler{done: make(chan struct{}), finished: make(chan struct{})}
 	go func() {
 		defer close(s.finished)
-		t := time.NewTicker(20 * time.Millisecond)
+		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
 			var sum, n int64
 			for _, c := range descendants(pid) {
+				if exe != "" {
+					if path, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", c)); err != nil || path != exe {
+						continue
+					}
+				}
 				if kb := procStatusKB(c, "VmRSS"); kb > 0 {
 					sum += kb
 					n++
