@@ -34,7 +34,7 @@ const (
 // BenchmarkFigureP3 is figure P3 of `make bench`, the live path of streamed text. The fake
 // Messages API streams an answer of text deltas a fixed gap apart and notes when it flushed each
 // one; the latency of a delta is the time from there to the line of a running `drover task
-// watch TASK` that prints its text (drover: the worker's CLI, the adapter, the event log in
+// watch --output json TASK` that prints its text (drover: the worker's CLI, the adapter, the event log in
 // Postgres, its notification, the watch process). The baseline is the CLI's own part: the same
 // answer to a CLI driven directly, timed to the stream_event line it prints for the delta. The
 // two run alternately. Rows: p50 and p99 end to end (goal p99 ≤ 50 ms); drover's share, the
@@ -234,8 +234,9 @@ func directTextTurn(ctx context.Context, tb testing.TB, p *claudecode.Process, t
 	}
 }
 
-// textWatch is a running `drover task watch TASK` (its default, human output) and when each
-// token first appeared on its standard output.
+// textWatch is a running `drover task watch --output json TASK` and when each token first
+// appeared on its standard output. JSON prints every event whole, where the text output
+// shortens a long line, which text coalesced under load can be.
 type textWatch struct {
 	mu      sync.Mutex
 	seen    map[string]time.Time
@@ -243,10 +244,10 @@ type textWatch struct {
 	done    chan struct{}
 }
 
-// startTextWatch runs `drover task watch id` until the owner ends.
+// startTextWatch runs `drover task watch --output json id` until the owner ends.
 func (e *benchEnv) startTextWatch(id string) *textWatch {
 	e.tb.Helper()
-	cmd := exec.Command(suite.drover, "task", "watch", id)
+	cmd := exec.Command(suite.drover, "task", "watch", "--output", "json", id)
 	cmd.Env = []string{"DROVER_DATABASE_URL=" + e.dsn, "HOME=" + e.home}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.StdoutPipe()

@@ -22,6 +22,7 @@ const (
 	p4Tasks      = 200
 	p4QuickTasks = 4
 	p4Turns      = 3 // per task
+	p4FullPairs  = 3 // at most, in a full run
 	p4RatioGoal  = 0.8
 	p4RSSGoalMiB = 150
 )
@@ -43,6 +44,9 @@ func BenchmarkFigureP4(b *testing.B) {
 	maxTurns, maxIdle := worker.DefaultMaxConcurrentTurns, engine.DefaultMaxIdle
 	concurrency := min(tasks, maxTurns)
 	runs := figureRuns(b)
+	if !*benchQuick {
+		runs = min(runs, p4FullPairs) // a pair of full runs takes minutes
+	}
 	e := newBenchEnv(b)
 	// A run of 200 tasks takes minutes: the guard against a hung part covers every run.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(runs)*20*time.Minute+10*time.Minute)
