@@ -14,7 +14,6 @@ import (
 	"github.com/drover-run/drover/engine"
 	"github.com/drover-run/drover/internal/bench"
 	"github.com/drover-run/drover/task"
-	"github.com/drover-run/drover/worker"
 )
 
 // P4's sizes and goals.
@@ -23,14 +22,18 @@ const (
 	p4QuickTasks = 4
 	p4Turns      = 3 // per task
 	p4FullPairs  = 3 // at most, in a full run
+	// p4MaxTurns is the worker's --max-turns, as set for a 2-core host: starting a CLI costs
+	// about a second of CPU, and at the default (worker.DefaultMaxConcurrentTurns, 32) a host
+	// this small starves its own heartbeats (docs/performance.md, P4).
+	p4MaxTurns   = 8
 	p4RatioGoal  = 0.8
 	p4RSSGoalMiB = 150
 )
 
 // BenchmarkFigureP4 is figure P4 of `make bench`: load on one worker. Many tasks of three turns
 // each are started at once (the first prompt through Update-with-Start, two more queued behind
-// it) on one `drover worker` with its limits at their defaults, stated as flags: turns at once
-// (--max-turns) and CLI processes kept idle between turns (--max-idle). The figure fails if a
+// it) on one `drover worker` with its limits stated as flags: turns at once (--max-turns, sized
+// for a 2-core host) and CLI processes kept idle between turns (--max-idle, the default). The figure fails if a
 // turn fails. The baseline, run alternately, is the same turns on bare CLIs: as many sessions,
 // each a CLI driven directly over stdin for three turns, as many at once as the worker runs
 // turns. Rows: turns per second through drover ÷ bare (goal ≥ 0.8); the worker's peak RSS
@@ -41,7 +44,7 @@ func BenchmarkFigureP4(b *testing.B) {
 	if *benchQuick {
 		tasks = p4QuickTasks
 	}
-	maxTurns, maxIdle := worker.DefaultMaxConcurrentTurns, engine.DefaultMaxIdle
+	maxTurns, maxIdle := p4MaxTurns, engine.DefaultMaxIdle
 	concurrency := min(tasks, maxTurns)
 	runs := figureRuns(b)
 	if !*benchQuick {
