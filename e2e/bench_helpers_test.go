@@ -387,11 +387,21 @@ func forEachTask(n int, prefix string, fn func(taskID string) error) (wait func(
 // waitAllComplete polls every 10ms until the tasks whose id starts with
 // prefix have want complete events of the main agent between them. It fails
 // on a turn that failed for good, and on a turn committed as completed whose
-// complete event is still not in the log 5s later: an event lost.
-func (e *benchEnv) waitAllComplete(prefix string, want int) {
+// complete event is still not in the log 5s later: an event lost. A turn that
+// never ran has no record in Postgres: when check is not nil, it is called
+// every 10s and an error it returns (such a turn, seen in the tasks' state)
+// fails too.
+func (e *benchEnv) waitAllComplete(prefix string, want int, check func() error) {
 	e.tb.Helper()
 	var allCommitted time.Time
+	lastCheck := time.Now()
 	for {
+		if check != nil && time.Since(lastCheck) > 10*time.Second {
+			if err := check(); err != nil {
+				e.tb.Fatalf("tasks %s*: %v", prefix, err)
+			}
+			lastCheck = time.Now()
+		}
 		var completes, committed, failed int
 		err := e.pool.QueryRow(e.ctx, `
 			SELECT

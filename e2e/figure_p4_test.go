@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -64,7 +65,7 @@ func BenchmarkFigureP4(b *testing.B) {
 	if _, err := e.tc.Start(e.ctx, warm, e.params(), task.Prompt{Text: "warm-up"}, ""); err != nil {
 		b.Fatal(err)
 	}
-	e.waitAllComplete(warm, 1)
+	e.waitAllComplete(warm, 1, nil)
 	if err := e.closeTask(warm); err != nil {
 		b.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func BenchmarkFigureP4(b *testing.B) {
 			}
 			return nil
 		})
-		e.waitAllComplete(prefix, tasks*p4Turns) // fails on a failed turn
+		e.waitAllComplete(prefix, tasks*p4Turns, func() error { return e.failedTurns(prefix, tasks) })
 		wall := time.Since(t0)
 		kb, procs := sampler.stop()
 		if err := sent(); err != nil {
@@ -170,6 +171,26 @@ func (e *benchEnv) bareSession(name string, turns int) error {
 		if err := claudeTurn(e.ctx, p, fmt.Sprintf("prompt %d of %s", t, name)); err != nil {
 			return fmt.Errorf("%s, turn %d: %w", name, t, err)
 		}
+	}
+	return nil
+}
+
+// failedTurns returns an error naming the tasks prefix00, prefix01, … whose state counts a
+// failed turn, with their last error; nil when none does.
+func (e *benchEnv) failedTurns(prefix string, tasks int) error {
+	var failed []string
+	for k := range tasks {
+		id := fmt.Sprintf("%s%02d", prefix, k)
+		st, err := e.tc.State(e.ctx, id)
+		if err != nil {
+			return fmt.Errorf("state of %s: %w", id, err)
+		}
+		if st.Totals.FailedTurns > 0 {
+			failed = append(failed, fmt.Sprintf("%s: %d failed turns, last error %q", id, st.Totals.FailedTurns, st.LastError))
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d tasks lost turns:\n%s", len(failed), strings.Join(failed, "\n"))
 	}
 	return nil
 }
