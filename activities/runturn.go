@@ -94,7 +94,7 @@ func turnContext(ctx context.Context) (context.Context, context.CancelFunc) {
 			cancel(fmt.Errorf("%w: %w", context.Canceled, cause))
 		default:
 			cancel(&engine.Error{Type: task.ErrTypeAttemptTimedOut,
-				Err: fmt.Errorf("Temporal ended the attempt (its heartbeat timed out, or it was reset): %w", cause)})
+				Err: fmt.Errorf("the attempt was given up by Temporal (its heartbeat timed out, or it was reset): %w", cause)})
 		}
 	})
 	return tctx, func() {

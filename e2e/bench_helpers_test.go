@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -83,18 +84,11 @@ func newBenchEnv(tb testing.TB) *benchEnv {
 	return e
 }
 
-// in returns the world as seen from the running (sub-)benchmark tb.
-func (e *benchEnv) in(tb testing.TB) *benchEnv {
-	c := *e
-	c.tb = tb
-	return &c
-}
-
-// startWorker runs `drover worker` as host executorID, stopped when the
-// owner ends.
-func (e *benchEnv) startWorker(executorID string) *workerProc {
+// startWorker runs `drover worker` as host executorID, with flags args,
+// stopped when the owner ends.
+func (e *benchEnv) startWorker(executorID string, args ...string) *workerProc {
 	e.tb.Helper()
-	cmd := exec.Command(suite.drover, "worker")
+	cmd := exec.Command(suite.drover, append([]string{"worker"}, args...)...)
 	cmd.Env = e.workerEnv(executorID, "info")
 	return launchWorker(e.owner, e.tb, executorID, cmd)
 }
@@ -268,23 +262,6 @@ func claudeTurn(ctx context.Context, p *claudecode.Process, prompt string) error
 // percentiles.
 type latencies []time.Duration
 
-// report adds ms/op (mean), p50-ms and, with p99, p99-ms to the benchmark's
-// metrics.
-func (l latencies) report(b *testing.B, p99 bool) {
-	if len(l) == 0 {
-		return
-	}
-	var sum time.Duration
-	for _, d := range l {
-		sum += d
-	}
-	b.ReportMetric(ms(sum)/float64(len(l)), "ms/op")
-	b.ReportMetric(ms(l.percentile(50)), "p50-ms")
-	if p99 {
-		b.ReportMetric(ms(l.percentile(99)), "p99-ms")
-	}
-}
-
 // percentile is the nearest-rank p-th percentile.
 func (l latencies) percentile(p float64) time.Duration {
 	if len(l) == 0 {
@@ -386,11 +363,21 @@ func forEachTask(n int, prefix string, fn func(taskID string) error) (wait func(
 // waitAllComplete polls every 10ms until the tasks whose id starts with
 // prefix have want complete events of the main agent between them. It fails
 // on a turn that failed for good, and on a turn committed as completed whose
-// complete event is still not in the log 5s later: an event lost.
-func (e *benchEnv) waitAllComplete(prefix string, want int) {
+// complete event is still not in the log 5s later: an event lost. A turn that
+// never ran has no record in Postgres: when check is not nil, it is called
+// every 10s and an error it returns (such a turn, seen in the tasks' state)
+// fails too.
+func (e *benchEnv) waitAllComplete(prefix string, want int, check func() error) {
 	e.tb.Helper()
 	var allCommitted time.Time
+	lastCheck := time.Now()
 	for {
+		if check != nil && time.Since(lastCheck) > 10*time.Second {
+			if err := check(); err != nil {
+				e.tb.Fatalf("tasks %s*: %v", prefix, err)
+			}
+			lastCheck = time.Now()
+		}
 		var completes, committed, failed int
 		err := e.pool.QueryRow(e.ctx, `
 			SELECT
@@ -454,13 +441,6 @@ type rowCounts struct {
 	events, turns, executors, completedTurns int
 }
 
-func (r *rowCounts) add(o rowCounts) {
-	r.events += o.events
-	r.turns += o.turns
-	r.executors += o.executors
-	r.completedTurns += o.completedTurns
-}
-
 // countRows counts the rows of the tasks whose id starts with prefix.
 func (e *benchEnv) countRows(prefix string) rowCounts {
 	e.tb.Helper()
@@ -488,8 +468,8 @@ func (e *benchEnv) countRows(prefix string) rowCounts {
 	return r
 }
 
-// childSampler samples, every 20ms, the summed RSS of the processes below a
-// pid and keeps the peak.
+// childSampler samples the processes below a pid that run one executable
+// (their summed RSS and their count) and keeps the peaks.
 type childSampler struct {
 	done     chan struct{}
 	finished chan struct{}
@@ -498,17 +478,29 @@ type childSampler struct {
 	maxProcs int64
 }
 
-// sampleChildren starts sampling the processes below pid until stop, or the
-// end of tb.
-func sampleChildren(tb testing.TB, pid int) *childSampler {
+// sampleChildren starts sampling, every interval, the processes below pid
+// whose executable is exe (every process below pid when exe is empty), until
+// stop or the end of tb. Each sample reads all of /proc: keep the interval
+// long enough that sampling does not load the machine being measured.
+func sampleChildren(tb testing.TB, pid int, exe string, interval time.Duration) *childSampler {
+	if exe != "" {
+		if resolved, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = resolved
+		}
+	}
 	s := &childSampler{done: make(chan struct{}), finished: make(chan struct{})}
 	go func() {
 		defer close(s.finished)
-		t := time.NewTicker(20 * time.Millisecond)
+		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
 			var sum, n int64
 			for _, c := range descendants(pid) {
+				if exe != "" {
+					if path, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", c)); err != nil || path != exe {
+						continue
+					}
+				}
 				if kb := procStatusKB(c, "VmRSS"); kb > 0 {
 					sum += kb
 					n++

@@ -149,3 +149,7 @@ func (p *printedCompletes) next(turn int) time.Time {
 		}
 	}
 }
+
+// watchGuard bounds the wait for a delivery: a guard against a dead watch, not a timing
+// assertion.
+const watchGuard = time.Minute

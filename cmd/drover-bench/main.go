@@ -25,7 +25,16 @@ import (
 
 // figures lists every figure of the table, in order. Each one builds what it needs.
 func figures() []bench.Figure {
-	return []bench.Figure{p1(), p2(), p2CLI(), p2Cold(), d1()}
+	return []bench.Figure{
+		p1(), p2(), p2CLI(), p2Cold(),
+		stackFigure("P3", "fake API text delta → drover task watch prints it, p99",
+			bench.DroverAtMost(50, "ms"), "BenchmarkFigureP3"),
+		stackFigure("P3append", "event log append on the live path, events/s",
+			bench.DroverAtLeast(20000, "events/s"), "BenchmarkFigureP3Append"),
+		stackFigure("P4", "turns/s, many tasks on one worker (drover ÷ bare CLIs)",
+			bench.RatioAtLeast(0.8), "BenchmarkFigureP4"),
+		d1(),
+	}
 }
 
 func main() {

@@ -144,7 +144,7 @@ func (s *Server) serveMessages(w http.ResponseWriter, hr *http.Request, r *Reque
 		return
 	}
 	log.Info("fake anthropic: streaming", "blocks", len(blocks))
-	sw := &sseWriter{w: w, rc: http.NewResponseController(w), pace: pace, delay: resp.Delay}
+	sw := &sseWriter{w: w, rc: http.NewResponseController(w), pace: pace, delay: resp.Delay, deltaSent: resp.DeltaSent}
 	st, err := streamMessage(sw, streamAnswer{id: msgID, model: model, blocks: blocks, resp: resp, usage: usage})
 	if st.started {
 		entry.Usage, entry.Completed, entry.Blocks = st.usage, st.completed, st.blocks

@@ -128,6 +128,11 @@ type Response struct {
 	// the stream is cut. Pings are sent while holding.
 	Hold      <-chan struct{}
 	HoldAfter int
+
+	// DeltaSent, when set, is called with the text of each text_delta event of a streamed
+	// answer, at once after the event is flushed to the client: benchmarks time what the client
+	// does with a delta from that moment. It runs on the request's goroutine.
+	DeltaSent func(text string)
 }
 
 // Reply returns a Response with the given content blocks.
@@ -215,6 +220,12 @@ func (r Response) WithDelay(d time.Duration) Response {
 func (r Response) WithHold(afterBlocks int, release <-chan struct{}) Response {
 	r.Hold = release
 	r.HoldAfter = afterBlocks
+	return r
+}
+
+// WithDeltaSent calls fn with the text of each text delta as soon as it is sent.
+func (r Response) WithDeltaSent(fn func(text string)) Response {
+	r.DeltaSent = fn
 	return r
 }
 

@@ -69,6 +69,8 @@ type sseWriter struct {
 	rc    *http.ResponseController
 	pace  pacer
 	delay time.Duration
+	// deltaSent is told the text of each text delta once it is flushed (Response.DeltaSent).
+	deltaSent func(text string)
 }
 
 // send writes one event after the per-event delay.
@@ -244,6 +246,10 @@ func streamBlock(s *sseWriter, i int, b servedBlock) error {
 	for _, d := range b.deltas() {
 		if err := s.send("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": d}); err != nil {
 			return err
+		}
+		if s.deltaSent != nil && b.Type == "text" {
+			text, _ := d["text"].(string)
+			s.deltaSent(text)
 		}
 	}
 	if err := s.send("content_block_stop", map[string]any{"type": "content_block_stop", "index": i}); err != nil {

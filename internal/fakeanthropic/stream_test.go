@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -118,6 +119,25 @@ func TestStreamIDsAreFreshPerAnswer(t *testing.T) {
 	a2 := assemble(t, readSSE(t, post(t, c, srv, "/v1/messages", messagesBody(true, "2")).Body))
 	if a1.ID == a2.ID || a1.Blocks[0]["id"] == a2.Blocks[0]["id"] {
 		t.Errorf("ids repeat: %s %v / %s %v", a1.ID, a1.Blocks[0]["id"], a2.ID, a2.Blocks[0]["id"])
+	}
+}
+
+func TestDeltaSentHearsEachTextDeltaInOrder(t *testing.T) {
+	t.Parallel()
+	srv := startServer(t, Config{})
+	var mu sync.Mutex
+	var heard []string
+	text := "twelve runes" + "another one!" + "tail"
+	srv.Enqueue(Reply(Thinking("not text"), Text(text), UseBash("true")).WithDeltaSent(func(s string) {
+		mu.Lock()
+		heard = append(heard, s)
+		mu.Unlock()
+	}))
+	readSSE(t, post(t, client(t), srv, "/v1/messages", messagesBody(true, "hi")).Body)
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"twelve runes", "another one!", "tail"}; !reflect.DeepEqual(heard, want) {
+		t.Errorf("heard %q, want %q", heard, want)
 	}
 }
 

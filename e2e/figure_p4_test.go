@@ -1,0 +1,196 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/drover-run/drover/engine"
+	"github.com/drover-run/drover/internal/bench"
+	"github.com/drover-run/drover/task"
+)
+
+// P4's sizes and goals.
+const (
+	p4Tasks      = 200
+	p4QuickTasks = 4
+	p4Turns      = 3 // per task
+	p4FullPairs  = 3 // at most, in a full run
+	// p4MaxTurns is the worker's --max-turns, as set for a 2-core host: starting a CLI costs
+	// about a second of CPU, and at the default (worker.DefaultMaxConcurrentTurns, 32) a host
+	// this small starves its own heartbeats (docs/performance.md, P4).
+	p4MaxTurns   = 8
+	p4RatioGoal  = 0.8
+	p4RSSGoalMiB = 150
+)
+
+// BenchmarkFigureP4 is figure P4 of `make bench`: load on one worker. Many tasks of three turns
+// each are started at once (the first prompt through Update-with-Start, two more queued behind
+// it) on one `drover worker` with its limits stated as flags: turns at once (--max-turns, sized
+// for a 2-core host) and CLI processes kept idle between turns (--max-idle, the default). The figure fails if a
+// turn fails. The baseline, run alternately, is the same turns on bare CLIs: as many sessions,
+// each a CLI driven directly over stdin for three turns, as many at once as the worker runs
+// turns. Rows: turns per second through drover ÷ bare (goal ≥ 0.8); the worker's peak RSS
+// (VmHWM, goal ≤ 150 MiB); the most CLI processes the worker ran at once, which its limits
+// bound, with their peak total RSS.
+func BenchmarkFigureP4(b *testing.B) {
+	tasks := p4Tasks
+	if *benchQuick {
+		tasks = p4QuickTasks
+	}
+	maxTurns, maxIdle := p4MaxTurns, engine.DefaultMaxIdle
+	concurrency := min(tasks, maxTurns)
+	runs := figureRuns(b)
+	if !*benchQuick {
+		runs = min(runs, p4FullPairs) // a pair of full runs takes minutes
+	}
+	e := newBenchEnv(b)
+	// A run of 200 tasks takes minutes: the guard against a hung part covers every run.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(runs)*20*time.Minute+10*time.Minute)
+	b.Cleanup(cancel)
+	e.ctx = ctx
+	w := e.startWorker("host-"+e.queue, "--max-turns", strconv.Itoa(maxTurns), "--max-idle", strconv.Itoa(maxIdle))
+	workerPID := w.cmd.Process.Pid
+
+	// One task and one bare session first, so that no run pays for the worker's first workflow
+	// or for the CLI binary's first start.
+	warm := e.taskID("p4-warm-up")
+	if _, err := e.tc.Start(e.ctx, warm, e.params(), task.Prompt{Text: "warm-up"}, ""); err != nil {
+		b.Fatal(err)
+	}
+	e.waitAllComplete(warm, 1, nil)
+	if err := e.closeTask(warm); err != nil {
+		b.Fatal(err)
+	}
+	if err := e.bareSession("warm-up", 1); err != nil {
+		b.Fatal(err)
+	}
+
+	var bareTPS, droverTPS []float64
+	var barePeakKB, barePeakProcs, cliPeakKB, cliPeakProcs int64
+	bare := func() {
+		sampler := sampleChildren(b, os.Getpid(), suite.claudeBin, 200*time.Millisecond)
+		sem := make(chan struct{}, concurrency)
+		var wg sync.WaitGroup
+		errs := make([]error, tasks)
+		t0 := time.Now()
+		for k := range tasks {
+			sem <- struct{}{}
+			wg.Go(func() {
+				defer func() { <-sem }()
+				errs[k] = e.bareSession(fmt.Sprintf("bare %d", k), p4Turns)
+			})
+		}
+		wg.Wait()
+		wall := time.Since(t0)
+		kb, procs := sampler.stop()
+		for _, err := range errs {
+			if err != nil {
+				b.Fatalf("bare session: %v", err)
+			}
+		}
+		barePeakKB, barePeakProcs = max(barePeakKB, kb), max(barePeakProcs, procs)
+		bareTPS = append(bareTPS, float64(tasks*p4Turns)/wall.Seconds())
+	}
+	drover := func() {
+		prefix := "p4-" + uuid.NewString()[:8] + "-"
+		sampler := sampleChildren(b, workerPID, suite.claudeBin, 200*time.Millisecond)
+		t0 := time.Now()
+		sent := forEachTask(tasks, prefix, func(id string) error {
+			if _, err := e.tc.Start(e.ctx, id, e.params(), task.Prompt{Text: "prompt 1 of " + id}, ""); err != nil {
+				return err
+			}
+			for p := 2; p <= p4Turns; p++ {
+				if _, err := e.tc.Prompt(e.ctx, id, task.Prompt{Text: fmt.Sprintf("prompt %d of %s", p, id)}, ""); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		e.waitAllComplete(prefix, tasks*p4Turns, func() error { return e.failedTurns(prefix, tasks) })
+		wall := time.Since(t0)
+		kb, procs := sampler.stop()
+		if err := sent(); err != nil {
+			b.Fatal(err)
+		}
+		cliPeakKB, cliPeakProcs = max(cliPeakKB, kb), max(cliPeakProcs, procs)
+		droverTPS = append(droverTPS, float64(tasks*p4Turns)/wall.Seconds())
+		if err := forEachTask(tasks, prefix, e.closeTask)(); err != nil {
+			b.Fatal(err)
+		}
+		if r := e.countRows(prefix); r.completedTurns != tasks*p4Turns {
+			b.Fatalf("run %s: %d turns completed, want %d", prefix, r.completedTurns, tasks*p4Turns)
+		}
+	}
+	b.ResetTimer()
+	for i := range runs {
+		if i%2 == 0 {
+			bare()
+			drover()
+		} else {
+			drover()
+			bare()
+		}
+	}
+	b.StopTimer()
+	hwm := float64(procStatusKB(workerPID, "VmHWM")) / 1024
+
+	limits := fmt.Sprintf("%d tasks × %d turns started at once; worker --max-turns %d --max-idle %d; bare: %d sessions at once; %d pairs",
+		tasks, p4Turns, maxTurns, maxIdle, concurrency, runs)
+	tps := ratioRow("P4", "turns/s, many tasks on one worker (ratio: drover ÷ bare CLIs at the same concurrency)",
+		bareTPS, droverTPS, "turns/s", bench.RatioAtLeast(p4RatioGoal))
+	tps.Note = limits
+	rows := []bench.Row{tps,
+		{Figure: "P4 rss", What: "peak RSS of drover worker (VmHWM) through every run", Unit: "MiB",
+			Drover: hwm, Runs: runs, Goal: bench.DroverAtMost(p4RSSGoalMiB, "MiB"), Note: limits},
+		{Figure: "P4 clis", What: "most CLI processes under the worker at once (baseline: bare, at the same concurrency)",
+			Unit: "processes", Baseline: float64(barePeakProcs), Drover: float64(cliPeakProcs), Runs: runs,
+			Goal: bench.DroverAtMost(float64(maxTurns+maxIdle), "processes"),
+			Note: fmt.Sprintf("their peak total RSS %.0f MiB (bare: %.0f MiB); the bound is --max-turns + --max-idle",
+				float64(cliPeakKB)/1024, float64(barePeakKB)/1024)},
+	}
+	reportRows(b, rows...)
+}
+
+// bareSession runs a new session on a CLI driven directly: turns prompts, each answered with
+// benchReply, then the process is stopped.
+func (e *benchEnv) bareSession(name string, turns int) error {
+	p, err := startClaude(e.ctx, e.claudeCommand())
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	defer func() { _ = p.Stop(context.WithoutCancel(e.ctx)) }()
+	for t := 1; t <= turns; t++ {
+		if err := claudeTurn(e.ctx, p, fmt.Sprintf("prompt %d of %s", t, name)); err != nil {
+			return fmt.Errorf("%s, turn %d: %w", name, t, err)
+		}
+	}
+	return nil
+}
+
+// failedTurns returns an error naming the tasks prefix00, prefix01, … whose state counts a
+// failed turn, with their last error; nil when none does.
+func (e *benchEnv) failedTurns(prefix string, tasks int) error {
+	var failed []string
+	for k := range tasks {
+		id := fmt.Sprintf("%s%02d", prefix, k)
+		st, err := e.tc.State(e.ctx, id)
+		if err != nil {
+			return fmt.Errorf("state of %s: %w", id, err)
+		}
+		if st.Totals.FailedTurns > 0 {
+			failed = append(failed, fmt.Sprintf("%s: %d failed turns, last error %q", id, st.Totals.FailedTurns, st.LastError))
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%d tasks lost turns:\n%s", len(failed), strings.Join(failed, "\n"))
+	}
+	return nil
+}
