@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"sync"
 
@@ -88,7 +89,7 @@ func runStackBenchmark(ctx context.Context, env *bench.Env, id, benchmark string
 	rows, readErr := readRows(rowsFile)
 	switch {
 	case runErr != nil:
-		return nil, fmt.Errorf("%s: %s: %w\n%s", id, benchmark, runErr, tail(out.Bytes(), 40))
+		return nil, fmt.Errorf("%s: %s: %w\n%s", id, benchmark, runErr, testLines(out.Bytes(), 20, 10))
 	case readErr != nil:
 		return nil, fmt.Errorf("%s: %s: %w", id, benchmark, readErr)
 	case len(rows) == 0:
@@ -121,6 +122,25 @@ func readRows(path string) ([]bench.Row, error) {
 	}
 	return rows, nil
 }
+
+// testLines picks what explains a failed benchmark out of its output, where the logs of the
+// parts it ran (workers, servers) bury the test's own lines: up to most lines that the testing
+// package wrote for the benchmark (file:line: message), then the last n lines.
+func testLines(b []byte, most, n int) []byte {
+	var picked [][]byte
+	for line := range bytes.Lines(b) {
+		if len(picked) < most && testLine.Match(line) {
+			picked = append(picked, bytes.TrimRight(line, "\n"))
+		}
+	}
+	if len(picked) == 0 {
+		return tail(b, n)
+	}
+	return append(append(bytes.Join(picked, []byte("\n")), "\n...\n"...), tail(b, n)...)
+}
+
+// testLine matches a line the testing package writes for a t.Log or t.Fatal of a test file.
+var testLine = regexp.MustCompile(`^\s*[a-z0-9_]+_test\.go:\d+: `)
 
 // tail returns the last n lines of b.
 func tail(b []byte, n int) []byte {

@@ -66,3 +66,16 @@ func TestQuickTurnFigures(t *testing.T) {
 		t.Errorf("measured rows %v, want exactly %v", measured, ids)
 	}
 }
+
+// A failed figure benchmark's error shows the test's own lines, not only the parts' last logs.
+func TestTestLinesPicksTheBenchmarksOwnLines(t *testing.T) {
+	t.Parallel()
+	out := []byte("noise 1\n    figure_p4_test.go:120: turn 2 of task x failed: boom\nnoise 2\nnoise 3\n--- FAIL: BenchmarkFigureP4\n")
+	got := string(testLines(out, 5, 2))
+	if !strings.HasPrefix(got, "    figure_p4_test.go:120: turn 2 of task x failed: boom\n...\n") || !strings.HasSuffix(got, "noise 3\n--- FAIL: BenchmarkFigureP4") {
+		t.Fatalf("testLines = %q", got)
+	}
+	if got := string(testLines([]byte("a\nb\nc\n"), 5, 2)); got != "b\nc" {
+		t.Fatalf("without test lines: %q", got)
+	}
+}
