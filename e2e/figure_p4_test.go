@@ -176,14 +176,17 @@ func (e *benchEnv) bareSession(name string, turns int) error {
 }
 
 // failedTurns returns an error naming the tasks prefix00, prefix01, … whose state counts a
-// failed turn, with their last error; nil when none does.
+// failed turn, with their last error; nil when none does (a task that does not answer its
+// query is looked at again next time).
 func (e *benchEnv) failedTurns(prefix string, tasks int) error {
 	var failed []string
 	for k := range tasks {
 		id := fmt.Sprintf("%s%02d", prefix, k)
 		st, err := e.tc.State(e.ctx, id)
 		if err != nil {
-			return fmt.Errorf("state of %s: %w", id, err)
+			// A worker this busy may not answer a query in time; the next look asks again,
+			// and the figure's guard bounds the whole run.
+			continue
 		}
 		if st.Totals.FailedTurns > 0 {
 			failed = append(failed, fmt.Sprintf("%s: %d failed turns, last error %q", id, st.Totals.FailedTurns, st.LastError))
