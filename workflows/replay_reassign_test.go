@@ -23,7 +23,8 @@ import (
 )
 
 // A turn moved off a lost host on a real server leaves a history that replays: the version
-// marker of "reassign-lost-host", AssignHost again, and RunTurn on the new host's queue.
+// marker of "reassign-lost-host", AssignHost again, and RunTurn on the new host's queue; the
+// task's next turn on that host is scheduled at the warm turns' priority.
 func TestReplayReassignedTurn(t *testing.T) {
 	bin, err := tools.TemporalBin()
 	if err != nil {
@@ -62,7 +63,9 @@ func TestReplayReassignedTurn(t *testing.T) {
 	hw := worker.New(c, live, worker.Options{})
 	var before atomic.Int32
 	hw.RegisterActivityWithOptions(func(ctx context.Context, in task.RunTurnInput) (task.RunTurnResult, error) {
-		before.Store(int32(in.AttemptsBefore))
+		if in.Turn == 1 {
+			before.Store(int32(in.AttemptsBefore))
+		}
 		return task.RunTurnResult{Status: task.TurnCompleted, SessionID: uuid.NewString(), LastMessageUUID: uuid.NewString(),
 			Attempt: in.AttemptsBefore + int(activity.GetInfo(ctx).Attempt)}, nil
 	}, activity.RegisterOptions{Name: task.ActivityRunTurn})
@@ -79,6 +82,10 @@ func TestReplayReassignedTurn(t *testing.T) {
 			Args: []any{task.Prompt{Text: "one"}}, WaitForStage: client.WorkflowUpdateStageCompleted}})
 	require.NoError(t, err)
 	require.NoError(t, h.Get(ctx, nil))
+	h, err = c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: taskID, UpdateName: task.UpdatePrompt,
+		UpdateID: "p2", Args: []any{task.Prompt{Text: "two"}}, WaitForStage: client.WorkflowUpdateStageCompleted})
+	require.NoError(t, err)
+	require.NoError(t, h.Get(ctx, nil))
 	h, err = c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: taskID, UpdateName: task.UpdateClose,
 		UpdateID: "close", WaitForStage: client.WorkflowUpdateStageCompleted})
 	require.NoError(t, err)
@@ -88,7 +95,7 @@ func TestReplayReassignedTurn(t *testing.T) {
 	var st task.State
 	require.NoError(t, run.Get(ctx, &st))
 	assert.Equal(t, live, st.HostQueue)
-	assert.Equal(t, 1, st.Totals.Turns)
+	assert.Equal(t, 2, st.Totals.Turns)
 	assert.Zero(t, st.Totals.FailedTurns, st.LastError)
 	assert.EqualValues(t, 1, before.Load(), "the new host numbers its attempts on")
 
@@ -101,16 +108,20 @@ func TestReplayReassignedTurn(t *testing.T) {
 	}
 	var markers int
 	var turnQueues []string
+	var priorities []int32
 	for _, ev := range hist.Events {
 		if ev.GetMarkerRecordedEventAttributes() != nil {
 			markers++
 		}
 		if a := ev.GetActivityTaskScheduledEventAttributes(); a.GetActivityType().GetName() == task.ActivityRunTurn {
 			turnQueues = append(turnQueues, a.GetTaskQueue().GetName())
+			priorities = append(priorities, a.GetPriority().GetPriorityKey())
 		}
 	}
 	assert.Equal(t, 1, markers, "the move is recorded under its version")
-	assert.Equal(t, []string{lost, live}, turnQueues)
+	assert.Equal(t, []string{lost, live, live}, turnQueues)
+	assert.Equal(t, []int32{0, 0, warmTurnPriority}, priorities,
+		"the first turn and the moved one at the default priority; the next turn on the same host first")
 
 	replayer := worker.NewWorkflowReplayer()
 	Register(replayer)

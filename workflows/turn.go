@@ -50,6 +50,7 @@ func (s *taskState) runTurn(ctx workflow.Context, q task.QueuedPrompt) error {
 	attemptsBefore := 0
 	var onHost string         // the host queue the turn was last given to
 	var onHostSince time.Time // and since when
+	lastHost := s.hostQueue   // the host of the task's previous turn, if it keeps the task
 	for reassigned := 0; ; reassigned++ {
 		if s.hostQueue == "" {
 			host, err := s.assignHost(ctx)
@@ -66,7 +67,7 @@ func (s *taskState) runTurn(ctx workflow.Context, q task.QueuedPrompt) error {
 		if s.hostQueue != onHost {
 			onHost, onHostSince = s.hostQueue, workflow.Now(ctx)
 		}
-		res, err := s.executeRunTurn(ctx, q, attemptsBefore)
+		res, err := s.executeRunTurn(ctx, q, attemptsBefore, lastHost != "" && s.hostQueue == lastHost)
 		moved, movedAttempt := s.movedTurn(ctx, err)
 		switch {
 		case err == nil:
@@ -191,10 +192,24 @@ func (s *taskState) assignHost(ctx workflow.Context) (string, error) {
 	return host, nil
 }
 
-// executeRunTurn runs the RunTurn activity on the host queue.
-func (s *taskState) executeRunTurn(ctx workflow.Context, q task.QueuedPrompt, attemptsBefore int) (task.RunTurnResult, error) {
+// warmTurnPriority is the priority key of a turn on the host that ran the task's previous turn
+// (Temporal's keys run smaller first; unset is the middle one, 3). Such a turn likely finds the
+// task's CLI process still idle on that host: taking it before the first turns of other tasks
+// uses that process instead of evicting it to start theirs, so a host with more tasks than
+// process slots finishes tasks rather than restarting CLIs. Servers run it when their matching
+// uses priorities (matching.useNewMatcher; see deploy/temporal/dynamicconfig.yaml).
+const warmTurnPriority = 2
+
+// executeRunTurn runs the RunTurn activity on the host queue; warm says the host ran the task's
+// previous turn.
+func (s *taskState) executeRunTurn(ctx workflow.Context, q task.QueuedPrompt, attemptsBefore int, warm bool) (task.RunTurnResult, error) {
+	var priority temporal.Priority
+	if warm {
+		priority.PriorityKey = warmTurnPriority
+	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:              s.hostQueue,
+		Priority:               priority,
 		ScheduleToStartTimeout: s.lim.hostStartTimeout,
 		StartToCloseTimeout:    s.turnTimeout(),
 		HeartbeatTimeout:       s.lim.heartbeatTimeout,

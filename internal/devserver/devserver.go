@@ -109,6 +109,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		"--port", strconv.Itoa(cfg.Port),
 		"--namespace", cfg.Namespace,
 		"--log-level", "warn",
+		// Task queue priorities: a host takes a task's next turn, on its warm process, before
+		// other tasks' first turns (workflows.warmTurnPriority).
+		"--dynamic-config-value", "matching.useNewMatcher=true",
 	}
 	if cfg.Headless {
 		args = append(args, "--headless")

@@ -212,6 +212,7 @@ func (s *Server) prepare() error {
 		"LOG_LEVEL=" + s.cfg.LogLevel,
 		"TEMPORAL_ADDRESS=" + s.Address(),
 		"TEMPORAL_NAMESPACE=" + s.cfg.Namespace,
+		"DYNAMIC_CONFIG_FILE=" + filepath.Join(dir, "deploy", "temporal", "dynamicconfig.yaml"),
 	}, s.ports.env()...)
 	return nil
 }
