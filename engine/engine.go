@@ -28,6 +28,9 @@ type Engine struct {
 	running   map[string]runningAttempt
 	// draining: the host gives its turns up (see Drain).
 	draining atomic.Bool
+	// evicting counts the idle processes evictIdle is stopping: until they exit they hold their
+	// memory, so they count against MaxIdle.
+	evicting atomic.Int32
 }
 
 // runningAttempt is an attempt in progress and the way to cancel it.

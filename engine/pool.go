@@ -115,8 +115,9 @@ func (e *Engine) keepOrStop(ctx context.Context, ex *executor) {
 	e.evictIdle(ctx)
 }
 
-// evictIdle stops the processes idle the longest while more than MaxIdle wait for a next turn:
-// each holds a couple of hundred MB.
+// evictIdle stops the processes idle the longest while more than MaxIdle wait for a next turn or
+// are still being stopped by an earlier eviction: each holds a couple of hundred MB until it has
+// exited, so that the CLI processes of a host stay within MaxTurns + MaxIdle.
 func (e *Engine) evictIdle(ctx context.Context) {
 	type idle struct {
 		ex    *executor
@@ -128,13 +129,18 @@ func (e *Engine) evictIdle(ctx context.Context) {
 			idles = append(idles, idle{ex, since})
 		}
 	}
-	if len(idles) <= e.cfg.MaxIdle {
+	over := len(idles) + int(e.evicting.Load()) - e.cfg.MaxIdle
+	if over <= 0 {
 		return
 	}
 	slices.SortFunc(idles, func(x, y idle) int { return x.since.Compare(y.since) })
-	for _, i := range idles[:len(idles)-e.cfg.MaxIdle] {
+	for _, i := range idles[:min(over, len(idles))] {
 		if e.pool.removeIf(i.ex) {
-			go e.retire(context.WithoutCancel(ctx), i.ex, "too many idle processes")
+			e.evicting.Add(1)
+			go func() {
+				defer e.evicting.Add(-1)
+				e.retire(context.WithoutCancel(ctx), i.ex, "too many idle processes")
+			}()
 		}
 	}
 }
