@@ -129,7 +129,7 @@ func (e *Engine) mirror(ctx context.Context, configDir, sessionID, lastUUID stri
 	for {
 		// The transcript is searched before the update is taken: it only grows, so what this
 		// read holds, the update's view of the file holds too.
-		held, err := transcriptHolds(configDir, sessionID, lastUUID)
+		held, found, err := transcriptHolds(configDir, sessionID, lastUUID)
 		var u *store.MirrorUpdate
 		if err == nil {
 			u, err = mirrorUpdate(ctx, e.cfg.DB, configDir, sessionID)
@@ -140,7 +140,9 @@ func (e *Engine) mirror(ctx context.Context, configDir, sessionID, lastUUID stri
 			}
 			return nil, &Error{Type: task.ErrTypeStoreUnavailable, Err: fmt.Errorf("mirroring the session: %w", err)}
 		}
-		if u != nil && held || time.Now().After(deadline) {
+		// A session without a transcript here has nothing to wait for: the CLI keeps none in this
+		// folder (or not yet at all); the mirror takes what there is.
+		if held || !found || time.Now().After(deadline) {
 			return u, nil
 		}
 		select {
@@ -154,11 +156,11 @@ func (e *Engine) mirror(ctx context.Context, configDir, sessionID, lastUUID stri
 // transcriptHolds reports whether the session's transcript in configDir holds uuid in its
 // complete lines, the part the mirror takes. The whole file counts, not what changed since the
 // last commit: a transcript that did not change may not hold the entry yet, and one that did
-// may hold it from before.
-func transcriptHolds(configDir, sessionID, uuid string) (bool, error) {
+// may hold it from before. found says whether the session has a transcript there at all.
+func transcriptHolds(configDir, sessionID, uuid string) (held, found bool, err error) {
 	transcripts, err := filepath.Glob(filepath.Join(configDir, "projects", "*", sessionID+".jsonl"))
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	for _, t := range transcripts {
 		content, err := os.ReadFile(t)
@@ -166,13 +168,14 @@ func transcriptHolds(configDir, sessionID, uuid string) (bool, error) {
 			continue
 		}
 		if err != nil {
-			return false, fmt.Errorf("reading the transcript: %w", err)
+			return false, found, fmt.Errorf("reading the transcript: %w", err)
 		}
+		found = true
 		if bytes.Contains(content[:bytes.LastIndexByte(content, '\n')+1], []byte(uuid)) {
-			return true, nil
+			return true, true, nil
 		}
 	}
-	return false, nil
+	return false, found, nil
 }
 
 func newChunk(rel string, seq int, offset int64, content []byte) (store.MirrorChunk, error) {

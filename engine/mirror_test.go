@@ -658,12 +658,12 @@ func TestMirrorWaitLooksAtCompleteLinesOfTheTranscript(t *testing.T) {
 		for rel, content := range c.files {
 			put(t, dir, rel, content)
 		}
-		got, err := transcriptHolds(dir, mirrorSession, uuid)
+		got, found, err := transcriptHolds(dir, mirrorSession, uuid)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got != c.want {
-			t.Errorf("%s: transcriptHolds = %v, want %v", c.name, got, c.want)
+		if got != c.want || found != (c.name != "no transcript" && c.name != "another session's transcript") {
+			t.Errorf("%s: transcriptHolds = %v, found %v; want %v", c.name, got, found, c.want)
 		}
 	}
 }
