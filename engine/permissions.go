@@ -164,7 +164,12 @@ func (t *turnApprovals) askPerson(ctx context.Context, cr *claudecode.ControlReq
 		Since:     time.Now().UTC(),
 	}
 	pending.Deadline = pending.Since.Add(t.timeout)
-	row, fresh, err := store.AskPermission(ctx, t.e.cfg.DB, store.Ask{
+	// The record is made whole even if the CLI withdraws the request meanwhile (that cancels
+	// ctx): a write cut off half way might land unseen, and the request would then wait, open,
+	// until the turn ends. Withdrawn, it is closed below like any other.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	row, fresh, err := store.AskPermission(rctx, t.e.cfg.DB, store.Ask{
 		TaskID: t.req.TaskID, RequestID: pending.RequestID, Turn: t.req.Turn, Attempt: t.req.Attempt,
 		CLIRequestID: cr.RequestID, Kind: string(kind), ToolName: r.ToolName, ToolUseID: r.ToolUseID,
 		Input: r.Input, InputHash: askHash(r.ToolName, r.Input), Summary: pending.Summary,
@@ -187,6 +192,9 @@ func (t *turnApprovals) askPerson(ctx context.Context, cr *claudecode.ControlReq
 	}
 	t.notifyAsked(ctx, pending)
 	decided, err := t.e.decisions.await(ctx, t.e.cfg.DB, t.req.TaskID, row.RequestID)
+	if err == nil && ctx.Err() != nil {
+		err = context.Cause(ctx)
+	}
 	if err != nil {
 		if errors.Is(err, claudecode.ErrRequestCancelled) {
 			t.withdrawn(row.RequestID, "the agent withdrew the request")
@@ -215,6 +223,10 @@ func (t *turnApprovals) withdrawn(requestID, reason string) {
 		}
 	}
 }
+
+// recordTimeout bounds writing a permission request's record, which a withdrawal of the request
+// does not cut short.
+const recordTimeout = 10 * time.Second
 
 func (t *turnApprovals) notifyAsked(ctx context.Context, p task.PendingRequest) {
 	n := t.e.cfg.Notifier
