@@ -54,17 +54,23 @@ type benchEnv struct {
 
 func newBenchEnv(tb testing.TB) *benchEnv {
 	tb.Helper()
-	setup(tb)
-	// A guard against a hung part, not a timing assertion.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	tb.Cleanup(cancel)
-	e := &benchEnv{owner: tb, tb: tb, ctx: ctx}
-	e.world = newWorld(tb, "bench-", fa.Config{Responder: func(r *fa.Request) (fa.Response, bool) {
+	return newBenchEnvWith(tb, "bench-", 10*time.Minute, func(r *fa.Request) (fa.Response, bool) {
 		if r.Class != fa.ClassMain {
 			return fa.Response{}, false // auxiliary requests get the automatic answer
 		}
 		return fa.Reply(fa.Text(benchReply)), true
-	}})
+	})
+}
+
+// newBenchEnvWith is newBenchEnv with the fake answering through respond, its names prefixed with
+// prefix, and guard bounding the whole benchmark (against a hung part, not a timing assertion).
+func newBenchEnvWith(tb testing.TB, prefix string, guard time.Duration, respond func(*fa.Request) (fa.Response, bool)) *benchEnv {
+	tb.Helper()
+	setup(tb)
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
+	tb.Cleanup(cancel)
+	e := &benchEnv{owner: tb, tb: tb, ctx: ctx}
+	e.world = newWorld(tb, prefix, fa.Config{Responder: respond})
 	pool, err := store.Connect(ctx, e.dsn)
 	if err != nil {
 		tb.Fatal(err)

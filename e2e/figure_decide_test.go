@@ -17,10 +17,7 @@ import (
 	"github.com/drover-run/drover/claudecode"
 	"github.com/drover-run/drover/internal/bench"
 	fa "github.com/drover-run/drover/internal/fakeanthropic"
-	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
-	"github.com/drover-run/drover/taskclient"
-	"github.com/drover-run/drover/worker"
 )
 
 // Figure D1 of `make bench`: how long a person's decision on a supervised task's permission
@@ -161,28 +158,7 @@ func decisionRow(figure, what string, p float64, base, drover [][]time.Duration,
 // newDecideEnv is newBenchEnv's world with the figure's model answering the main conversation.
 func newDecideEnv(tb testing.TB, sc *decideScript) *benchEnv {
 	tb.Helper()
-	setup(tb)
-	// A guard against a hung part, not a timing assertion.
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	tb.Cleanup(cancel)
-	e := &benchEnv{owner: tb, tb: tb, ctx: ctx}
-	e.world = newWorld(tb, "bench-d1-", fa.Config{Responder: sc.respond})
-	pool, err := store.Connect(ctx, e.dsn)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(pool.Close)
-	if _, err := store.Migrate(ctx, pool, nil); err != nil {
-		tb.Fatal(err)
-	}
-	e.pool = pool
-	c, err := worker.Dial(ctx, suite.temporal.Address(), suite.temporal.Namespace(), nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(c.Close)
-	e.tc = &taskclient.Client{Temporal: c, TaskQueue: e.queue}
-	return e
+	return newBenchEnvWith(tb, "bench-d1-", 20*time.Minute, sc.respond)
 }
 
 // decideScript is the model of both sides: it answers the main conversation from its queue, and
