@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
@@ -44,28 +45,61 @@ func (c *Client) Start(ctx context.Context, taskID string, p task.Params, prompt
 	if err := errors.Join(task.ValidateID(taskID), p.WithDefaults().Validate(), task.ValidatePrompt(prompt)); err != nil {
 		return out, fmt.Errorf("starting task %s: %w", taskID, err)
 	}
-	start := c.Temporal.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
-		ID:                       taskID,
-		TaskQueue:                c.queue(),
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
-	}, task.WorkflowName, p)
-	h, err := c.Temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: start,
-		UpdateOptions: client.UpdateWorkflowOptions{
-			UpdateID:     updateID,
-			UpdateName:   task.UpdatePrompt,
-			Args:         []any{prompt},
-			WaitForStage: client.WorkflowUpdateStageCompleted,
-		},
+	if updateID == "" {
+		updateID = uuid.NewString() // one id for every send below
+	}
+	err := retryNotReady(ctx, func() error {
+		start := c.Temporal.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+			ID:                       taskID,
+			TaskQueue:                c.queue(),
+			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
+		}, task.WorkflowName, p)
+		h, err := c.Temporal.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+			StartWorkflowOperation: start,
+			UpdateOptions: client.UpdateWorkflowOptions{
+				UpdateID:     updateID,
+				UpdateName:   task.UpdatePrompt,
+				Args:         []any{prompt},
+				WaitForStage: client.WorkflowUpdateStageCompleted,
+			},
+		})
+		if err != nil {
+			return err
+		}
+		return h.Get(ctx, &out)
 	})
 	if err != nil {
 		return out, fmt.Errorf("starting task %s: %w", taskID, err)
 	}
-	if err := h.Get(ctx, &out); err != nil {
-		return out, fmt.Errorf("starting task %s: %w", taskID, err)
-	}
 	return out, nil
+}
+
+// notReadyWait bounds how long retryNotReady sends a command again.
+const notReadyWait = 30 * time.Second
+
+// retryNotReady calls send until it returns anything but Temporal's WorkflowNotReady, ctx ends,
+// or notReadyWait has passed. WorkflowNotReady says the workflow task that was to take an
+// Update failed on the server and the Update went with it, unadmitted, so the same Update (same
+// id) can be sent again. A task's first workflow task fails so while a namespace's new search
+// attributes have not yet reached every cache of the server; the server retries that workflow
+// task by itself, and the Update is taken once it passes.
+func retryNotReady(ctx context.Context, send func() error) error {
+	delay := 100 * time.Millisecond
+	deadline := time.Now().Add(notReadyWait)
+	for {
+		err := send()
+		var notReady *serviceerror.WorkflowNotReady
+		if !errors.As(err, &notReady) || time.Now().Add(delay).After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 2*time.Second)
+	}
 }
 
 // Prompt queues a prompt on a running task. A prompt that no task could take
@@ -197,17 +231,22 @@ func IsNotFound(err error) bool {
 }
 
 func (c *Client) update(ctx context.Context, taskID, name, updateID string, out any, args ...any) error {
-	h, err := c.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID:   taskID,
-		UpdateID:     updateID,
-		UpdateName:   name,
-		Args:         args,
-		WaitForStage: client.WorkflowUpdateStageCompleted,
-	})
-	if err != nil {
-		return err
+	if updateID == "" {
+		updateID = uuid.NewString() // one id for every send below
 	}
-	return h.Get(ctx, out)
+	return retryNotReady(ctx, func() error {
+		h, err := c.Temporal.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+			WorkflowID:   taskID,
+			UpdateID:     updateID,
+			UpdateName:   name,
+			Args:         args,
+			WaitForStage: client.WorkflowUpdateStageCompleted,
+		})
+		if err != nil {
+			return err
+		}
+		return h.Get(ctx, out)
+	})
 }
 
 // Decide sends a person's decision on one of the task's pending permission requests, as an

@@ -204,7 +204,9 @@ func TestHandOnReportsALostHostsTasks(t *testing.T) {
 		if tc.signalled {
 			want = []task.HostLost{{HostQueue: task.HostQueue(lost), Attempt: 1, Turn: 1}}
 		}
-		if got := hostLostSignals(ctx, t, c, wid); !equalNotices(got, want) {
+		// A signal that arrives while a workflow task runs enters the history when that task
+		// ends, so the history is read until it holds as many as expected.
+		if got := awaitHostLostSignals(ctx, t, c, wid, len(want)); !equalNotices(got, want) {
 			t.Errorf("%s: host_lost signals %+v, want %+v", name, got, want)
 		}
 		if !tc.reported {
@@ -240,6 +242,20 @@ func TestHandOnReportsALostHostsTasks(t *testing.T) {
 	// Handled rows are not handled again.
 	if again, err := store.ClaimLostExecutors(ctx, db, self, time.Minute, 100); err != nil || len(again) != 0 {
 		t.Errorf("after handOn, a look still finds %d rows (%v)", len(again), err)
+	}
+}
+
+// awaitHostLostSignals reads the workflow's host_lost signals until there are n of them, or
+// for a few seconds.
+func awaitHostLostSignals(ctx context.Context, t *testing.T, c client.Client, id string, n int) []task.HostLost {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := hostLostSignals(ctx, t, c, id)
+		if len(got) >= n || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
