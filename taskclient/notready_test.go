@@ -12,8 +12,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/drover-run/drover/internal/devserver"
-	"github.com/drover-run/drover/internal/tools"
+	"github.com/drover-run/drover/internal/temporaltest"
 	"github.com/drover-run/drover/task"
 )
 
@@ -22,18 +21,10 @@ import (
 // the server's caches) loses the Update that came with it. Start and Prompt send it again and
 // the prompt is taken once, when the server's retry of the workflow task passes.
 func TestCommandsOutlastAFailedWorkflowTask(t *testing.T) {
-	bin, err := tools.TemporalBin()
-	if err != nil {
-		t.Skipf("the temporal CLI is not installed (%v): run scripts/tools.sh", err)
-	}
 	t.Parallel()
+	srv := temporaltest.Start(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv, err := devserver.Start(ctx, devserver.Config{Bin: bin, Headless: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop() })
 	tc, err := client.Dial(client.Options{HostPort: srv.Address(), Namespace: srv.Namespace()})
 	if err != nil {
 		t.Fatal(err)

@@ -18,9 +18,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/drover-run/drover/activities"
-	"github.com/drover-run/drover/internal/devserver"
 	"github.com/drover-run/drover/internal/pgtest"
-	"github.com/drover-run/drover/internal/tools"
+	"github.com/drover-run/drover/internal/temporaltest"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 )
@@ -74,18 +73,10 @@ func hostLostSignals(ctx context.Context, t *testing.T, c client.Client, id stri
 // attempt; every task of the lost host is told so by the host_lost signal; a running attempt's
 // end is recorded on its row. Tasks of live hosts are left alone.
 func TestHandOnReportsALostHostsTasks(t *testing.T) {
-	bin, err := tools.TemporalBin()
-	if err != nil {
-		t.Skipf("the temporal CLI is not installed (%v): run scripts/tools.sh", err)
-	}
 	t.Parallel()
+	srv := temporaltest.Start(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv, err := devserver.Start(ctx, devserver.Config{Bin: bin, Headless: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop() })
 	c, err := Dial(ctx, srv.Address(), srv.Namespace(), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

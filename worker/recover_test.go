@@ -16,9 +16,8 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/drover-run/drover/internal/devserver"
 	"github.com/drover-run/drover/internal/pgtest"
-	"github.com/drover-run/drover/internal/tools"
+	"github.com/drover-run/drover/internal/temporaltest"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 )
@@ -37,18 +36,10 @@ func oneAttempt(ctx workflow.Context, taskID string) error {
 // shortly before (their answer may never have reached Temporal). It leaves alone an attempt
 // whose end is already recorded and one that committed long ago.
 func TestFailLostAttemptsReportsWhatMayBeOpen(t *testing.T) {
-	bin, err := tools.TemporalBin()
-	if err != nil {
-		t.Skipf("the temporal CLI is not installed (%v): run scripts/tools.sh", err)
-	}
 	t.Parallel()
+	srv := temporaltest.Start(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv, err := devserver.Start(ctx, devserver.Config{Bin: bin, Headless: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop() })
 	c, err := Dial(ctx, srv.Address(), srv.Namespace(), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

@@ -18,7 +18,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/drover-run/drover/internal/devserver"
-	"github.com/drover-run/drover/internal/tools"
+	"github.com/drover-run/drover/internal/temporaltest"
 	"github.com/drover-run/drover/task"
 )
 
@@ -26,20 +26,10 @@ import (
 // marker of "reassign-lost-host", AssignHost again, and RunTurn on the new host's queue; the
 // task's next turn on that host is scheduled at the warm turns' priority.
 func TestReplayReassignedTurn(t *testing.T) {
-	bin, err := tools.TemporalBin()
-	if err != nil {
-		t.Skipf("the temporal CLI is not installed (%v): run scripts/tools.sh", err)
-	}
 	t.Parallel()
+	srv := temporaltest.Start(t, devserver.SearchAttributeFlags(SearchAttributes()))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv, err := devserver.Start(ctx, devserver.Config{Bin: bin, Headless: true, SearchAttributes: map[string]string{
-		task.SearchStatus: "Keyword", task.SearchCostUSD: "Double", task.SearchTurns: "Int",
-		task.SearchModel: "Keyword", task.SearchWorkspace: "Keyword",
-		task.SearchAwaitingApproval: "Bool", task.SearchAwaitingSince: "Datetime",
-	}})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Stop() })
 	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	c, err := client.DialContext(ctx, client.Options{HostPort: srv.Address(), Namespace: srv.Namespace(), Logger: logger})
 	require.NoError(t, err)

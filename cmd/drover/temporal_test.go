@@ -18,7 +18,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/drover-run/drover/internal/devserver"
-	"github.com/drover-run/drover/internal/tools"
+	"github.com/drover-run/drover/internal/temporaltest"
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/taskclient"
 	"github.com/drover-run/drover/workflows"
@@ -30,17 +30,9 @@ import (
 // host takes turns, so the first turn waits for one and later prompts stay
 // queued, where the task's state shows them.
 func TestTaskCommandsOnTemporal(t *testing.T) {
-	bin, err := tools.TemporalBin()
-	if err != nil {
-		t.Skipf("the temporal CLI is not installed (%v): run scripts/tools.sh", err)
-	}
+	srv := temporaltest.Start(t, devserver.SearchAttributeFlags(workflows.SearchAttributes()))
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	srv, err := devserver.Start(ctx, devserver.Config{Bin: bin, Headless: true, SearchAttributes: devserver.SearchAttributeFlags(workflows.SearchAttributes())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Stop() })
 
 	queue := "cli-test-" + uuid.NewString()[:8]
 	tc, err := client.Dial(client.Options{HostPort: srv.Address(), Logger: tlog.NewStructuredLogger(slog.New(slog.DiscardHandler))})
