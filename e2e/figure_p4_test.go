@@ -23,6 +23,7 @@ const (
 	p4QuickTasks = 4
 	p4Turns      = 3 // per task
 	p4FullPairs  = 3 // at most, in a full run
+	p4QuickPairs = 2 // at most, in a quick run: one of each order
 	// p4MaxTurns is the worker's --max-turns, as set for a 2-core host: starting a CLI costs
 	// about a second of CPU, and at the default (worker.DefaultMaxConcurrentTurns, 32) a host
 	// this small starves its own heartbeats (docs/performance.md, P4).
@@ -47,9 +48,9 @@ func BenchmarkFigureP4(b *testing.B) {
 	}
 	maxTurns, maxIdle := p4MaxTurns, engine.DefaultMaxIdle
 	concurrency := min(tasks, maxTurns)
-	runs := figureRuns(b)
-	if !*benchQuick {
-		runs = min(runs, p4FullPairs) // a pair of full runs takes minutes
+	runs := min(figureRuns(b), p4FullPairs) // a pair of full runs takes minutes
+	if *benchQuick {
+		runs = min(runs, p4QuickPairs)
 	}
 	e := newBenchEnv(b)
 	// A run of 200 tasks takes minutes: the guard against a hung part covers every run.

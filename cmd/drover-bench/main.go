@@ -23,17 +23,18 @@ import (
 	"github.com/drover-run/drover/internal/bench"
 )
 
-// figures lists every figure of the table, in order. Each one builds what it needs.
-func figures() []bench.Figure {
+// figures lists every figure of the table, in order. Each one builds what it needs; the stack
+// figures run their benchmarks through stack.
+func figures(stack *stackRunner) []bench.Figure {
 	return []bench.Figure{
-		p1(), p2(), p2CLI(), p2Cold(),
-		stackFigure("P3", "fake API text delta → drover task watch prints it, p99",
+		p1(), p2(stack), p2CLI(stack), p2Cold(stack),
+		stack.figure("P3", "fake API text delta → drover task watch prints it, p99",
 			bench.DroverAtMost(50, "ms"), "BenchmarkFigureP3"),
-		stackFigure("P3append", "event log append on the live path, events/s",
+		stack.figure("P3append", "event log append on the live path, events/s",
 			bench.DroverAtLeast(20000, "events/s"), "BenchmarkFigureP3Append"),
-		stackFigure("P4", "turns/s, many tasks on one worker (drover ÷ bare CLIs)",
+		stack.figure("P4", "turns/s, many tasks on one worker (drover ÷ bare CLIs)",
 			bench.RatioAtLeast(0.8), "BenchmarkFigureP4"),
-		d1(),
+		d1(stack),
 	}
 }
 
@@ -79,8 +80,10 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		}
 	}
 	var ids []string
+	stack := newStackRunner()
+	all := figures(stack)
 	known := map[string]bool{}
-	for _, f := range figures() {
+	for _, f := range all {
 		known[f.ID] = true
 	}
 	for id := range strings.SplitSeq(*only, ",") {
@@ -109,9 +112,10 @@ func run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		defer os.RemoveAll(dir)
 	}
 
+	stack.selectFigures(all, ids)
 	env := &bench.Env{Root: *root, Dir: dir, Quick: *quick, Runs: *runs, GoEnv: environ, Log: stderr}
 	started := time.Now()
-	rep, err := bench.Run(ctx, bench.Config{Figures: figures(), Only: ids, Env: env})
+	rep, err := bench.Run(ctx, bench.Config{Figures: all, Only: ids, Env: env})
 	if err != nil {
 		return err
 	}

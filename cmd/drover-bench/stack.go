@@ -11,7 +11,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/drover-run/drover/internal/bench"
@@ -20,29 +22,100 @@ import (
 // A stack figure needs the whole of drover's stack: a Temporal server, Postgres, drover workers,
 // the real Claude CLI and the fake Messages API. Its measurement is a benchmark of package e2e
 // (BenchmarkFigure<Name>), which has the harness that starts those parts; this command builds that
-// package's test binary once per run, runs the one benchmark, and reads back the rows it reports.
-func stackFigure(id, what string, goal bench.Goal, benchmark string) bench.Figure {
+// package's test binary once per run, runs the benchmark, and reads back the rows it reports.
+//
+// A full run gives each benchmark a process of its own, so that each figure meets a fresh Temporal
+// server. A quick run checks the machinery, not the figures: it runs every selected benchmark in
+// one process, which starts the harness's shared parts (the dev server, the drover build) once.
+type stackRunner struct {
+	mu sync.Mutex
+	// benchmark names the benchmark of each stack figure, by figure ID.
+	benchmark map[string]string
+	// selected lists the benchmarks of this run's figures, in the table's order.
+	selected []string
+	// done holds each benchmark's outcome once it has run.
+	done map[string]stackOutcome
+	// binary is the e2e test binary, built in binaryDir.
+	binary, binaryDir string
+}
+
+type stackOutcome struct {
+	rows []bench.Row
+	err  error
+}
+
+func newStackRunner() *stackRunner {
+	return &stackRunner{benchmark: map[string]string{}, done: map[string]stackOutcome{}}
+}
+
+// figure declares the stack figure id, measured by benchmark.
+func (s *stackRunner) figure(id, what string, goal bench.Goal, benchmark string) bench.Figure {
+	s.benchmark[id] = benchmark
 	return bench.Figure{
 		ID:   id,
 		What: what,
 		Goal: goal,
 		Measure: func(ctx context.Context, env *bench.Env) ([]bench.Row, error) {
-			return runStackBenchmark(ctx, env, id, benchmark)
+			return s.measure(ctx, env, id)
 		},
 	}
 }
 
-// e2eBinary builds the test binary of package e2e once per scratch folder.
-var e2eBinary struct {
-	sync.Mutex
-	dir, path string
+// selectFigures records which figures this run measures (all when ids is empty).
+func (s *stackRunner) selectFigures(all []bench.Figure, ids []string) {
+	s.selected = nil
+	for _, f := range all {
+		if b, ok := s.benchmark[f.ID]; ok && (len(ids) == 0 || slices.Contains(ids, f.ID)) {
+			s.selected = append(s.selected, b)
+		}
+	}
 }
 
-func buildE2E(ctx context.Context, env *bench.Env) (string, error) {
-	e2eBinary.Lock()
-	defer e2eBinary.Unlock()
-	if e2eBinary.dir == env.Dir && e2eBinary.path != "" {
-		return e2eBinary.path, nil
+// measure returns the rows of figure id, running its benchmark (with the other selected ones, in
+// a quick run) unless that is done.
+func (s *stackRunner) measure(ctx context.Context, env *bench.Env, id string) ([]bench.Row, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	benchmark := s.benchmark[id]
+	if _, ok := s.done[benchmark]; !ok {
+		batch := []string{benchmark}
+		if env.Quick {
+			batch = slices.DeleteFunc(slices.Clone(s.selected), func(b string) bool { _, ok := s.done[b]; return ok })
+			if !slices.Contains(batch, benchmark) {
+				batch = append(batch, benchmark)
+			}
+		}
+		for b, o := range s.run(ctx, env, batch) {
+			s.done[b] = o
+		}
+	}
+	o := s.done[benchmark]
+	if o.err != nil {
+		return nil, fmt.Errorf("%s: %w", id, o.err)
+	}
+	var rows []bench.Row
+	for _, r := range o.rows {
+		if r.Figure == id || strings.HasPrefix(r.Figure, id+" ") {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("%s: %s reported no rows of it", id, benchmark)
+	}
+	return rows, nil
+}
+
+// benchmarkOf returns the benchmark that measures row r: the one of its figure, whose ID the
+// row's name is or starts ("P3 p50" is a row of P3).
+func (s *stackRunner) benchmarkOf(r bench.Row) string {
+	id, _, _ := strings.Cut(r.Figure, " ")
+	return s.benchmark[id]
+}
+
+// build builds the test binary of package e2e once per scratch folder.
+func (s *stackRunner) build(ctx context.Context, env *bench.Env) (string, error) {
+	if s.binaryDir == env.Dir && s.binary != "" {
+		return s.binary, nil
 	}
 	path := filepath.Join(env.Dir, "bin", "e2e.test")
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -55,21 +128,28 @@ func buildE2E(ctx context.Context, env *bench.Env) (string, error) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building the e2e benchmarks: %w: %s", err, bytes.TrimSpace(out))
 	}
-	e2eBinary.dir, e2eBinary.path = env.Dir, path
+	s.binary, s.binaryDir = path, env.Dir
 	return path, nil
 }
 
-// runStackBenchmark runs benchmark once and returns the rows it reported.
-func runStackBenchmark(ctx context.Context, env *bench.Env, id, benchmark string) ([]bench.Row, error) {
-	bin, err := buildE2E(ctx, env)
-	if err != nil {
-		return nil, err
+// run runs the benchmarks in one process, each once, and returns each one's rows or error.
+func (s *stackRunner) run(ctx context.Context, env *bench.Env, benchmarks []string) map[string]stackOutcome {
+	out := map[string]stackOutcome{}
+	fail := func(err error) map[string]stackOutcome {
+		for _, b := range benchmarks {
+			out[b] = stackOutcome{err: err}
+		}
+		return out
 	}
-	rowsFile := filepath.Join(env.Dir, "rows-"+benchmark+".jsonl")
+	bin, err := s.build(ctx, env)
+	if err != nil {
+		return fail(err)
+	}
+	rowsFile := filepath.Join(env.Dir, "rows-"+benchmarks[0]+".jsonl") // a batch begins with a benchmark not yet run
 	_ = os.Remove(rowsFile)
 	args := []string{
 		"-test.run", "^$",
-		"-test.bench", "^" + benchmark + "$",
+		"-test.bench", "^(" + strings.Join(benchmarks, "|") + ")$",
 		"-test.benchtime", "1x",
 		"-test.timeout", "90m",
 		"-test.v",
@@ -82,20 +162,63 @@ func runStackBenchmark(ctx context.Context, env *bench.Env, id, benchmark string
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = filepath.Join(env.Root, "e2e") // the harness builds ../cmd/drover
 	cmd.Env = env.GoEnv
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	var output bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &output, &output
 	env.Logf("%s %v", filepath.Base(bin), args)
 	runErr := cmd.Run()
 	rows, readErr := readRows(rowsFile)
-	switch {
-	case runErr != nil:
-		return nil, fmt.Errorf("%s: %s: %w\n%s", id, benchmark, runErr, testLines(out.Bytes(), 20, 10))
-	case readErr != nil:
-		return nil, fmt.Errorf("%s: %s: %w", id, benchmark, readErr)
-	case len(rows) == 0:
-		return nil, fmt.Errorf("%s: %s reported no rows (is it skipped?)\n%s", id, benchmark, tail(out.Bytes(), 40))
+	if readErr != nil {
+		return fail(readErr)
 	}
-	return rows, nil
+	parts := splitByBenchmark(output.Bytes(), benchmarks)
+	for _, b := range benchmarks {
+		var mine []bench.Row
+		for _, r := range rows {
+			if s.benchmarkOf(r) == b {
+				mine = append(mine, r)
+			}
+		}
+		part, ran := parts[b]
+		if !ran {
+			part = output.Bytes() // it never started: what came before explains why
+		}
+		failed := bytes.Contains(part, []byte("--- FAIL: "+b))
+		switch {
+		case failed || runErr != nil && len(mine) == 0:
+			err := runErr
+			if err == nil {
+				err = errors.New("failed")
+			}
+			out[b] = stackOutcome{err: fmt.Errorf("%s: %w\n%s", b, err, testLines(part, 20, 10))}
+		case len(mine) == 0:
+			out[b] = stackOutcome{err: fmt.Errorf("%s reported no rows (is it skipped?)\n%s", b, tail(part, 40))}
+		default:
+			out[b] = stackOutcome{rows: mine}
+		}
+	}
+	return out
+}
+
+// splitByBenchmark cuts the output of a test binary run with -test.v into each benchmark's part:
+// from the line that names it alone, as the testing package writes it when the benchmark starts,
+// to the next such line of another benchmark.
+func splitByBenchmark(output []byte, benchmarks []string) map[string][]byte {
+	parts := map[string][]byte{}
+	current, from := "", 0
+	at := 0
+	for line := range bytes.Lines(output) {
+		if name := string(bytes.TrimSpace(line)); slices.Contains(benchmarks, name) && name != current {
+			if current != "" {
+				parts[current] = append(parts[current], output[from:at]...)
+			}
+			current, from = name, at
+		}
+		at += len(line)
+	}
+	if current != "" {
+		parts[current] = append(parts[current], output[from:]...)
+	}
+	return parts
 }
 
 func readRows(path string) ([]bench.Row, error) {

@@ -35,3 +35,26 @@ func TestTestLinesPicksTheBenchmarksOwnLines(t *testing.T) {
 		t.Fatalf("without test lines: %q", got)
 	}
 }
+
+// The benchmarks of one process are told apart by the line that names each as it starts; a
+// failure is charged to its own benchmark only.
+func TestSplitByBenchmark(t *testing.T) {
+	t.Parallel()
+	out := "goos: linux\nBenchmarkFigureA\n    a_test.go:3: a log\nBenchmarkFigureA-2   \t       1\t    449242 ns/op\n" +
+		"BenchmarkFigureB\n    b_test.go:4: boom\n--- FAIL: BenchmarkFigureB\n" +
+		"BenchmarkFigureC\n    c_test.go:5: c log\nBenchmarkFigureC-2   \t       1\t    79801 ns/op\nFAIL\n"
+	parts := splitByBenchmark([]byte(out), []string{"BenchmarkFigureA", "BenchmarkFigureB", "BenchmarkFigureC", "BenchmarkFigureD"})
+	want := map[string]string{
+		"BenchmarkFigureA": "BenchmarkFigureA\n    a_test.go:3: a log\nBenchmarkFigureA-2   \t       1\t    449242 ns/op\n",
+		"BenchmarkFigureB": "BenchmarkFigureB\n    b_test.go:4: boom\n--- FAIL: BenchmarkFigureB\n",
+		"BenchmarkFigureC": "BenchmarkFigureC\n    c_test.go:5: c log\nBenchmarkFigureC-2   \t       1\t    79801 ns/op\nFAIL\n",
+	}
+	if len(parts) != len(want) {
+		t.Errorf("parts of %d benchmarks, want %d: %q", len(parts), len(want), parts)
+	}
+	for b, w := range want {
+		if got := string(parts[b]); got != w {
+			t.Errorf("%s: part %q, want %q", b, got, w)
+		}
+	}
+}

@@ -6,19 +6,19 @@ import "github.com/drover-run/drover/internal/bench"
 // package e2e (figure_*_test.go), run on the whole stack.
 
 // p2 is a warm turn through drover's client against the same turn sent straight to a warm CLI.
-func p2() bench.Figure {
-	return stackFigure("P2", "warm turn: prompt Update → complete event in the log ÷ prompt → result on a warm CLI",
+func p2(stack *stackRunner) bench.Figure {
+	return stack.figure("P2", "warm turn: prompt Update → complete event in the log ÷ prompt → result on a warm CLI",
 		bench.RatioAtMost(1.2), "BenchmarkFigureTurn")
 }
 
 // p2CLI is the same warm turn as a person runs it: drover task prompt, drover task watch.
-func p2CLI() bench.Figure {
-	return stackFigure("P2cli", "warm turn: drover task prompt → complete printed by drover task watch ÷ prompt → result on a warm CLI",
+func p2CLI(stack *stackRunner) bench.Figure {
+	return stack.figure("P2cli", "warm turn: drover task prompt → complete printed by drover task watch ÷ prompt → result on a warm CLI",
 		bench.RatioAtMost(1.5), "BenchmarkFigureTurnCLI")
 }
 
 // p2Cold is a new task's first turn against a bare claude -p run.
-func p2Cold() bench.Figure {
-	return stackFigure("P2cold", "first turn: new task → its complete event in the log ÷ a bare claude -p run",
+func p2Cold(stack *stackRunner) bench.Figure {
+	return stack.figure("P2cold", "first turn: new task → its complete event in the log ÷ a bare claude -p run",
 		bench.RatioAtMost(1.1), "BenchmarkFigureColdTurn")
 }
