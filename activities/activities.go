@@ -48,6 +48,15 @@ func (a *Activities) RegisterShared(w worker.ActivityRegistry) {
 // RegisterHost registers what runs on this host's own queue.
 func (a *Activities) RegisterHost(w worker.ActivityRegistry) {
 	w.RegisterActivityWithOptions(a.RunTurn, activity.RegisterOptions{Name: task.ActivityRunTurn})
+	// Tasks whose workflows ran an earlier drover sent their control calls here.
+	a.RegisterControl(w)
+}
+
+// ControlQueue is this host's queue of control calls (task.ControlQueue).
+func (a *Activities) ControlQueue() string { return task.ControlQueue(a.HostQueue()) }
+
+// RegisterControl registers what runs on this host's control queue.
+func (a *Activities) RegisterControl(w worker.ActivityRegistry) {
 	w.RegisterActivityWithOptions(a.InterruptTurn, activity.RegisterOptions{Name: task.ActivityInterruptTurn})
 	w.RegisterActivityWithOptions(a.StopExecutor, activity.RegisterOptions{Name: task.ActivityStopExecutor})
 	w.RegisterActivityWithOptions(a.CancelTurn, activity.RegisterOptions{Name: task.ActivityCancelTurn})

@@ -1,8 +1,11 @@
 package e2e
 
 import (
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/drover-run/drover/events"
 	fa "github.com/drover-run/drover/internal/fakeanthropic"
@@ -65,5 +68,67 @@ func TestInterruptRunningTurn(t *testing.T) {
 	reqs := e.fake.MainRequests()
 	if last := reqs[len(reqs)-1].LastUserText(); !strings.Contains(last, "next question") {
 		t.Errorf("the next turn sent %q", last)
+	}
+}
+
+// A host runs at most --max-turns turns at once, however many wait in its queue, and a call to
+// interrupt one of them still reaches it: control calls have a queue of their own. The fake
+// Messages API's own ledger witnesses how many turns ran at once.
+func TestMaxTurnsBoundsTurnsAndLeavesRoomForControl(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.startWorker("host-"+e.queue, "--max-turns", "1")
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	releaseAll := func() { releaseOnce.Do(func() { close(release) }) }
+	defer releaseAll()
+	const tasks = 3
+	for range tasks {
+		e.fake.Enqueue(fa.Reply(fa.Text("STARTED"), fa.Text("rest")).WithHold(1, release))
+	}
+	ids := make([]string, tasks)
+	for i := range ids {
+		ids[i] = e.taskID(fmt.Sprintf("bounded-%d", i))
+		if _, err := e.tc.Start(e.ctx, ids[i], e.params(), task.Prompt{Text: "question " + ids[i]}, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var running string
+	e.waitFor("a turn to stream", func() bool {
+		for _, id := range ids {
+			if _, ok := streamed(e.events(id), 1, "STARTED"); ok {
+				running = id
+				return true
+			}
+		}
+		return false
+	})
+	e.waitFor("every task's first turn to be under way", func() bool {
+		for _, id := range ids {
+			if st, err := e.tc.State(e.ctx, id); err != nil || st.RunningTurn != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	time.Sleep(2 * time.Second) // room for a turn beyond the bound to start, were it let
+	if n := len(e.fake.MainRequests()); n != 1 {
+		t.Fatalf("the Messages API received %d requests at once from a host with --max-turns 1", n)
+	}
+
+	r, err := e.tc.Interrupt(e.ctx, running)
+	if err != nil || !r.Interrupted {
+		t.Fatalf("interrupting the host's only running turn, with turns waiting behind it: %+v, %v", r, err)
+	}
+	e.waitTurns(running, 1)
+	if rec, err := store.GetTurn(e.ctx, e.db(), running, 1); err != nil || rec.Status != store.TurnInterrupted {
+		t.Errorf("the interrupted turn's record: %+v, %v; want interrupted", rec, err)
+	}
+	releaseAll()
+	for _, id := range ids {
+		e.waitTurns(id, 1)
+	}
+	if n := len(e.fake.MainRequests()); n != tasks {
+		t.Errorf("the Messages API received %d requests for %d turns", n, tasks)
 	}
 }

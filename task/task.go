@@ -52,10 +52,18 @@ func HostQueue(executorID string) string { return hostQueuePrefix + executorID }
 
 const hostQueuePrefix = "executor/"
 
+// ControlQueue is the task queue of the short calls (interrupt, cancel, stop the CLI) sent to the
+// host of hostQueue. A host serves it with slots of its own, so that a call to stop a turn never
+// waits behind the turns that fill the host's queue, and those turns are bounded by the host's
+// limit alone.
+func ControlQueue(hostQueue string) string { return hostQueue + controlQueueSuffix }
+
+const controlQueueSuffix = "/control"
+
 // HostOfQueue returns the executor id of a host queue; ok is false when queue is not one.
 func HostOfQueue(queue string) (executorID string, ok bool) {
 	id, ok := strings.CutPrefix(queue, hostQueuePrefix)
-	return id, ok && id != ""
+	return id, ok && id != "" && !strings.HasSuffix(id, controlQueueSuffix)
 }
 
 // PermissionMode is how a task's tool calls are approved.

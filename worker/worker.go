@@ -116,6 +116,10 @@ func (c *Config) validate() error {
 	return nil
 }
 
+// controlSlots bounds the control calls a host runs at once. Each is short (it signals a turn or
+// a CLI process and returns), so a few serve any number of turns.
+const controlSlots = 16
+
 // DefaultMaxConcurrentTurns is Config.MaxConcurrentTurns when it is zero.
 const DefaultMaxConcurrentTurns = 32
 
@@ -127,7 +131,8 @@ type Worker struct {
 	engine *engine.Engine
 	acts   *activities.Activities
 	shared sdkworker.Worker
-	host   sdkworker.Worker
+	// host runs this host's turns; control its control calls (task.ControlQueue).
+	host, control sdkworker.Worker
 	// stopBeat ends the host's liveness loop; beatDone closes when it has.
 	stopBeat context.CancelFunc
 	beatDone chan struct{}
@@ -200,18 +205,28 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 	workflows.Register(w.shared)
 	w.acts.RegisterShared(w.shared)
 
+	// The host's queue runs its turns, as many at once as its limit; the control queue runs the
+	// short calls that interrupt, cancel or stop them, so those never wait behind turns.
 	w.host = sdkworker.New(c, w.acts.HostQueue(), sdkworker.Options{
-		MaxConcurrentActivityExecutionSize: cfg.MaxConcurrentTurns + 8,
-		// Stop drains the turns first (see Drain); this bounds what is left, control calls.
+		MaxConcurrentActivityExecutionSize: cfg.MaxConcurrentTurns,
+		// Stop drains the turns first (see Drain); this bounds what is left.
 		WorkerStopTimeout: 5 * time.Second,
 	})
 	w.acts.RegisterHost(w.host)
+	w.control = sdkworker.New(c, w.acts.ControlQueue(), sdkworker.Options{
+		MaxConcurrentActivityExecutionSize: controlSlots,
+		WorkerStopTimeout:                  5 * time.Second,
+	})
+	w.acts.RegisterControl(w.control)
 
 	if err := w.shared.Start(); err != nil {
 		return nil, fmt.Errorf("worker: starting the shared worker: %w", err)
 	}
 	if err := w.host.Start(); err != nil {
 		return nil, fmt.Errorf("worker: starting the host worker: %w", err)
+	}
+	if err := w.control.Start(); err != nil {
+		return nil, fmt.Errorf("worker: starting the control worker: %w", err)
 	}
 	beatCtx, stopBeat := context.WithCancel(context.WithoutCancel(ctx))
 	w.stopBeat, w.beatDone = stopBeat, make(chan struct{})
@@ -260,6 +275,9 @@ func (w *Worker) Stop(ctx context.Context) {
 	}
 	if w.host != nil {
 		w.host.Stop()
+	}
+	if w.control != nil {
+		w.control.Stop()
 	}
 	if w.engine != nil {
 		w.engine.Close(ctx)

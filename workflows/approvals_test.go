@@ -774,7 +774,7 @@ func TestCancelWhileARequestWaits(t *testing.T) {
 	st := query(t, env)
 	assert.Equal(t, task.StatusCancelled, st.Status)
 	assert.Empty(t, st.Awaiting, "cancelling closes every waiting request")
-	assert.Equal(t, []controlCall{{In: task.InterruptTurnInput{TaskID: defaultTestTaskID, Turn: 1}, Queue: hostA}},
+	assert.Equal(t, []controlCall{{In: task.InterruptTurnInput{TaskID: defaultTestTaskID, Turn: 1}, Queue: task.ControlQueue(hostA)}},
 		rec.cancelCalls(), "the host is told to stop the waiting turn at once")
 	assert.Len(t, rec.stopCalls(), 1)
 	assert.Empty(t, rec.deliveryCalls(), "nothing is delivered for cancelled requests")

@@ -51,7 +51,7 @@ func (s *taskState) interrupt(ctx workflow.Context) (task.InterruptResult, error
 	}
 	// The turn may still be looking for a host.
 	if err := workflow.Await(ctx, func() bool { return s.hostQueue != "" || s.running != turn }); err != nil {
-		return task.InterruptResult{}, fmt.Errorf("interrupting turn %d: %w", turn, err)
+		return task.InterruptResult{}, interruptFailed(turn, err)
 	}
 	if s.running != turn {
 		return task.InterruptResult{}, nil
@@ -59,10 +59,18 @@ func (s *taskState) interrupt(ctx workflow.Context) (task.InterruptResult, error
 	actx := s.controlContext(ctx, s.hostQueue, s.lim.interruptTimeout, fmt.Sprintf("interrupt turn %d", turn))
 	in := task.InterruptTurnInput{TaskID: s.taskID, Turn: turn}
 	if err := workflow.ExecuteActivity(actx, task.ActivityInterruptTurn, in).Get(ctx, nil); err != nil {
-		return task.InterruptResult{}, fmt.Errorf("interrupting turn %d: %w", turn, err)
+		return task.InterruptResult{}, interruptFailed(turn, err)
 	}
 	workflow.GetLogger(ctx).Info("turn interrupted", "turn", turn)
 	return task.InterruptResult{Interrupted: true, Turn: turn}, nil
+}
+
+// interruptFailed is the Update's answer when the interrupt of turn did not reach it.
+func interruptFailed(turn int, err error) error {
+	errType, msg := describeError(err)
+	return temporal.NewApplicationErrorWithCause(
+		fmt.Sprintf("interrupting turn %d: the host did not interrupt it (%s: %s); the turn goes on", turn, errType, msg),
+		ErrTypeInterruptFailed, err)
 }
 
 // stopExecutor asks the task's host to stop the task's executor, so that no
@@ -79,10 +87,11 @@ func (s *taskState) stopExecutor(ctx workflow.Context) {
 	}
 }
 
-// controlContext carries the options of the short activities sent to a host.
+// controlContext carries the options of the short activities sent to a host: they go to its
+// control queue, which turns do not fill.
 func (s *taskState) controlContext(ctx workflow.Context, host string, timeout time.Duration, summary string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:              host,
+		TaskQueue:              task.ControlQueue(host),
 		ScheduleToStartTimeout: timeout,
 		StartToCloseTimeout:    timeout,
 		RetryPolicy: &temporal.RetryPolicy{

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -71,6 +72,33 @@ func TestValidatorRejects(t *testing.T) {
 	assert.Equal(t, 3, st.Turn)
 }
 
+// An interrupt whose host does not interrupt the turn is answered with a typed error, and the
+// turn goes on to its end.
+func TestInterruptThatDoesNotReachTheTurn(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, defaultLimits)
+	rec := &recorder{}
+	rec.mockHosts(env, hostA)
+	env.OnActivity(task.ActivityInterruptTurn, mock.Anything, mock.Anything).Return(
+		temporal.NewApplicationError("no such turn here", "Unreachable"))
+	env.OnActivity(task.ActivityStopExecutor, mock.Anything, mock.Anything).Return(nil).Maybe()
+	rec.mockRunTurn(env, completeTurn).After(10 * time.Minute)
+	var interrupt *update
+	env.RegisterDelayedCallback(func() { sendPrompt(env, "p1", "long job") }, 0)
+	env.RegisterDelayedCallback(func() { interrupt = sendUpdate(env, task.UpdateInterrupt, "i1") }, time.Minute)
+	env.RegisterDelayedCallback(func() { sendUpdate(env, task.UpdateClose, "close") }, time.Hour)
+	env.ExecuteWorkflow(task.WorkflowName, params())
+	st := result(t, env)
+
+	require.NotNil(t, interrupt)
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(interrupt.err, &appErr), "the interrupt's error is an application error: %v", interrupt.err)
+	assert.Equal(t, ErrTypeInterruptFailed, appErr.Type())
+	assert.Contains(t, appErr.Error(), "no such turn here", "the error says what the host answered")
+	assert.Equal(t, 1, st.Totals.Turns, "the turn went on to its end")
+	assert.Zero(t, st.Totals.FailedTurns)
+}
+
 func TestInterruptRunningTurn(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t, defaultLimits)
@@ -96,8 +124,8 @@ func TestInterruptRunningTurn(t *testing.T) {
 
 	assert.Equal(t, task.InterruptResult{Interrupted: true, Turn: 1}, as[task.InterruptResult](t, running))
 	assert.Equal(t, task.InterruptResult{}, as[task.InterruptResult](t, idle), "nothing to interrupt while idle")
-	assert.Equal(t, []controlCall{{In: task.InterruptTurnInput{TaskID: defaultTestTaskID, Turn: 1}, Queue: hostA}},
-		rec.interruptCalls(), "InterruptTurn goes to the host queue, once")
+	assert.Equal(t, []controlCall{{In: task.InterruptTurnInput{TaskID: defaultTestTaskID, Turn: 1}, Queue: task.ControlQueue(hostA)}},
+		rec.interruptCalls(), "InterruptTurn goes to the host's control queue, once")
 	assert.False(t, canceled, "an interrupt does not cancel the RunTurn activity")
 	assert.Equal(t, 1, st.Totals.Turns, "the interrupted turn ends with its own result")
 	assert.Equal(t, 0, st.Totals.FailedTurns)
@@ -125,10 +153,10 @@ func TestCancelStopsTheExecutor(t *testing.T) {
 	var canceledErr *temporal.CanceledError
 	require.True(t, errors.As(err, &canceledErr), "the workflow ends cancelled: %v", err)
 	assert.Equal(t, []string{task.ActivityRunTurn}, canceled, "the running turn is cancelled")
-	assert.Equal(t, []controlCall{{In: task.InterruptTurnInput{TaskID: defaultTestTaskID, Turn: 1}, Queue: hostA}},
-		rec.cancelCalls(), "the host is told to stop the turn at once, on its queue")
-	assert.Equal(t, []controlCall{{In: task.InterruptTurnInput{TaskID: defaultTestTaskID, Turn: 1}, Queue: hostA}},
-		rec.stopCalls(), "StopExecutor runs on the host queue")
+	assert.Equal(t, []controlCall{{In: task.InterruptTurnInput{TaskID: defaultTestTaskID, Turn: 1}, Queue: task.ControlQueue(hostA)}},
+		rec.cancelCalls(), "the host is told to stop the turn at once, on its control queue")
+	assert.Equal(t, []controlCall{{In: task.InterruptTurnInput{TaskID: defaultTestTaskID, Turn: 1}, Queue: task.ControlQueue(hostA)}},
+		rec.stopCalls(), "StopExecutor runs on the host's control queue")
 	st := query(t, env)
 	assert.Equal(t, task.StatusCancelled, st.Status)
 	assert.Zero(t, st.RunningTurn)

@@ -26,6 +26,9 @@ const (
 	// ErrTypeInvalidDecision: a decision was refused for its content (a grant the request did
 	// not offer, an answer that is not an option, a denial without a reason).
 	ErrTypeInvalidDecision = "InvalidDecision"
+	// ErrTypeInterruptFailed: an interrupt did not reach the running turn (its host did not take
+	// the call in time, or failed it); the turn goes on, and the interrupt can be sent again.
+	ErrTypeInterruptFailed = "InterruptFailed"
 )
 
 // rejection is the error a validator returns. It is retryable only in the

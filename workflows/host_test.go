@@ -48,7 +48,7 @@ func TestVanishedHostIsReplaced(t *testing.T) {
 	assert.Equal(t, hostB, st.HostQueue)
 	assert.Equal(t, task.Totals{CostUSD: 0.5, InputTokens: 20, OutputTokens: 40, Turns: 2}, st.Totals)
 	assert.Empty(t, st.LastError)
-	assert.Equal(t, []controlCall{{In: task.InterruptTurnInput{TaskID: defaultTestTaskID, Turn: 2}, Queue: hostB}}, rec.stopCalls())
+	assert.Equal(t, []controlCall{{In: task.InterruptTurnInput{TaskID: defaultTestTaskID, Turn: 2}, Queue: task.ControlQueue(hostB)}}, rec.stopCalls())
 }
 
 func TestNoHostFailsTheTurnAfterBoundedReassignments(t *testing.T) {

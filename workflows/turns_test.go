@@ -56,7 +56,7 @@ func TestPromptsRunInOrder(t *testing.T) {
 	assert.Empty(t, st.Pending)
 	assert.Empty(t, st.LastError)
 	// Completing the task stops its executor.
-	assert.Equal(t, []controlCall{{In: task.InterruptTurnInput{TaskID: defaultTestTaskID, Turn: 3}, Queue: hostA}}, rec.stopCalls())
+	assert.Equal(t, []controlCall{{In: task.InterruptTurnInput{TaskID: defaultTestTaskID, Turn: 3}, Queue: task.ControlQueue(hostA)}}, rec.stopCalls())
 }
 
 // defaultTestTaskID is the workflow ID the test environment gives a workflow.
