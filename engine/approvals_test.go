@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -236,31 +237,34 @@ func TestDenialsAndExpiry(t *testing.T) {
 	}
 }
 
+// firstAsksThenDies is the script of a CLI whose first launch asks about `make test`, then dies
+// before anybody answers; every launch then runs turn (the first one too, were it to live on).
+func firstAsksThenDies(turn func(c *fakecli.CLI)) func(c *fakecli.CLI) {
+	var launches atomic.Int32
+	return func(c *fakecli.CLI) {
+		first := launches.Add(1) == 1
+		c.Serve(func(c *fakecli.CLI, p fakecli.Line) {
+			c.Init()
+			if first {
+				c.Writef(`{"type":"control_request","request_id":"lost","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"make test"},"tool_use_id":"toolu_lost"}}`)
+				time.Sleep(200 * time.Millisecond)
+				c.Exit(&claudecode.ExitError{Code: -1})
+			}
+			turn(c)
+		})
+	}
+}
+
 // A retry of the turn asks again about the same call: it finds the earlier request, pending or
 // decided, and the person is not asked twice.
 func TestReaskAfterRetryFindsTheEarlierRequest(t *testing.T) {
 	t.Parallel()
 	got := &answers{}
-	var launches int
-	var mu sync.Mutex
-	r, n := supervisedRig(t, func(c *fakecli.CLI) {
-		mu.Lock()
-		launches++
-		first := launches == 1
-		mu.Unlock()
-		c.Serve(func(c *fakecli.CLI, p fakecli.Line) {
-			c.Init()
-			if first {
-				// The first attempt asks, then its process dies before anybody answers.
-				c.Writef(`{"type":"control_request","request_id":"lost","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"make test"},"tool_use_id":"toolu_lost"}}`)
-				time.Sleep(200 * time.Millisecond)
-				c.Exit(&claudecode.ExitError{Code: -1})
-			}
-			ask(c, got, "again", "Bash", map[string]any{"command": "make test"})
-			ask(c, got, "other", "Bash", map[string]any{"command": "make lint"})
-			c.Reply("ok")
-		})
-	})
+	r, n := supervisedRig(t, firstAsksThenDies(func(c *fakecli.CLI) {
+		ask(c, got, "again", "Bash", map[string]any{"command": "make test"})
+		ask(c, got, "other", "Bash", map[string]any{"command": "make lint"})
+		c.Reply("ok")
+	}))
 	if _, e := r.run(r.supervisedReq(1, 1, task.Supervised)); e == nil || e.Type != task.ErrTypeClaudeExited {
 		t.Fatalf("attempt 1: %v", e)
 	}
@@ -304,24 +308,10 @@ func TestReaskAfterRetryFindsTheEarlierRequest(t *testing.T) {
 func TestRequestsLeftByATurnAreClosed(t *testing.T) {
 	t.Parallel()
 	got := &answers{}
-	var launches int
-	var mu sync.Mutex
-	r, _ := supervisedRig(t, func(c *fakecli.CLI) {
-		mu.Lock()
-		launches++
-		first := launches == 1
-		mu.Unlock()
-		c.Serve(func(c *fakecli.CLI, p fakecli.Line) {
-			c.Init()
-			if first {
-				c.Writef(`{"type":"control_request","request_id":"lost","request":{"subtype":"can_use_tool","tool_name":"Bash","input":{"command":"make test"},"tool_use_id":"toolu_lost"}}`)
-				time.Sleep(200 * time.Millisecond)
-				c.Exit(&claudecode.ExitError{Code: -1})
-			}
-			ask(c, got, "other", "Bash", map[string]any{"command": "make lint"})
-			c.Reply("ok")
-		})
-	})
+	r, _ := supervisedRig(t, firstAsksThenDies(func(c *fakecli.CLI) {
+		ask(c, got, "other", "Bash", map[string]any{"command": "make lint"})
+		c.Reply("ok")
+	}))
 	if _, e := r.run(r.supervisedReq(1, 1, task.Supervised)); e == nil {
 		t.Fatal("attempt 1 did not fail")
 	}

@@ -10,14 +10,11 @@ import (
 	"github.com/google/uuid"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
-	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/drover-run/drover/activities"
 	"github.com/drover-run/drover/internal/pgtest"
 	"github.com/drover-run/drover/internal/temporaltest"
 	"github.com/drover-run/drover/store"
@@ -91,76 +88,24 @@ func TestHandOnReportsALostHostsTasks(t *testing.T) {
 	}
 
 	cases := map[string]struct {
-		host   string
-		record func(ctx context.Context, taskID string, s store.AttemptStart) error
-		// recorded is the row's status the attempt leaves; wantStatus the status after handOn.
-		recorded, wantStatus store.ExecutorStatus
-		reported, signalled  bool
+		openAttempt
+		// wantStatus is the row's status after handOn.
+		wantStatus          store.ExecutorStatus
+		reported, signalled bool
 	}{
-		"running": {host: lost, recorded: store.ExecutorRunning, wantStatus: store.ExecutorFailed, reported: true, signalled: true,
-			record: func(ctx context.Context, taskID string, s store.AttemptStart) error {
-				return store.SetExecutorRunning(ctx, db, taskID, s.AttemptID, 4242)
-			}},
-		"starting":  {host: lost, recorded: store.ExecutorStarting, wantStatus: store.ExecutorFailed, reported: true, signalled: true},
-		"committed": {host: lost, recorded: store.ExecutorIdle, wantStatus: store.ExecutorIdle, reported: true, signalled: true, record: commit(db)},
-		"committed long ago": {host: lost, recorded: store.ExecutorIdle, wantStatus: store.ExecutorIdle, signalled: true,
-			record: func(ctx context.Context, taskID string, s store.AttemptStart) error {
-				if err := commit(db)(ctx, taskID, s); err != nil {
-					return err
-				}
-				_, err := db.Exec(ctx, `UPDATE executors_running SET updated_at = now() - interval '1 hour' WHERE task_id = $1`, taskID)
-				return err
-			}},
-		"failed": {host: lost, recorded: store.ExecutorFailed, wantStatus: store.ExecutorFailed, signalled: true,
-			record: func(ctx context.Context, taskID string, s store.AttemptStart) error {
-				return store.EndAttempt(ctx, db, store.AttemptEnd{TaskID: taskID, AttemptID: s.AttemptID, Status: store.ExecutorFailed, Error: "x"})
-			}},
-		"live host": {host: live, recorded: store.ExecutorStarting, wantStatus: store.ExecutorStarting},
+		"running":            {openAttempt{host: lost, record: recordRunning, recorded: store.ExecutorRunning}, store.ExecutorFailed, true, true},
+		"starting":           {openAttempt{host: lost, recorded: store.ExecutorStarting}, store.ExecutorFailed, true, true},
+		"committed":          {openAttempt{host: lost, record: recordCommitted, recorded: store.ExecutorIdle}, store.ExecutorIdle, true, true},
+		"committed long ago": {openAttempt{host: lost, record: recordCommitted, recorded: store.ExecutorIdle, longAgo: true}, store.ExecutorIdle, false, true},
+		"failed":             {openAttempt{host: lost, record: recordFailed, recorded: store.ExecutorFailed}, store.ExecutorFailed, false, true},
+		"live host":          {openAttempt{host: live, recorded: store.ExecutorStarting}, store.ExecutorStarting, false, false},
+	}
+	attempts := map[string]openAttempt{}
+	for name, tc := range cases {
+		attempts[name] = tc.openAttempt
 	}
 	queue := "hosts-" + id
-	w := sdkworker.New(c, queue, sdkworker.Options{})
-	w.RegisterWorkflowWithOptions(attemptThenListen, workflow.RegisterOptions{Name: "attemptThenListen"})
-	w.RegisterActivityWithOptions(func(ctx context.Context, taskID string) error {
-		info := activity.GetInfo(ctx)
-		tc := cases[taskID[len(queue)+1:]]
-		s := store.AttemptStart{TaskID: taskID, AttemptID: activities.AttemptID(info.WorkflowExecution.RunID, info.ActivityID, 1),
-			AttemptToken: info.TaskToken, HostID: tc.host, Turn: 1, Prompt: "p", PromptUUID: uuid.NewString()}
-		if _, err := store.BeginAttempt(ctx, db, s); err != nil {
-			return err
-		}
-		if tc.record != nil {
-			if err := tc.record(ctx, taskID, s); err != nil {
-				return err
-			}
-		}
-		return activity.ErrResultPending
-	}, activity.RegisterOptions{Name: "leave"})
-	if err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Stop)
-
-	runs := map[string]client.WorkflowRun{}
-	for name := range cases {
-		wid := queue + "/" + name
-		run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: wid, TaskQueue: queue}, "attemptThenListen", wid)
-		if err != nil {
-			t.Fatal(err)
-		}
-		runs[name] = run
-	}
-	for name, tc := range cases {
-		for {
-			x, err := store.GetExecutor(ctx, db, queue+"/"+name)
-			if err == nil && x.Status == tc.recorded && (name != "committed long ago" || time.Since(x.UpdatedAt) > time.Hour/2) {
-				break
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("%s: the attempt never recorded itself", name)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	runs := leaveAttempts(ctx, t, c, db, queue, attemptThenListen, attempts)
 	// A task of the lost host whose workflow is gone: there is nothing to tell, and its
 	// attempt's end is recorded all the same.
 	gone := queue + "/gone"
