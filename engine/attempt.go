@@ -488,13 +488,24 @@ func (a *attempt) executor(ctx context.Context, workspace, sessionID, resumeAt s
 		}
 	}
 
+	if err := e.admit(ctx); err != nil {
+		if spec.debug != nil {
+			_ = spec.debug.Close()
+		}
+		return nil, false, contextFailure(ctx)
+	}
 	ex, err := startExecutor(ctx, e.cfg.Launcher, req.TaskID, spec, a.log)
 	if err != nil {
+		e.release()
 		if spec.debug != nil {
 			_ = spec.debug.Close()
 		}
 		return nil, false, &Error{Type: task.ErrTypeClaudeStartFailed, Err: err}
 	}
+	go func(exited <-chan struct{}) {
+		<-exited
+		e.release()
+	}(ex.proc.Exited())
 	if err := ex.initialize(ctx, initializeRequest(spec.supervisable)); err != nil {
 		ex.stop(ctx, "initialize failed")
 		<-ex.exited

@@ -83,6 +83,11 @@ type Config struct {
 	// MaxIdle bounds the CLI processes kept waiting for a next turn; beyond it the longest idle
 	// are stopped (their tasks resume from Postgres). Defaults to DefaultMaxIdle.
 	MaxIdle int
+	// MaxTurns is the number of turns the host runs at once (its Temporal worker's slots for
+	// turns). With it, the host's CLI processes, running a turn, idle or being stopped, never
+	// number more than MaxTurns + MaxIdle: a new one waits for room, and the longest idle is
+	// stopped to make it. Zero bounds only the idle ones.
+	MaxTurns int
 	// HeartbeatInterval is how often a running attempt calls Request.Heartbeat. Defaults to
 	// DefaultHeartbeatInterval.
 	HeartbeatInterval time.Duration

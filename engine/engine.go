@@ -31,6 +31,11 @@ type Engine struct {
 	// evicting counts the idle processes evictIdle is stopping: until they exit they hold their
 	// memory, so they count against MaxIdle.
 	evicting atomic.Int32
+	// procSlots holds a token for every CLI process of the host, from its start to its exit;
+	// its capacity is MaxTurns + MaxIdle (nil: no bound). admitting counts the starts waiting
+	// for a token.
+	procSlots chan struct{}
+	admitting atomic.Int32
 }
 
 // runningAttempt is an attempt in progress and the way to cancel it.
@@ -48,6 +53,9 @@ func New(cfg Config) (*Engine, error) {
 	}
 	removeLeftoverDirs(cfg.HostID, cfg.Logger)
 	e := &Engine{cfg: cfg, pool: newPool(), interrupts: make(map[string]int), running: make(map[string]runningAttempt)}
+	if cfg.MaxTurns > 0 {
+		e.procSlots = make(chan struct{}, cfg.MaxTurns+cfg.MaxIdle)
+	}
 	e.decisions = newDecisions(cfg.DB, func(msg string, args ...any) { cfg.Logger.Warn(msg, args...) })
 	return e, nil
 }

@@ -117,8 +117,13 @@ func (e *Engine) keepOrStop(ctx context.Context, ex *executor) {
 
 // evictIdle stops the processes idle the longest while more than MaxIdle wait for a next turn or
 // are still being stopped by an earlier eviction: each holds a couple of hundred MB until it has
-// exited, so that the CLI processes of a host stay within MaxTurns + MaxIdle.
+// exited.
 func (e *Engine) evictIdle(ctx context.Context) {
+	e.evictLongestIdle(ctx, len(e.idle())+int(e.evicting.Load())-e.cfg.MaxIdle, "too many idle processes")
+}
+
+// idle returns the idle processes, the longest idle first.
+func (e *Engine) idle() []*executor {
 	type idle struct {
 		ex    *executor
 		since time.Time
@@ -129,18 +134,67 @@ func (e *Engine) evictIdle(ctx context.Context) {
 			idles = append(idles, idle{ex, since})
 		}
 	}
-	over := len(idles) + int(e.evicting.Load()) - e.cfg.MaxIdle
-	if over <= 0 {
+	slices.SortFunc(idles, func(x, y idle) int { return x.since.Compare(y.since) })
+	out := make([]*executor, len(idles))
+	for i, x := range idles {
+		out[i] = x.ex
+	}
+	return out
+}
+
+// evictLongestIdle stops, in the background, up to n of the processes idle the longest.
+func (e *Engine) evictLongestIdle(ctx context.Context, n int, reason string) {
+	if n <= 0 {
 		return
 	}
-	slices.SortFunc(idles, func(x, y idle) int { return x.since.Compare(y.since) })
-	for _, i := range idles[:min(over, len(idles))] {
-		if e.pool.removeIf(i.ex) {
+	idles := e.idle()
+	for _, ex := range idles[:min(n, len(idles))] {
+		if e.pool.removeIf(ex) {
 			e.evicting.Add(1)
 			go func() {
 				defer e.evicting.Add(-1)
-				e.retire(context.WithoutCancel(ctx), i.ex, "too many idle processes")
+				e.retire(context.WithoutCancel(ctx), ex, reason)
 			}()
 		}
+	}
+}
+
+// admitEvery is how often a start waiting for room looks again.
+const admitEvery = 50 * time.Millisecond
+
+// admit waits for room for one more CLI process on the host (Config.MaxTurns) and takes it; the
+// caller gives it back with release once the process has exited (or did not start). While the
+// host is full it stops the longest idle process, one for each start that waits and is not
+// already being made room for.
+func (e *Engine) admit(ctx context.Context) error {
+	if e.procSlots == nil {
+		return nil
+	}
+	select {
+	case e.procSlots <- struct{}{}:
+		return nil
+	default:
+	}
+	e.admitting.Add(1)
+	defer e.admitting.Add(-1)
+	for {
+		e.evictLongestIdle(ctx, int(e.admitting.Load()-e.evicting.Load()), "making room for a new claude process")
+		t := time.NewTimer(admitEvery)
+		select {
+		case e.procSlots <- struct{}{}:
+			t.Stop()
+			return nil
+		case <-ctx.Done():
+			t.Stop()
+			return context.Cause(ctx)
+		case <-t.C:
+		}
+	}
+}
+
+// release gives back the room admit took.
+func (e *Engine) release() {
+	if e.procSlots != nil {
+		<-e.procSlots
 	}
 }

@@ -192,6 +192,7 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 		KeepAlive:     cfg.KeepAlive,
 		StallTimeout:  cfg.StallTimeout,
 		MaxIdle:       cfg.MaxIdle,
+		MaxTurns:      cfg.MaxConcurrentTurns,
 		DebugDir:      cfg.DebugDir,
 		Notifier:      activities.Notifier{Temporal: c},
 		Logger:        log,
