@@ -257,7 +257,7 @@ func TestAllowAlways(t *testing.T) {
 	}
 }
 
-// A request nobody answers by its deadline (ApprovalTimeout 3 s) is denied by drover with an
+// A request nobody answers by its deadline (ApprovalTimeout 6 s) is denied by drover with an
 // interrupt: the turn ends interrupted, the model is not called again in it, and the row says
 // expired, decided by drover. A deadline extended before it passes holds the request open.
 func TestApprovalDeadline(t *testing.T) {
@@ -273,13 +273,15 @@ func TestApprovalDeadline(t *testing.T) {
 	)
 	id := e.taskID("deadline")
 	p := e.supervisedParams()
-	p.ApprovalTimeout = 3 * time.Second
+	// Long enough for the test to see the second request and extend it on a loaded machine.
+	const deadline = 6 * time.Second
+	p.ApprovalTimeout = deadline
 	if _, err := e.tc.Start(e.ctx, id, p, task.Prompt{Text: "run it, if anybody lets you"}, ""); err != nil {
 		t.Fatal(err)
 	}
 	r := e.waitAsked(id, "echo late")
-	if got := r.Deadline.Sub(r.Since); got < 2900*time.Millisecond || got > 3100*time.Millisecond {
-		t.Errorf("deadline %s after the ask, want 3s", got)
+	if got := r.Deadline.Sub(r.Since); got < deadline-100*time.Millisecond || got > deadline+100*time.Millisecond {
+		t.Errorf("deadline %s after the ask, want %s", got, deadline)
 	}
 	st := e.waitTurns(id, 1)
 	row := e.row(id, r.RequestID)
