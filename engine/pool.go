@@ -119,7 +119,8 @@ func (e *Engine) keepOrStop(ctx context.Context, ex *executor) {
 // are still being stopped by an earlier eviction: each holds a couple of hundred MB until it has
 // exited.
 func (e *Engine) evictIdle(ctx context.Context) {
-	e.evictLongestIdle(ctx, len(e.idle())+int(e.evicting.Load())-e.cfg.MaxIdle, "too many idle processes")
+	idles := e.idle()
+	e.evict(ctx, idles, len(idles)+int(e.evicting.Load())-e.cfg.MaxIdle, "too many idle processes")
 }
 
 // idle returns the idle processes, the longest idle first.
@@ -144,11 +145,14 @@ func (e *Engine) idle() []*executor {
 
 // evictLongestIdle stops, in the background, up to n of the processes idle the longest.
 func (e *Engine) evictLongestIdle(ctx context.Context, n int, reason string) {
-	if n <= 0 {
-		return
+	if n > 0 {
+		e.evict(ctx, e.idle(), n, reason)
 	}
-	idles := e.idle()
-	for _, ex := range idles[:min(n, len(idles))] {
+}
+
+// evict stops, in the background, up to n of idles (the longest idle first).
+func (e *Engine) evict(ctx context.Context, idles []*executor, n int, reason string) {
+	for _, ex := range idles[:max(0, min(n, len(idles)))] {
 		if e.pool.removeIf(ex) {
 			e.evicting.Add(1)
 			go func() {
