@@ -132,6 +132,9 @@ type Params struct {
 	// (supervised and plan modes). Defaults to DefaultApprovalTimeout; a person can extend one
 	// request's deadline.
 	ApprovalTimeout time.Duration `json:"approval_timeout,omitempty"`
+	// Budget bounds what the task may spend (see Budget); zero bounds nothing but what its
+	// host's default budget bounds.
+	Budget Budget `json:"budget,omitzero"`
 	// Carry is the state handed over by continue-as-new; nil on a new task.
 	Carry *Carry `json:"carry,omitempty"`
 }
@@ -211,12 +214,23 @@ type RecentPrompt struct {
 
 // Totals add up the accounting of a task's completed turns.
 type Totals struct {
+	// CostUSD is what the API billed the attempts that committed the task's turns: each turn
+	// counted once.
 	CostUSD      float64 `json:"cost_usd"`
 	InputTokens  int64   `json:"input_tokens"`
 	OutputTokens int64   `json:"output_tokens"`
 	Turns        int     `json:"turns"`
 	FailedTurns  int     `json:"failed_turns"`
+	// FailedAttemptsCostUSD is what the API billed attempts that did not commit their turn
+	// (failed, lost with their worker, cut by a limit, then retried): real spend, kept apart
+	// from CostUSD.
+	FailedAttemptsCostUSD float64 `json:"failed_attempts_cost_usd,omitempty"`
+	// WorkDuration is the time the task's turns ran, added up.
+	WorkDuration time.Duration `json:"work_duration,omitempty"`
 }
+
+// BilledCostUSD is everything the API billed the task: what its budget's MaxCostUSD bounds.
+func (t Totals) BilledCostUSD() float64 { return t.CostUSD + t.FailedAttemptsCostUSD }
 
 // State is the answer to QueryState.
 type State struct {
@@ -236,6 +250,13 @@ type State struct {
 	Awaiting []PendingRequest `json:"awaiting,omitempty"`
 	// Grants are the permissions granted for the rest of the task.
 	Grants []Grant `json:"grants,omitempty"`
+	// Wait says why and until when the task waits for its account, while its status is
+	// waiting_for_limit, waiting_for_spend_cap or queued_for_account.
+	Wait *Wait `json:"wait,omitempty"`
+	// Budget is the task's budget as it now stands.
+	Budget Budget `json:"budget,omitzero"`
+	// BudgetExhausted says which bound the task reached, while its status is budget_exhausted.
+	BudgetExhausted *BudgetExhausted `json:"budget_exhausted,omitempty"`
 }
 
 // RunTurnInput is the input of the RunTurn activity.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"strings"
 	"time"
@@ -111,12 +112,61 @@ func (p Params) Validate() error {
 	if p.MaxAttempts < 0 || p.MaxAttempts > MaxMaxAttempts {
 		errs = append(errs, invalid("max_attempts", "%d is outside 1..%d (0 means %d)", p.MaxAttempts, MaxMaxAttempts, DefaultMaxAttempts))
 	}
+	errs = append(errs, p.Budget.validate("budget.")...)
 	if p.Carry != nil {
 		if err := p.Carry.validate(); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validate reports the bounds of b that are negative; prefix names b's place in its input.
+func (b Budget) validate(prefix string) []error {
+	var errs []error
+	if b.MaxCostUSD < 0 || math.IsNaN(b.MaxCostUSD) || math.IsInf(b.MaxCostUSD, 0) {
+		errs = append(errs, invalid(prefix+string(BoundCost), "%v is not a cost; use 0 (no bound) or a positive number of US dollars", b.MaxCostUSD))
+	}
+	if b.MaxTurns < 0 {
+		errs = append(errs, invalid(prefix+string(BoundTurns), "%d is negative; use 0 (no bound) or more", b.MaxTurns))
+	}
+	if b.MaxDuration < 0 {
+		errs = append(errs, invalid(prefix+string(BoundDuration), "%s is negative; use 0 (no bound) or a positive duration", b.MaxDuration))
+	}
+	return errs
+}
+
+// Validate reports every bound c would set that a budget cannot have, joined.
+func (c BudgetChange) Validate() error {
+	var b Budget
+	if c.MaxCostUSD != nil {
+		b.MaxCostUSD = *c.MaxCostUSD
+	}
+	if c.MaxTurns != nil {
+		b.MaxTurns = *c.MaxTurns
+	}
+	if c.MaxDuration != nil {
+		b.MaxDuration = *c.MaxDuration
+	}
+	errs := b.validate("")
+	if c == (BudgetChange{}) {
+		errs = append(errs, invalid("budget", "changes nothing; set max_cost_usd, max_turns or max_duration"))
+	}
+	return errors.Join(errs...)
+}
+
+// Apply returns b with the bounds c sets replaced.
+func (c BudgetChange) Apply(b Budget) Budget {
+	if c.MaxCostUSD != nil {
+		b.MaxCostUSD = *c.MaxCostUSD
+	}
+	if c.MaxTurns != nil {
+		b.MaxTurns = *c.MaxTurns
+	}
+	if c.MaxDuration != nil {
+		b.MaxDuration = *c.MaxDuration
+	}
+	return b
 }
 
 func validateMode(m PermissionMode) error {
