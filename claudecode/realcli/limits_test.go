@@ -365,19 +365,34 @@ func isType[T claudecode.Message](m claudecode.Message) bool {
 
 // TestUsageLimitSevenDay: the weekly window, with the overage (extra usage) refused for lack of
 // credits: the rate_limit_event and api_error_params carry overageStatus and overageDisabledReason.
+// A 429 without unified headers ("the server is limiting requests", not the account's usage) is
+// retried as with an API key, and its rate_limit_event says rejected with neither window nor
+// reset, and the result has no api_error.
 func TestUsageLimitSevenDay(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	h := start(t, clitest.Options{OAuth: true, MaxRetries: 2})
 	reset := time.Now().Add(50 * time.Hour).Truncate(time.Second)
 	h.Fake.SetLimit(h.Account(), fakeanthropic.UsageLimit(fakeanthropic.WindowSevenDay, reset).WithOverage("out_of_credits"))
-	h.Fake.Enqueue(fakeanthropic.Reply(fakeanthropic.Text("A new week.")))
 	info := checkUsageLimited(t, "weekly", h, 0, h.RunTurn(ctx, "Work this week."), fakeanthropic.LimitUsage, "seven_day", reset)
 	if info["overageStatus"] != "rejected" || info["overageDisabledReason"] != "out_of_credits" || info["isUsingOverage"] != false {
 		t.Errorf("overage fields %v", info)
 	}
 	h.Fake.LiftLimit(h.Account())
-	if r := result(t, h.RunTurn(ctx, "Work next week.")); r.IsError {
+
+	bare := fakeanthropic.Fail(429, "", time.Second)
+	h.Fake.Enqueue(bare, bare, bare, fakeanthropic.Reply(fakeanthropic.Text("A new week.")))
+	mark := len(h.Fake.Calls())
+	msgs := h.RunTurn(ctx, "Work while the server limits requests.")
+	res, _ := checkAPIError(t, "bare 429", msgs, 429, "rate_limit")
+	if d := retryDelays(t, msgs, 2, 429, "rate_limit"); len(d) != 2 || len(h.Fake.Calls()[mark:]) != 3 {
+		t.Errorf("bare 429: retry delays %v, %d calls; want 2 and 3", d, len(h.Fake.Calls()[mark:]))
+	}
+	infos := rateLimitInfos(msgs)
+	if len(infos) != 1 || infos[0]["status"] != "rejected" || infos[0]["rateLimitType"] != nil || infos[0]["resetsAt"] != nil || res["api_error"] != nil {
+		t.Errorf("bare 429: rate_limit_event %v, api_error %v", infos, res["api_error"])
+	}
+	if r := result(t, h.RunTurn(ctx, "Work next week.")); r.IsError || r.Result != "A new week." {
 		t.Errorf("after the lift: %q", r.Result)
 	}
 	if err := finish(t, h); err != nil {
