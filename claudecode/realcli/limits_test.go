@@ -486,11 +486,13 @@ func TestSpendCapAPIKey(t *testing.T) {
 	mark := len(h.Fake.Calls())
 	msgs = h.RunTurn(ctx, "Spend past the Console limit.")
 	res, synthetic := checkAPIError(t, "console limit", msgs, 400, "unknown")
-	if _, ok := res["api_error_code"]; ok || len(ofType[*claudecode.SystemAPIRetry](msgs)) != 0 {
+	if _, ok := res["api_error_code"]; ok || len(ofType[*claudecode.SystemAPIRetry](msgs)) != 0 || len(sinceLastCostOf(res)) != 0 {
 		t.Errorf("console limit: result %v", res)
 	}
-	t.Logf("console limit: %d requests for one turn (the CLI resends a refused request in other shapes), synthetic %v %v",
-		len(h.Fake.Calls()[mark:]), synthetic["error"], synthetic["api_error_type"])
+	// The CLI sends a refused request again in other shapes (without deferred tools, …).
+	if n := len(h.Fake.Calls()[mark:]); n != 6 || synthetic["api_error_type"] != "invalid_request_error" {
+		t.Errorf("console limit: %d requests for one turn, want 6; synthetic %v", n, synthetic)
+	}
 
 	h.Fake.SetLimit(acct, fakeanthropic.SpendCapLimit(fakeanthropic.SpendCapCredits))
 	mark = len(h.Fake.Calls())
@@ -910,4 +912,9 @@ func streamedCost(t *testing.T, lines [][]byte) (done, cut float64) {
 		cut = price()
 	}
 	return done, cut
+}
+
+// sinceLastCostOf returns a raw result's model_usage_since_last_result.
+func sinceLastCostOf(res map[string]any) map[string]any {
+	return obj(res, "model_usage_since_last_result")
 }
