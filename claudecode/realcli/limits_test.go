@@ -918,3 +918,41 @@ func streamedCost(t *testing.T, lines [][]byte) (done, cut float64) {
 func sinceLastCostOf(res map[string]any) map[string]any {
 	return obj(res, "model_usage_since_last_result")
 }
+
+// TestUsageLimitMidTurn: a usage limit met in the middle of a turn, after an answer was billed:
+// the turn ends with the usage-limit error, and its result's model_usage_since_last_result (and
+// total_cost_usd) count the answer billed before the limit, so the failed attempt's cost is on
+// stdout.
+func TestUsageLimitMidTurn(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	h := start(t, clitest.Options{OAuth: true, Command: claudecode.Command{PermissionMode: claudecode.PermissionBypass}})
+	h.Fake.Enqueue(fakeanthropic.Reply(fakeanthropic.Text("Working."), fakeanthropic.UseBash("sleep 2; echo drover-mid-turn")).
+		WithUsage(fakeanthropic.Usage{InputTokens: 3000, OutputTokens: 40}))
+	h.Send(ctx, claudecode.Prompt{Text: "Work until the limit."})
+	deadline := time.Now().Add(time.Minute)
+	for len(h.Fake.Ledger()) < 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no answer billed\n%s", h.Dump())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	reset := time.Now().Add(time.Hour).Truncate(time.Second)
+	h.Fake.SetLimit(h.Account(), fakeanthropic.UsageLimit(fakeanthropic.WindowFiveHour, reset))
+	msgs := h.UntilResult(ctx)
+	res, _ := checkAPIError(t, "mid-turn", msgs, 429, "rate_limit")
+	billed := h.Fake.LedgerTotals()
+	r := result(t, msgs)
+	if res["api_error"] != "usage_limit_reached" || billed.Responses != 1 ||
+		math.Abs(sinceLastCost(r)-billed.CostUSD) > 1e-9 || math.Abs(r.TotalCostUSD-billed.CostUSD) > 1e-9 {
+		t.Errorf("mid-turn: api_error %v, since last result $%v, total $%v; billed $%v in %d answers",
+			res["api_error"], sinceLastCost(r), r.TotalCostUSD, billed.CostUSD, billed.Responses)
+	}
+	if trs := toolResultFrames(msgs); len(trs) != 1 || !strings.Contains(trs[0].Content.String(), "drover-mid-turn") {
+		t.Errorf("mid-turn: the tool did not run before the limit: %+v", trs)
+	}
+	if err := finish(t, h); err == nil {
+		t.Errorf("exit 0 after a failed last turn")
+	}
+	record(t, h, "usage-limit-mid-turn")
+}
