@@ -5,8 +5,10 @@
 //
 // What it promises:
 //
-//   - The CLI never inherits the test process's ANTHROPIC_* or CLAUDE_* variables; its API key is a
-//     fake one, and a test fails if that key shows up in anything the CLI printed.
+//   - The CLI never inherits the test process's ANTHROPIC_* or CLAUDE_* variables; its credential is
+//     a fake API key (or, with Options.OAuth, a fake claude.ai OAuth token), and a test fails if it
+//     shows up in anything the CLI printed. Harness.Account names it in the fake API's account
+//     limits and request log.
 //   - When the test ends (or Close is called), every CLI process the harness started has exited and
 //     neither its pid nor its process group is left.
 //   - The stdin record is byte for byte what the client wrote, re-marshalled with the same claudecode

@@ -33,6 +33,10 @@ type Options struct {
 	Handler claudecode.Handler
 	// MaxRetries is CLAUDE_CODE_MAX_RETRIES. Defaults to 0: an API error ends the turn at once.
 	MaxRetries int
+	// OAuth gives the CLI a fake claude.ai OAuth token (CLAUDE_CODE_OAUTH_TOKEN) instead of an API
+	// key: it then sends "Authorization: Bearer", reads the anthropic-ratelimit-unified-* headers,
+	// prints rate_limit_event frames, and takes a usage limit as final (no retry).
+	OAuth bool
 	// Env holds extra KEY=VALUE pairs for the CLI, placed after the harness's own so they win.
 	Env []string
 	// Fake configures the fake Messages API.
@@ -81,7 +85,7 @@ type Harness struct {
 	tb     testing.TB
 	opts   Options
 	bin    string
-	apiKey string
+	apiKey string // the fake credential: an API key, or the OAuth token with Options.OAuth
 
 	reqMu sync.Mutex // one of our control requests at a time, so that its id can be learned
 
@@ -131,6 +135,9 @@ func New(tb testing.TB, opts Options) *Harness {
 		bin:       bin,
 		apiKey:    "sk-ant-test-clitest-" + randomHex(12),
 	}
+	if opts.OAuth {
+		h.apiKey = "sk-ant-oat01-clitest-" + randomHex(12)
+	}
 	for _, d := range []string{h.Home, h.ConfigDir, h.WorkDir, h.TmpDir} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			tb.Fatalf("making %s: %v", d, err)
@@ -146,8 +153,18 @@ func New(tb testing.TB, opts Options) *Harness {
 	return h
 }
 
-// APIKey returns the fake API key the CLI was given, for tests that look for leaks.
+// APIKey returns the fake credential the CLI was given (the API key, or the OAuth token with
+// Options.OAuth), for tests that look for leaks.
 func (h *Harness) APIKey() string { return h.apiKey }
+
+// Account returns the fake Messages API's account of the CLI's credential, for the fake's account
+// limits (fakeanthropic.Server.SetLimit) and request log.
+func (h *Harness) Account() fakeanthropic.Account {
+	if h.opts.OAuth {
+		return fakeanthropic.OAuthAccount(h.apiKey)
+	}
+	return fakeanthropic.APIKeyAccount(h.apiKey)
+}
 
 // Process returns the running CLI process.
 func (h *Harness) Process() *claudecode.Process { return h.current().proc }
@@ -185,6 +202,9 @@ func (h *Harness) environ() []string {
 		"CLAUDE_CODE_MAX_RETRIES=" + strconv.Itoa(h.opts.MaxRetries),
 	}
 	env = append(env, claudecode.OfflineEnv()...)
+	if h.opts.OAuth {
+		env = append(env, "CLAUDE_CODE_OAUTH_TOKEN="+h.apiKey)
+	}
 	return append(env, h.opts.Env...)
 }
 
@@ -195,6 +215,9 @@ func (h *Harness) start(c claudecode.Command) {
 	c.Dir = h.WorkDir
 	c.Env = h.environ()
 	c.APIKey = h.apiKey
+	if h.opts.OAuth {
+		c.APIKey = "" // the token is in the environment
+	}
 	c.BaseURL = h.Fake.URL()
 	c.ConfigDir = h.ConfigDir
 
@@ -269,7 +292,7 @@ func (h *Harness) Resume(ctx context.Context, sessionID, at string) {
 	h.Restart(ctx, c)
 }
 
-// Close stops every process still running, checks none is left and that the API key appears in
+// Close stops every process still running, checks none is left and that the credential appears in
 // nothing the CLI printed, closes the fake API, and fails the test if the fake refused a request as
 // invalid (see fakeanthropic.Server.Invalid). It is idempotent and runs at cleanup.
 func (h *Harness) Close() {
@@ -294,7 +317,7 @@ func (h *Harness) Close() {
 		}
 		for i, line := range r.rec.stdoutLines() {
 			if strings.Contains(string(line), h.apiKey) {
-				h.tb.Errorf("stdout line %d of claude holds the API key", i+1)
+				h.tb.Errorf("stdout line %d of claude holds the credential", i+1)
 			}
 		}
 	}

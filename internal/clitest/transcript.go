@@ -55,3 +55,13 @@ func (h *Harness) WriteTranscript(dir, name string) error {
 	}
 	return nil
 }
+
+// SessionFile returns the CLI's own transcript of session sessionID
+// (CLAUDE_CONFIG_DIR/projects/<slug of the work directory>/<id>.jsonl), or "" when there is none.
+func (h *Harness) SessionFile(sessionID string) string {
+	matches, err := filepath.Glob(filepath.Join(h.ConfigDir, "projects", "*", sessionID+".jsonl"))
+	if err != nil || len(matches) != 1 {
+		return ""
+	}
+	return matches[0]
+}

@@ -16,8 +16,15 @@ type apiError struct {
 }
 
 type apiErrorBody struct {
-	Type    string `json:"type"`
-	Message string `json:"message"`
+	Type    string           `json:"type"`
+	Message string           `json:"message"`
+	Details *apiErrorDetails `json:"details,omitempty"`
+}
+
+// apiErrorDetails is error.details, which the API sends with some errors
+// (a spend cap's error_code).
+type apiErrorDetails struct {
+	ErrorCode string `json:"error_code"`
 }
 
 // errorTypeFor returns the API's error type for an HTTP status.

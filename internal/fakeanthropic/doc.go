@@ -52,8 +52,28 @@
 //     (WithDisconnect, WithDisconnectMidBlock); a delay before every event;
 //     or a stream held open until released, until the client goes away, or
 //     until Close.
+//   - Every request names its account (Account), told apart by its
+//     credential: an API key (x-api-key) or a claude.ai OAuth token
+//     (Authorization: Bearer), labelled by the credential's kind and the
+//     first 12 hex digits of its SHA-256 (APIKeyAccount, OAuthAccount).
+//     Requests, ledger entries and the request log carry the label.
+//   - An account can be limited (SetLimit, LiftLimit, Limit): a usage limit
+//     (UsageLimit) that lifts by itself at its reset or, HeldPastReset, only
+//     when the test lifts it; a spend cap (SpendCapLimit) until lifted; an
+//     overload (OverloadLimit). Every Messages request of a limited account
+//     (main, subagent, compaction, auxiliary; not count_tokens) gets the
+//     API's refusal for the account's kind (see Accounts and limits),
+//     consumes nothing scripted and bills nothing.
+//   - An OAuth account's answers can report its subscription usage in
+//     anthropic-ratelimit-unified-* headers (SetQuota, WarningQuota).
+//   - The request log (Calls) times every request by Config.Clock: account,
+//     class, arrival, end of the answer, status, and the limit that refused
+//     it with the reset it announced. Calls filters it (Of, Class, Limited,
+//     Answered, Started, Active) and measures it (MaxInFlight, MaxPerReset),
+//     so that a test can hold drover to "no request between T1 and T2", "one
+//     request per announced reset" or "at most N main requests at once".
 //   - All methods are safe for concurrent use. Close shuts down gracefully and
-//     unblocks held streams. The server never logs or records an API key.
+//     unblocks held streams. The server never logs or records a credential.
 //
 // # Validation
 //
@@ -148,6 +168,55 @@
 // of claude.ai subscriptions: no rate_limit_event (it sends those only for
 // claude.ai accounts), no api_retry, no other frame, the same result. A 429
 // carrying them is an ordinary API error, retried after retry-after.
+//
+// With CLAUDE_CODE_OAUTH_TOKEN instead of ANTHROPIC_API_KEY the pinned CLI
+// sends the token as "Authorization: Bearer" (an API key goes as x-api-key)
+// and, with the offline environment of the package's tests, still calls
+// nothing but /v1/messages on ANTHROPIC_BASE_URL (plus the /api/hello probe
+// when non-essential traffic is allowed): no profile or role endpoints, so
+// the server needs none. Its default model is then claude-sonnet-5-5, and it
+// reads the anthropic-ratelimit-unified-* headers: a rate_limit_event each
+// time the state they describe changes, not on every answer.
+//
+// # Accounts and limits
+//
+// What each limit answers, and what the pinned CLI makes of it
+// (claudecode/realcli limits_test.go pins each):
+//
+//   - Usage limit, OAuth account: 429 rate_limit_error with unified status
+//     "rejected", reset (Unix seconds), representative claim (the window)
+//     and the window's utilization 1 and reset. The CLI does not retry it
+//     (whatever CLAUDE_CODE_MAX_RETRIES), prints a rate_limit_event with
+//     status rejected, rateLimitType and resetsAt, and ends the turn:
+//     api_error_status 429, api_error "usage_limit_reached", and the same
+//     rate_limit_info in the synthetic message's api_error_params.
+//   - Usage limit, API-key account: 429 rate_limit_error with retry-after
+//     (the seconds to the reset, rounded up; 1 once past a held reset) and
+//     anthropic-ratelimit-* headers with nothing remaining. The CLI waits
+//     retry-after plus up to 25% and asks again (system/api_retry), up to
+//     CLAUDE_CODE_MAX_RETRIES times; a retry-after above 60 s ends the turn
+//     at once.
+//   - Spend cap, API-key account (SpendCap): the tier's monthly cap, 429 with
+//     error.details.error_code enforced_spend_limit_reached and no
+//     retry-after, retried like any 429 and then reported as the result's
+//     api_error_code; a Console spend limit, 400 invalid_request_error "You
+//     have reached your specified API usage limits…", resent by the CLI in
+//     other shapes (six requests a turn) and reported as a plain 400; an
+//     empty credit balance, 400 "Your credit balance is too low…", reported
+//     at once (synthetic error billing_error).
+//   - Spend cap, OAuth account: 429 with unified status "rejected", claim
+//     "overage", overage-status "rejected", overage-disabled-reason
+//     (org_spend_cap_reached unless WithOverage says otherwise) and
+//     overage-reset. The CLI treats it as a usage limit (rateLimitType
+//     overage; it reports org_spend_cap_reached as org_level_disabled_until).
+//   - Overload: 529 overloaded_error, with retry-after if set. The CLI
+//     retries it, then ends the turn with api_error_status 529.
+//
+// The CLI reads unified status "allowed_warning" as "allowed": it reports
+// allowed_warning for a window whose <window>-surpassed-threshold header is
+// set, or whose utilization is high for the time left (five hours: 0.9 with
+// at most 72% of the window gone; seven days: 0.75 at 60%, 0.5 at 35%, 0.25
+// at 15%), and keeps the last reading of a window an answer leaves out.
 //
 // # Injected stream failures
 //

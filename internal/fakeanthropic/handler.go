@@ -11,18 +11,28 @@ import (
 )
 
 // serveHTTP routes one request. Every request is recorded first.
-func (s *Server) serveHTTP(w http.ResponseWriter, hr *http.Request) {
+func (s *Server) serveHTTP(rw http.ResponseWriter, hr *http.Request) {
+	received := s.now()
 	reqID := newID("req_")
+	w := &statusWriter{ResponseWriter: rw}
 	w.Header().Set("Request-Id", reqID)
 
 	body, err := io.ReadAll(http.MaxBytesReader(w, hr.Body, s.cfg.MaxBodyBytes))
 	r := &Request{
-		Method: hr.Method,
-		Path:   hr.URL.Path,
-		Class:  ClassOther,
-		Header: safeHeader(hr.Header),
-		Body:   body,
+		Method:   hr.Method,
+		Path:     hr.URL.Path,
+		Class:    ClassOther,
+		Account:  accountOf(hr.Header),
+		Received: received,
+		Header:   safeHeader(hr.Header),
+		Body:     body,
 	}
+	// Runs also when a dropped connection panics with http.ErrAbortHandler.
+	defer func() {
+		if r.Seq != 0 {
+			s.callEnded(r.Seq, w.status)
+		}
+	}()
 	if err != nil {
 		status := http.StatusBadRequest
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
@@ -75,7 +85,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *Request, v *violation, reqID s
 	s.rejections = append(s.rejections, rej)
 	s.mu.Unlock()
 	if s.cfg.RateLimit != nil {
-		s.cfg.RateLimit.setHeaders(w.Header(), time.Now())
+		s.cfg.RateLimit.setHeaders(w.Header(), s.now())
 	}
 	s.log.Warn("fake anthropic: invalid request", "seq", r.Seq, "class", string(r.Class), "model", r.Model,
 		"status", v.status, "error_type", v.errType, "reason", v.msg)
@@ -96,12 +106,21 @@ func (s *Server) serveMessages(w http.ResponseWriter, hr *http.Request, r *Reque
 	}
 	s.record(r)
 
+	now := s.now()
+	if lim, ok := s.activeLimit(r.Account, now); ok {
+		s.refuseLimited(w, r, lim, now, reqID)
+		return
+	}
+
 	resp, source := s.choose(r)
 	log := s.log.With("seq", r.Seq, "class", string(r.Class), "model", r.Model, "stream", r.Stream,
-		"messages", len(r.Messages), "answer", string(source))
+		"messages", len(r.Messages), "answer", string(source), "account", string(r.Account))
 	pace := pacer{ctx: hr.Context(), closing: s.closing}
 	if rl := cmp.Or(resp.RateLimit, s.cfg.RateLimit); rl != nil {
-		rl.setHeaders(w.Header(), time.Now())
+		rl.setHeaders(w.Header(), now)
+	}
+	if q, ok := s.quota(r.Account); ok {
+		q.setHeaders(w.Header())
 	}
 	for k, v := range resp.Header {
 		w.Header()[k] = append([]string(nil), v...)
@@ -113,6 +132,9 @@ func (s *Server) serveMessages(w http.ResponseWriter, hr *http.Request, r *Reque
 			return
 		}
 		body := newAPIError(resp.Status, resp.ErrorType, resp.ErrorMessage, reqID)
+		if resp.ErrorCode != "" {
+			body.Error.Details = &apiErrorDetails{ErrorCode: resp.ErrorCode}
+		}
 		writeAPIError(w, resp.Status, body, resp.RetryAfter)
 		return
 	}
@@ -129,7 +151,7 @@ func (s *Server) serveMessages(w http.ResponseWriter, hr *http.Request, r *Reque
 	}
 	model := r.Model
 	msgID := newID("msg_")
-	entry := LedgerEntry{Seq: r.Seq, Class: r.Class, Model: model, Stream: r.Stream}
+	entry := LedgerEntry{Seq: r.Seq, Class: r.Class, Account: r.Account, Model: model, Stream: r.Stream}
 
 	if !r.Stream {
 		log.Info("fake anthropic: answering", "blocks", len(blocks))
@@ -200,4 +222,17 @@ func (s *Server) answerJSON(w http.ResponseWriter, pace pacer, resp Response, ms
 	w.Header().Set("Content-Type", "application/json")
 	_, err = w.Write(append(b, '\n'))
 	return err == nil
+}
+
+// refuseLimited answers a request of an account that limit lim refuses. It
+// consumes nothing scripted and bills nothing.
+func (s *Server) refuseLimited(w http.ResponseWriter, r *Request, lim AccountLimit, now time.Time, reqID string) {
+	ans := s.answerFor(r.Account, lim, now, reqID)
+	s.callLimited(r.Seq, lim.Kind, ans.reset)
+	s.log.Info("fake anthropic: account limit", "seq", r.Seq, "class", string(r.Class), "account", string(r.Account),
+		"limit", string(lim.Kind), "status", ans.status, "reset", ans.reset)
+	for k, v := range ans.header {
+		w.Header()[k] = v
+	}
+	writeAPIError(w, ans.status, ans.body, ans.retryIn)
 }

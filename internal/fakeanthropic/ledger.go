@@ -12,6 +12,8 @@ type LedgerEntry struct {
 	Seq int
 	// Class is main, subagent, compact or auxiliary.
 	Class Class
+	// Account is the account billed.
+	Account Account
 	// Model is the model named in the answer (the request's).
 	Model string
 	// Stream tells a streamed answer from a JSON one.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // Request is one recorded HTTP request, parsed. Fields that do not apply
@@ -17,6 +18,11 @@ type Request struct {
 	Path   string
 	// Class tells which conversation the request belongs to.
 	Class Class
+	// Account is the client the request's credential names (never the
+	// credential itself).
+	Account Account
+	// Received is when the request arrived, by Config.Clock.
+	Received time.Time
 	// Header holds the request headers minus the API key, authorization and
 	// any other secret-bearing header.
 	Header http.Header

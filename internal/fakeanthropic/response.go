@@ -79,6 +79,11 @@ type Response struct {
 	// overloaded_error, 500 api_error, …).
 	ErrorType    string
 	ErrorMessage string
+	// ErrorCode, when set, is sent as error.details.error_code with Status
+	// (the API names some errors this way, for example
+	// "enforced_spend_limit_reached"; the pinned CLI copies it into the
+	// result's api_error_code).
+	ErrorCode string
 	// RetryAfter, when positive, is sent with Status as the retry-after
 	// header, in whole seconds rounded up. The pinned CLI waits that long
 	// plus up to about 25% jitter before its retry.
@@ -195,6 +200,13 @@ func (r Response) WithDisconnectMidBlock(block, deltas int) Response {
 // WithRateLimit sends rl as anthropic-ratelimit-* headers with this answer.
 func (r Response) WithRateLimit(rl RateLimit) Response {
 	r.RateLimit = &rl
+	return r
+}
+
+// WithErrorCode sends code as error.details.error_code with the HTTP error
+// of this answer.
+func (r Response) WithErrorCode(code string) Response {
+	r.ErrorCode = code
 	return r
 }
 

@@ -55,8 +55,14 @@ type Config struct {
 	MaxBodyBytes int64
 
 	// Logger receives one record per request and per injected failure. It
-	// never sees headers or bodies. Nil means silent.
+	// never sees headers or bodies, and names accounts by their label only.
+	// Nil means silent.
 	Logger *slog.Logger
+
+	// Clock tells the time for account limits (when they lift, what
+	// retry-after says) and for the request log (Calls). Nil means
+	// time.Now.
+	Clock func() time.Time
 
 	// answered, if set, is told when the answer to a streaming request ends,
 	// with the error that cut it short, if any. Tests use it.
@@ -78,6 +84,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
 	}
 	if c.CacheSplit == nil {
 		split := DefaultCacheSplit
@@ -125,6 +134,10 @@ type Server struct {
 	unscripted int
 	rejections []Rejection
 	ledger     []LedgerEntry
+	limits     map[Account]AccountLimit
+	quotas     map[Account]Quota
+	calls      []Call
+	callIndex  map[int]int // Seq → index in calls
 }
 
 // Start listens on cfg.Addr and serves until Close.
@@ -138,11 +151,14 @@ func Start(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("starting fake anthropic: %w", err)
 	}
 	s := &Server{
-		cfg:     cfg,
-		log:     cfg.Logger,
-		url:     "http://" + ln.Addr().String(),
-		served:  make(chan struct{}),
-		closing: make(chan struct{}),
+		cfg:       cfg,
+		log:       cfg.Logger,
+		url:       "http://" + ln.Addr().String(),
+		served:    make(chan struct{}),
+		closing:   make(chan struct{}),
+		limits:    map[Account]AccountLimit{},
+		quotas:    map[Account]Quota{},
+		callIndex: map[int]int{},
 	}
 	s.httpSrv = &http.Server{
 		Handler:           http.HandlerFunc(s.serveHTTP),
@@ -271,13 +287,21 @@ func (s *Server) model(id string) (Model, bool) {
 	return BuiltinModel(id)
 }
 
-// record numbers r (setting r.Seq) and stores a copy.
+// now is the server's clock.
+func (s *Server) now() time.Time {
+	return s.cfg.Clock()
+}
+
+// record numbers r (setting r.Seq), stores a copy and starts its call in
+// the request log.
 func (s *Server) record(r *Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
 	r.Seq = s.seq
 	s.requests = append(s.requests, *r)
+	s.callIndex[r.Seq] = len(s.calls)
+	s.calls = append(s.calls, Call{Seq: r.Seq, Account: r.Account, Class: r.Class, Path: r.Path, Start: r.Received})
 }
 
 // answerSource tells where an answer came from, for logs.
