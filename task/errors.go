@@ -63,7 +63,8 @@ const (
 func Retryable(t string) bool {
 	switch t {
 	case ErrTypeInvalidInput, ErrTypeWorkspaceMissing, ErrTypeResumeRejected,
-		ErrTypeAttemptSuperseded, ErrTypeCancelled, ErrTypeSessionMirrorCorrupt:
+		ErrTypeAttemptSuperseded, ErrTypeCancelled, ErrTypeSessionMirrorCorrupt,
+		ErrTypeBudgetExhausted:
 		return false
 	}
 	return true
@@ -87,5 +88,5 @@ type ReassignDetails struct {
 func NonRetryableErrorTypes() []string {
 	return []string{ErrTypeInvalidInput, ErrTypeWorkspaceMissing, ErrTypeResumeRejected,
 		ErrTypeAttemptSuperseded, ErrTypeCancelled, ErrTypeSessionMirrorCorrupt,
-		ErrTypeWorkerStopping, ErrTypeHostLost}
+		ErrTypeWorkerStopping, ErrTypeHostLost, ErrTypeBudgetExhausted}
 }

@@ -140,6 +140,9 @@ type BudgetExhausted struct {
 	// Turn is the turn that was cut, or refused, for the budget.
 	Turn int       `json:"turn"`
 	At   time.Time `json:"at"`
+	// Cut says the turn was interrupted for the budget (rather than refused before it ran, or
+	// ended at the bound): once the budget is raised, the task continues it.
+	Cut bool `json:"cut,omitempty"`
 }
 
 // Names of the fleet's messages to TaskWorkflow.

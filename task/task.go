@@ -204,6 +204,10 @@ type Carry struct {
 	Grants []Grant `json:"grants,omitempty"`
 	// Decided are the latest decisions, so that a decision sent twice is told it came late.
 	Decided []DecisionRecord `json:"decided,omitempty"`
+	// HostBudget is the default budget of the host that ran the task's last turn.
+	HostBudget Budget `json:"host_budget,omitzero"`
+	// BudgetExhausted is set while the task's budget is spent.
+	BudgetExhausted *BudgetExhausted `json:"budget_exhausted,omitempty"`
 }
 
 // RecentPrompt is one accepted prompt Update and the answer it got.
@@ -279,6 +283,11 @@ type RunTurnInput struct {
 	// AttemptsBefore counts the attempts this turn made on hosts that could not finish it
 	// (they drained or were lost); the attempts here are numbered after them.
 	AttemptsBefore int `json:"attempts_before,omitempty"`
+	// Budget is the task's own budget; the host completes it with its default. Spent is what
+	// the task had spent before this turn, as the workflow counts it (the host reads the cost
+	// from Postgres, which also knows the attempts the workflow never heard of).
+	Budget Budget  `json:"budget,omitzero"`
+	Spent  *Totals `json:"spent,omitempty"`
 }
 
 // TurnStatus is how a turn ended.
@@ -305,6 +314,14 @@ type RunTurnResult struct {
 	Attempt         int        `json:"attempt"`
 	// Error describes a turn that ended with is_error (for example --max-turns).
 	Error string `json:"error,omitempty"`
+	// FailedAttemptsCostUSD is what the API billed the task's attempts that did not commit their
+	// turn, all turns so far, as Postgres records it (Totals.FailedAttemptsCostUSD).
+	FailedAttemptsCostUSD float64 `json:"failed_attempts_cost_usd,omitempty"`
+	// HostBudget is the default budget of the host that ran the turn.
+	HostBudget Budget `json:"host_budget,omitzero"`
+	// BudgetExhausted is set when the turn spent what was left of the task's budget: it was cut
+	// (status interrupted) or ended at the bound.
+	BudgetExhausted *BudgetExhausted `json:"budget_exhausted,omitempty"`
 }
 
 // InterruptTurnInput is the input of the InterruptTurn and StopExecutor activities.

@@ -301,3 +301,18 @@ func (c *Client) ExtendDeadline(ctx context.Context, taskID, requestID string, d
 	}
 	return out, nil
 }
+
+// UpdateBudget changes the task's budget (task.UpdateBudget) and returns it as it now stands:
+// the task's own bounds, completed by its host's default. A task that had spent its budget goes
+// on when the new one leaves room. A change that sets no bound, or a negative one, is refused
+// without reaching Temporal (its error wraps the *task.InvalidError of each problem).
+func (c *Client) UpdateBudget(ctx context.Context, taskID string, change task.BudgetChange) (task.Budget, error) {
+	var out task.Budget
+	if err := change.Validate(); err != nil {
+		return out, fmt.Errorf("changing the budget of task %s: %w", taskID, err)
+	}
+	if err := c.update(ctx, taskID, task.UpdateBudget, "", &out, change); err != nil {
+		return out, fmt.Errorf("changing the budget of task %s: %w", taskID, err)
+	}
+	return out, nil
+}

@@ -29,6 +29,9 @@ const (
 	// ErrTypeInterruptFailed: an interrupt did not reach the running turn (its host did not take
 	// the call in time, or failed it); the turn goes on, and the interrupt can be sent again.
 	ErrTypeInterruptFailed = "InterruptFailed"
+	// ErrTypeInvalidBudget: a budget change was refused for its content (a negative bound, or
+	// nothing to change).
+	ErrTypeInvalidBudget = "InvalidBudget"
 )
 
 // rejection is the error a validator returns. It is retryable only in the

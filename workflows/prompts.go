@@ -36,6 +36,9 @@ func (s *taskState) validatePrompt(ctx workflow.Context, p task.Prompt) error {
 	if s.closing {
 		return rejection(ErrTypeTaskClosed, "task is closing; it accepts no more prompts")
 	}
+	if s.exhausted != nil {
+		return budgetRejection(*s.exhausted)
+	}
 	if err := task.ValidatePrompt(p); err != nil {
 		return rejection(ErrTypeInvalidPrompt, err.Error())
 	}

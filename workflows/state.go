@@ -63,6 +63,13 @@ type taskState struct {
 	// new before they have arrived.
 	delivering int
 
+	// hostBudget is the default budget of the host that ran the last turn; exhausted is set
+	// while the task's budget is spent; budgeted: the running turn runs with a budget (see
+	// budgetChangeID).
+	hostBudget task.Budget
+	exhausted  *task.BudgetExhausted
+	budgeted   bool
+
 	published published
 }
 
@@ -81,6 +88,11 @@ func newTaskState(p task.Params, lim limits, taskID, firstRunID string) *taskSta
 		s.awaiting = slices.Clone(c.Awaiting)
 		s.grants = slices.Clone(c.Grants)
 		s.decided = slices.Clone(c.Decided)
+		s.hostBudget = c.HostBudget
+		if c.BudgetExhausted != nil {
+			x := *c.BudgetExhausted
+			s.exhausted = &x
+		}
 		for _, q := range s.pending {
 			s.queuedBytes += task.PromptSize(q.Prompt)
 		}
@@ -97,6 +109,8 @@ func (s *taskState) status() task.Status {
 		return s.final
 	case s.running != 0:
 		return task.StatusRunning
+	case s.exhausted != nil:
+		return task.StatusBudgetExhausted
 	case s.closing:
 		return task.StatusClosing
 	}
@@ -120,6 +134,8 @@ func (s *taskState) snapshot() task.State {
 		LastError:       s.lastError,
 		Awaiting:        slices.Clone(s.awaiting),
 		Grants:          slices.Clone(s.grants),
+		Budget:          s.budget(),
+		BudgetExhausted: cloneExhausted(s.exhausted),
 	}
 }
 
@@ -138,6 +154,8 @@ func (s *taskState) carry() *task.Carry {
 		Awaiting:        slices.Clone(s.awaiting),
 		Grants:          slices.Clone(s.grants),
 		Decided:         slices.Clone(s.decided),
+		HostBudget:      s.hostBudget,
+		BudgetExhausted: cloneExhausted(s.exhausted),
 	}
 }
 

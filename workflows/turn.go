@@ -51,6 +51,7 @@ func (s *taskState) runTurn(ctx workflow.Context, q task.QueuedPrompt) error {
 	var onHost string         // the host queue the turn was last given to
 	var onHostSince time.Time // and since when
 	lastHost := s.hostQueue   // the host of the task's previous turn, if it keeps the task
+	s.budgeted = s.budgetOn(ctx)
 	for reassigned := 0; ; reassigned++ {
 		if s.hostQueue == "" {
 			host, err := s.assignHost(ctx)
@@ -72,6 +73,9 @@ func (s *taskState) runTurn(ctx workflow.Context, q task.QueuedPrompt) error {
 		switch {
 		case err == nil:
 			s.turnEnded(q.Turn, res)
+			if s.budgeted {
+				s.budgetAfterTurn(ctx, q.Turn, res)
+			}
 			return nil
 		case ctx.Err() != nil:
 			return ctx.Err()
@@ -103,6 +107,8 @@ func (s *taskState) runTurn(ctx workflow.Context, q task.QueuedPrompt) error {
 				continue
 			}
 			s.turnErrored(q.Turn, err)
+			return nil
+		case s.budgeted && s.refusedForBudget(ctx, q, err):
 			return nil
 		default:
 			s.turnErrored(q.Turn, err)
@@ -236,6 +242,7 @@ func (s *taskState) executeRunTurn(ctx workflow.Context, q task.QueuedPrompt, at
 		ApprovalTimeout: s.p.ApprovalTimeout,
 		AttemptsBefore:  attemptsBefore,
 	}
+	s.budgetInput(&in)
 	var res task.RunTurnResult
 	actx, s.cancelTurn = workflow.WithCancel(actx)
 	defer func() { s.cancelTurn = nil }()

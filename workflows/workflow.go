@@ -67,6 +67,9 @@ func (s *taskState) setHandlers(ctx workflow.Context) error {
 		workflow.UpdateHandlerOptions{Validator: s.validateOpen, Description: "finish after the queued prompts"}); err != nil {
 		return fmt.Errorf("setting the %s update handler: %w", task.UpdateClose, err)
 	}
+	if err := s.setBudgetHandler(ctx); err != nil {
+		return err
+	}
 	return s.setApprovalHandlers(ctx)
 }
 
@@ -88,6 +91,10 @@ func (s *taskState) loop(ctx workflow.Context) (task.State, error) {
 				return s.cancelled(ctx, err)
 			}
 			return s.snapshot(), s.continueAsNew(ctx)
+		case len(s.pending) > 0 && s.exhausted != nil:
+			if err := s.waitForBudget(ctx); err != nil {
+				return s.cancelled(ctx, err)
+			}
 		case len(s.pending) > 0:
 			if err := s.runNext(ctx); err != nil {
 				return s.cancelled(ctx, err)

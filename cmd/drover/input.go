@@ -111,6 +111,12 @@ var flagOf = map[string]string{
 	"profile.after_plan":      "--after-plan",
 	"approval_timeout":        "--approval-timeout",
 	"mode":                    "--mode",
+	"budget.max_cost_usd":     "--budget-cost",
+	"budget.max_turns":        "--budget-turns",
+	"budget.max_duration":     "--budget-duration",
+	"max_cost_usd":            "--max-cost",
+	"max_turns":               "--max-turns",
+	"max_duration":            "--max-duration",
 }
 
 // inputError restates the *task.InvalidError problems in err with the flags

@@ -28,6 +28,7 @@ func newTaskCommand(a *app) *cobra.Command {
 		newTaskControlCommand(a, "interrupt"),
 		newTaskControlCommand(a, "close"),
 		newTaskControlCommand(a, "cancel"),
+		newTaskBudgetCommand(a),
 		newTaskListCommand(a),
 		newTaskShowCommand(a),
 		newTaskWatchCommand(a),

@@ -41,6 +41,7 @@ func newTaskShowCommand(a *app) *cobra.Command {
 			for _, p := range st.Pending {
 				fmt.Fprintf(w, "queued      turn %d: %s\n", p.Turn, clip(p.Prompt.Text, 60))
 			}
+			showBudget(w, st)
 			if st.LastError != "" {
 				fmt.Fprintf(w, "last error  %s\n", st.LastError)
 			}

@@ -25,6 +25,7 @@ func newTaskStartCommand(a *app) *cobra.Command {
 		id, workspace, model, mode, afterPlan, requestID string
 		maxTurns                                         int
 		idle, approvalTimeout                            time.Duration
+		budget                                           task.Budget
 		in                                               promptInput
 	)
 	c := &cobra.Command{
@@ -49,6 +50,9 @@ same --id) sends it the prompt.
 	f.StringVar(&afterPlan, "after-plan", "", "for --mode plan: the mode the task continues in once its plan is approved (autonomous, the default, or supervised)")
 	f.DurationVar(&approvalTimeout, "approval-timeout", 0, fmt.Sprintf("how long a permission request waits for a person before it is denied (0: %s)", task.DefaultApprovalTimeout))
 	f.IntVar(&maxTurns, "max-turns", 0, "bound the agentic loop of each turn (0: none)")
+	f.Float64Var(&budget.MaxCostUSD, "budget-cost", 0, "the task's budget: bound what the API bills it, failed attempts included, in US dollars (0: the worker's default)")
+	f.IntVar(&budget.MaxTurns, "budget-turns", 0, "the task's budget: bound its turns (0: the worker's default)")
+	f.DurationVar(&budget.MaxDuration, "budget-duration", 0, "the task's budget: bound the time its turns run, added up (0: the worker's default)")
 	f.DurationVar(&idle, "idle-timeout", 0, "finish the task after this long without a prompt (0: never)")
 	f.StringVar(&requestID, "request-id", "", "makes the call idempotent: a retry with the same id is answered once and queues nothing")
 	in.addFlags(c)
@@ -69,6 +73,7 @@ same --id) sends it the prompt.
 				AfterPlan: task.PermissionMode(afterPlan)},
 			IdleTimeout:     idle,
 			ApprovalTimeout: approvalTimeout,
+			Budget:          budget,
 		}
 		if err := errors.Join(task.ValidateID(id), p.Validate()); err != nil {
 			return inputError(err)
