@@ -1,0 +1,418 @@
+package api_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/drover-run/drover/api"
+	"github.com/drover-run/drover/internal/pgtest"
+	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/task"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// recorder is the write side of these tests: it records what reaches it, so that a test of
+// refused input can show that nothing was sent.
+type recorder struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (r *recorder) record(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, fmt.Sprintf(format, args...))
+}
+
+func (r *recorder) sent() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.calls...)
+}
+
+func (r *recorder) Start(_ context.Context, id string, p task.Params, pr task.Prompt, updateID string) (task.PromptAccepted, error) {
+	r.record("start %s %s %q %s", id, p.Workspace, pr.Text, updateID)
+	return task.PromptAccepted{Turn: 1, PromptUUID: "uuid-" + id}, nil
+}
+
+func (r *recorder) Prompt(_ context.Context, id string, pr task.Prompt, updateID string) (task.PromptAccepted, error) {
+	r.record("prompt %s %q", id, pr.Text)
+	return task.PromptAccepted{Turn: 2}, nil
+}
+
+func (r *recorder) Interrupt(_ context.Context, id string) (task.InterruptResult, error) {
+	r.record("interrupt %s", id)
+	return task.InterruptResult{}, nil
+}
+
+func (r *recorder) Close(_ context.Context, id string) error {
+	r.record("close %s", id)
+	return nil
+}
+
+func (r *recorder) Cancel(_ context.Context, id string) error {
+	r.record("cancel %s", id)
+	return nil
+}
+
+func (r *recorder) Decide(_ context.Context, id string, d task.Decision, _ time.Duration) (task.DecisionRecord, bool, error) {
+	r.record("decide %s %s allow=%v always=%s", id, d.RequestID, d.Allow, d.Always)
+	return task.DecisionRecord{TaskID: id, RequestID: d.RequestID, Outcome: task.OutcomeAllowed}, true, nil
+}
+
+// reader knows one task, "known", with one pending request "req-1" offering one suggestion.
+type reader struct{}
+
+func (reader) List(context.Context, api.Filter) ([]api.Summary, error) {
+	return []api.Summary{{ID: "known", Status: task.StatusIdle}}, nil
+}
+
+func (reader) Show(_ context.Context, id string) (api.Detail, error) {
+	if id != "known" {
+		return api.Detail{}, fmt.Errorf("showing %s: %w", id, store.ErrNotFound)
+	}
+	return api.Detail{Summary: api.Summary{ID: id, Status: task.StatusIdle}}, nil
+}
+
+func (reader) Pending(_ context.Context, id string, _ int) ([]api.PendingRequest, error) {
+	if id != "" && id != "known" {
+		return nil, nil
+	}
+	return []api.PendingRequest{{TaskID: "known", RequestID: "req-1", Tool: "Bash",
+		Suggestions: []task.Suggestion{{Key: "1", Label: "Bash(ls:*)"}}}}, nil
+}
+
+// newServer serves the API with cfg's zero fields filled in: the recorder, the reader and a
+// fresh database.
+func newServer(t *testing.T, cfg api.Config) (*httptest.Server, *recorder) {
+	t.Helper()
+	rec := &recorder{}
+	if cfg.Tasks == nil {
+		cfg.Tasks = rec
+	}
+	if cfg.Decider == nil {
+		cfg.Decider = rec
+	}
+	if cfg.Reader == nil {
+		cfg.Reader = reader{}
+	}
+	if cfg.DB == nil {
+		cfg.DB = pgtest.NewPool(t)
+	}
+	s, err := api.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(ts.Close)
+	return ts, rec
+}
+
+type answer struct {
+	status int
+	header http.Header
+	body   []byte
+	err    struct {
+		Code, Message string
+	}
+}
+
+func do(t *testing.T, ts *httptest.Server, method, path, body string, header ...string) answer {
+	t.Helper()
+	req, err := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body == "" {
+		req.Body = http.NoBody
+		req.ContentLength = 0
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	a := answer{status: resp.StatusCode, header: resp.Header}
+	a.body, _ = io.ReadAll(resp.Body)
+	if resp.StatusCode >= 400 {
+		var e struct {
+			Error struct{ Code, Message string }
+		}
+		if err := json.Unmarshal(a.body, &e); err != nil || e.Error.Code == "" || e.Error.Message == "" {
+			t.Fatalf("%s %s: %d with a body that is not a JSON error: %q", method, path, resp.StatusCode, a.body)
+		}
+		if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+			t.Errorf("%s %s: error with Content-Type %q", method, path, ct)
+		}
+		a.err.Code, a.err.Message = e.Error.Code, e.Error.Message
+	}
+	return a
+}
+
+// Input that cannot run is refused with a 4xx, a stable code and a message, and nothing
+// reaches the task.
+func TestBadInputIsRefusedBeforeAnythingIsSent(t *testing.T) {
+	t.Parallel()
+	ts, rec := newServer(t, api.Config{MaxBodyBytes: 4096})
+	ws := t.TempDir()
+	big := `{"prompt":"` + strings.Repeat("x", 5000) + `","workspace":"` + ws + `"}`
+	cases := []struct {
+		name, method, path, body string
+		header                   []string
+		status                   int
+		code                     string
+	}{
+		{"malformed json", "POST", "/api/v1/tasks", `{"prompt":`, nil, 400, api.CodeInvalidJSON},
+		{"not an object", "POST", "/api/v1/tasks", `[1,2]`, nil, 400, api.CodeInvalidJSON},
+		{"two values", "POST", "/api/v1/tasks", `{"prompt":"a","workspace":"` + ws + `"} {}`, nil, 400, api.CodeInvalidJSON},
+		{"empty body", "POST", "/api/v1/tasks", ``, nil, 400, api.CodeInvalidJSON},
+		{"unknown field", "POST", "/api/v1/tasks", `{"prompt":"a","workspace":"` + ws + `","sudo":true}`, nil, 400, api.CodeUnknownField},
+		{"wrong type", "POST", "/api/v1/tasks", `{"prompt":"a","workspace":"` + ws + `","max_turns":"ten"}`, nil, 400, api.CodeInvalidJSON},
+		{"bad duration", "POST", "/api/v1/tasks", `{"prompt":"a","workspace":"` + ws + `","idle_timeout":"soon"}`, nil, 400, api.CodeInvalidJSON},
+		{"oversize body", "POST", "/api/v1/tasks", big, nil, 413, api.CodeBodyTooLarge},
+		{"not json", "POST", "/api/v1/tasks", `prompt=a`, []string{"Content-Type", "application/x-www-form-urlencoded"}, 415, api.CodeUnsupportedMedia},
+		{"empty prompt", "POST", "/api/v1/tasks", `{"prompt":"  ","workspace":"` + ws + `"}`, nil, 422, api.CodeInvalidInput},
+		{"no workspace", "POST", "/api/v1/tasks", `{"prompt":"a"}`, nil, 422, api.CodeInvalidInput},
+		{"relative workspace", "POST", "/api/v1/tasks", `{"prompt":"a","workspace":"src"}`, nil, 422, api.CodeInvalidInput},
+		{"attachment outside", "POST", "/api/v1/tasks", `{"prompt":"a","workspace":"` + ws + `","attachments":["../../etc/passwd"]}`, nil, 422, api.CodeInvalidInput},
+		{"absolute attachment", "POST", "/api/v1/tasks", `{"prompt":"a","workspace":"` + ws + `","attachments":["/etc/passwd"]}`, nil, 422, api.CodeInvalidInput},
+		{"unknown mode", "POST", "/api/v1/tasks", `{"prompt":"a","workspace":"` + ws + `","mode":"yolo"}`, nil, 422, api.CodeInvalidInput},
+		{"negative max turns", "POST", "/api/v1/tasks", `{"prompt":"a","workspace":"` + ws + `","max_turns":-1}`, nil, 422, api.CodeInvalidInput},
+		{"negative budget", "POST", "/api/v1/tasks", `{"prompt":"a","workspace":"` + ws + `","budget":{"max_cost_usd":-1}}`, nil, 422, api.CodeInvalidInput},
+		{"bad task id", "POST", "/api/v1/tasks", `{"id":"-x","prompt":"a","workspace":"` + ws + `"}`, nil, 422, api.CodeInvalidInput},
+		{"control key", "POST", "/api/v1/tasks", `{"prompt":"a","workspace":"` + ws + `"}`, []string{"Idempotency-Key", "a\tb"}, 400, api.CodeInvalidInput},
+		{"long key", "POST", "/api/v1/tasks", `{"prompt":"a","workspace":"` + ws + `"}`, []string{"Idempotency-Key", strings.Repeat("k", 300)}, 400, api.CodeInvalidInput},
+		{"bad id in path", "POST", "/api/v1/tasks/-x/prompts", `{"text":"a"}`, nil, 400, api.CodeInvalidID},
+		{"id with a space", "GET", "/api/v1/tasks/a%20b", ``, nil, 400, api.CodeInvalidID},
+		{"prompt unknown field", "POST", "/api/v1/tasks/known/prompts", `{"prompt":"a"}`, nil, 400, api.CodeUnknownField},
+		{"prompt empty", "POST", "/api/v1/tasks/known/prompts", `{"text":""}`, nil, 422, api.CodeInvalidInput},
+		{"prompt attachment outside", "POST", "/api/v1/tasks/known/prompts", `{"text":"a","attachments":["../x.png"]}`, nil, 422, api.CodeInvalidInput},
+		{"control with a body", "POST", "/api/v1/tasks/known/cancel", `{"now":true}`, nil, 400, api.CodeUnknownField},
+		{"unknown task", "GET", "/api/v1/tasks/nobody", ``, nil, 404, api.CodeTaskNotFound},
+		{"events of an unknown task", "GET", "/api/v1/tasks/nobody/events", ``, nil, 404, api.CodeTaskNotFound},
+		{"bad Last-Event-ID", "GET", "/api/v1/tasks/known/events", ``, []string{"Last-Event-ID", "abc"}, 400, api.CodeInvalidInput},
+		{"negative after", "GET", "/api/v1/tasks/known/events?after=-1", ``, nil, 400, api.CodeInvalidInput},
+		{"bad limit", "GET", "/api/v1/tasks/known/events?limit=0", ``, []string{"Accept", "application/json"}, 400, api.CodeInvalidInput},
+		{"bad status", "GET", "/api/v1/tasks?status=sleeping", ``, nil, 400, api.CodeInvalidInput},
+		{"bad awaiting", "GET", "/api/v1/tasks?awaiting_approval=maybe", ``, nil, 400, api.CodeInvalidInput},
+		{"unknown decision", "POST", "/api/v1/tasks/known/approvals/req-1", `{"decision":"perhaps"}`, nil, 422, api.CodeInvalidInput},
+		{"deny without message", "POST", "/api/v1/tasks/known/approvals/req-1", `{"decision":"deny"}`, nil, 422, api.CodeInvalidInput},
+		{"always without allow_always", "POST", "/api/v1/tasks/known/approvals/req-1", `{"decision":"allow","always":"1"}`, nil, 422, api.CodeInvalidInput},
+		{"allow_always of a request not pending", "POST", "/api/v1/tasks/known/approvals/req-9", `{"decision":"allow_always"}`, nil, 409, api.CodeNotPending},
+		{"unknown route", "GET", "/api/v1/nothing", ``, nil, 404, api.CodeNotFound},
+		{"wrong method", "DELETE", "/api/v1/tasks", ``, nil, 405, api.CodeMethodNotAllowed},
+		{"no console", "GET", "/", ``, nil, 404, api.CodeNotFound},
+	}
+	for _, c := range cases {
+		a := do(t, ts, c.method, c.path, c.body, c.header...)
+		if a.status != c.status || a.err.Code != c.code {
+			t.Errorf("%s: %d %s (%s), want %d %s", c.name, a.status, a.err.Code, a.err.Message, c.status, c.code)
+		}
+	}
+	if sent := rec.sent(); len(sent) != 0 {
+		t.Errorf("refused input reached the task: %q", sent)
+	}
+}
+
+// The messages of refused input name the field and what is allowed.
+func TestBadInputMessagesSayWhatToDo(t *testing.T) {
+	t.Parallel()
+	ts, _ := newServer(t, api.Config{})
+	a := do(t, ts, "POST", "/api/v1/tasks", `{"prompt":"a","workspace":"/w","attachments":["../x.png"]}`)
+	if !strings.Contains(a.err.Message, "attachments[0]") || !strings.Contains(a.err.Message, "relative path inside the workspace") {
+		t.Errorf("attachment outside the workspace: %q", a.err.Message)
+	}
+	a = do(t, ts, "POST", "/api/v1/tasks", `{"prompt":"a","workspace":"/w","extra":1}`)
+	if !strings.Contains(a.err.Message, `"extra"`) {
+		t.Errorf("unknown field: %q", a.err.Message)
+	}
+	a = do(t, ts, "POST", "/api/v1/tasks/known/approvals/req-1", `{"decision":"deny"}`)
+	if !strings.Contains(a.err.Message, "message") {
+		t.Errorf("denial without message: %q", a.err.Message)
+	}
+}
+
+// What the API sends for valid input is what the request said.
+func TestValidRequestsReachTheTask(t *testing.T) {
+	t.Parallel()
+	ts, rec := newServer(t, api.Config{})
+	ws := t.TempDir()
+	if a := do(t, ts, "POST", "/api/v1/tasks", `{"id":"t1","prompt":"hello","cwd":"`+ws+`"}`); a.status != 201 {
+		t.Fatalf("create: %d %s", a.status, a.body)
+	}
+	if a := do(t, ts, "POST", "/api/v1/tasks/t1/prompts", `{"text":"again"}`); a.status != 202 {
+		t.Fatalf("prompt: %d %s", a.status, a.body)
+	}
+	for _, verb := range []string{"interrupt", "close", "cancel"} {
+		if a := do(t, ts, "POST", "/api/v1/tasks/t1/"+verb, ``); a.status != 202 {
+			t.Fatalf("%s: %d %s", verb, a.status, a.body)
+		}
+	}
+	if a := do(t, ts, "POST", "/api/v1/tasks/t1/cancel", `{}`, "Content-Type", "application/json"); a.status != 202 {
+		t.Fatalf("cancel with {}: %d %s", a.status, a.body)
+	}
+	if a := do(t, ts, "POST", "/api/v1/tasks/known/approvals/req-1", `{"decision":"allow_always"}`); a.status != 200 {
+		t.Fatalf("decide: %d %s", a.status, a.body)
+	}
+	want := []string{
+		`start t1 ` + ws + ` "hello" `, `prompt t1 "again"`, "interrupt t1", "close t1", "cancel t1", "cancel t1",
+		"decide known req-1 allow=true always=1",
+	}
+	if got := rec.sent(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("sent:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+const token = "0123456789abcdef-token-one"
+
+// With tokens, every API route but /healthz and the OpenAPI document refuses a request without
+// one of them, and nothing reaches the task.
+func TestTokensAreRequired(t *testing.T) {
+	t.Parallel()
+	ts, rec := newServer(t, api.Config{Tokens: []string{"another-token-0123456789", token}})
+	body := `{"prompt":"a","workspace":"/w"}`
+	for _, h := range [][]string{
+		nil,
+		{"Authorization", "Bearer wrong-token-0123456789"},
+		{"Authorization", "Bearer " + token + "x"},
+		{"Authorization", "Basic " + token},
+		{"Authorization", token},
+	} {
+		for _, r := range [][2]string{{"POST", "/api/v1/tasks"}, {"GET", "/api/v1/tasks"}, {"GET", "/api/v1/approvals"}, {"GET", "/api/v1/tasks/known/events"}} {
+			a := do(t, ts, r[0], r[1], body, h...)
+			if a.status != 401 || a.err.Code != api.CodeUnauthorized || !strings.HasPrefix(a.header.Get("WWW-Authenticate"), "Bearer") {
+				t.Errorf("%s %s with %q: %d %s", r[0], r[1], h, a.status, a.err.Code)
+			}
+			if strings.Contains(string(a.body), token) {
+				t.Errorf("the answer shows the token: %s", a.body)
+			}
+		}
+	}
+	if sent := rec.sent(); len(sent) != 0 {
+		t.Fatalf("an unauthorized request reached the task: %q", sent)
+	}
+	if a := do(t, ts, "GET", "/api/v1/tasks", "", "Authorization", "Bearer "+token); a.status != 200 {
+		t.Errorf("with the token: %d %s", a.status, a.body)
+	}
+	if a := do(t, ts, "GET", "/api/v1/tasks", "", "Authorization", "bearer "+token); a.status != 200 {
+		t.Errorf("with the scheme in lower case: %d %s", a.status, a.body)
+	}
+	for _, p := range []string{"/healthz", "/api/v1/openapi.json"} {
+		if a := do(t, ts, "GET", p, ""); a.status != 200 {
+			t.Errorf("%s without a token: %d", p, a.status)
+		}
+	}
+}
+
+func TestShortTokensAreRefused(t *testing.T) {
+	t.Parallel()
+	if _, err := api.New(api.Config{Tasks: &recorder{}, Decider: &recorder{}, Reader: reader{}, DB: pgtest.NewPool(t), Tokens: []string{"short"}}); err == nil {
+		t.Fatal("a 5-byte token was accepted")
+	}
+}
+
+func TestCheckExposure(t *testing.T) {
+	t.Parallel()
+	for addr, loopback := range map[string]bool{
+		"127.0.0.1:8090": true, "127.0.0.2:80": true, "[::1]:8090": true, "localhost:8090": true,
+		":8090": false, "0.0.0.0:8090": false, "[::]:8090": false, "192.168.1.10:8090": false, "example.com:80": false,
+	} {
+		err := api.CheckExposure(addr, 0)
+		if loopback != (err == nil) {
+			t.Errorf("%s without tokens: %v", addr, err)
+		}
+		if err != nil && !errors.Is(err, api.ErrExposedWithoutTokens) {
+			t.Errorf("%s: %v", addr, err)
+		}
+		if err := api.CheckExposure(addr, 1); err != nil {
+			t.Errorf("%s with a token: %v", addr, err)
+		}
+	}
+}
+
+// The OpenAPI document lists exactly the routes the server registers, and every route it lists
+// answers: none is a 404 of an unknown route or a 405.
+func TestOpenAPIMatchesRoutes(t *testing.T) {
+	t.Parallel()
+	ts, _ := newServer(t, api.Config{})
+	var doc struct {
+		OpenAPI string                                `json:"openapi"`
+		Paths   map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	a := do(t, ts, "GET", "/api/v1/openapi.json", "")
+	if err := json.Unmarshal(a.body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.OpenAPI != "3.1.0" {
+		t.Errorf("openapi %q", doc.OpenAPI)
+	}
+	var documented []string
+	for path, ops := range doc.Paths {
+		for method := range ops {
+			documented = append(documented, strings.ToUpper(method)+" "+path)
+		}
+	}
+	sort.Strings(documented)
+	registered := api.Routes()
+	sort.Strings(registered)
+	if strings.Join(documented, "\n") != strings.Join(registered, "\n") {
+		t.Fatalf("documented:\n%s\nregistered:\n%s", strings.Join(documented, "\n"), strings.Join(registered, "\n"))
+	}
+	param := regexp.MustCompile(`\{[a-z_]+\}`)
+	for _, r := range documented {
+		method, path, _ := strings.Cut(r, " ")
+		path = param.ReplaceAllStringFunc(path, func(p string) string {
+			if p == "{id}" {
+				return "known"
+			}
+			return "req-1"
+		})
+		body := ""
+		if method == "POST" {
+			body = "{}"
+		}
+		hdr := []string{"Accept", "application/json"}
+		a := do(t, ts, method, path, body, hdr...)
+		if a.status == 405 || a.err.Code == api.CodeNotFound || a.status >= 500 {
+			t.Errorf("%s: %d %s %s", r, a.status, a.err.Code, a.err.Message)
+		}
+	}
+}
+
+// The console, when given, answers every path outside the API; the API's paths stay the API's.
+func TestConsoleIsMountedBehindTheAPI(t *testing.T) {
+	t.Parallel()
+	console := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "console "+r.URL.Path) })
+	ts, _ := newServer(t, api.Config{Console: console})
+	if a := do(t, ts, "GET", "/", ""); a.status != 200 || string(a.body) != "console /" {
+		t.Errorf("/: %d %q", a.status, a.body)
+	}
+	if a := do(t, ts, "GET", "/tasks/x", ""); string(a.body) != "console /tasks/x" {
+		t.Errorf("/tasks/x: %q", a.body)
+	}
+	if a := do(t, ts, "GET", "/api/v1/unknown", ""); a.status != 404 || a.err.Code != api.CodeNotFound {
+		t.Errorf("an unknown API path went elsewhere: %d %q", a.status, a.body)
+	}
+	if a := do(t, ts, "GET", "/healthz", ""); a.status != 200 || !strings.Contains(string(a.body), "ok") {
+		t.Errorf("/healthz: %d %q", a.status, a.body)
+	}
+}

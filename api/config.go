@@ -1,0 +1,130 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/drover-run/drover/task"
+)
+
+// Defaults of the server: the one place they are set.
+const (
+	// DefaultListen is where drover serve listens: loopback only.
+	DefaultListen = "127.0.0.1:8090"
+	// DefaultMaxBodyBytes bounds a request's body: room for one prompt of task.MaxPromptBytes
+	// (measured as JSON, as it comes) and the fields beside it.
+	DefaultMaxBodyBytes = task.MaxPromptBytes + 64<<10
+	// DefaultRequestTimeout bounds the reading of a request and the writing of its answer (an
+	// event stream excepted).
+	DefaultRequestTimeout = time.Minute
+	// DefaultReadHeaderTimeout bounds the reading of a request's headers.
+	DefaultReadHeaderTimeout = 10 * time.Second
+	// DefaultIdleTimeout bounds a kept-alive connection between requests.
+	DefaultIdleTimeout = 2 * time.Minute
+	// DefaultShutdownTimeout bounds how long a stopping server waits for requests in flight.
+	DefaultShutdownTimeout = 10 * time.Second
+	// DefaultKeepAlive is how often an event stream sends a comment while no event comes, so
+	// that proxies and clients see the connection alive.
+	DefaultKeepAlive = 15 * time.Second
+	// DefaultDecideWait is how long a decision waits to reach the waiting agent before the
+	// answer says it is recorded but not delivered yet.
+	DefaultDecideWait = 10 * time.Second
+	// DefaultEventsPage and MaxEventsPage bound one page of events read as JSON.
+	DefaultEventsPage = 500
+	MaxEventsPage     = 5000
+	// MaxIdempotencyKeyBytes bounds an Idempotency-Key.
+	MaxIdempotencyKeyBytes = 255
+	// MaxQueryBytes bounds the text filter of a task listing.
+	MaxQueryBytes = 1024
+)
+
+// Config configures a Server.
+type Config struct {
+	// Tasks sends commands to tasks. Required.
+	Tasks Tasks
+	// Reader reads tasks and their permission requests. Required.
+	Reader Reader
+	// Decider sends decisions on pending requests. Required.
+	Decider Decider
+	// Exists, when set, is asked about a task that neither the event log nor Reader knows (one
+	// created a moment ago): nil means it exists; an error that fromError maps to
+	// task_not_found means it does not.
+	Exists func(ctx context.Context, taskID string) error
+	// DB holds the event log and the idempotency keys. Required.
+	DB *pgxpool.Pool
+	// Tokens are the bearer tokens a request may carry. Empty means no authentication, which
+	// CheckExposure allows on loopback addresses only.
+	Tokens []string
+	// Console is served at "/" (the API's routes take precedence). Nil means none.
+	Console http.Handler
+	// MaxBodyBytes bounds a request's body. Defaults to DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// RequestTimeout bounds reading a request and writing its answer, streams excepted.
+	// Defaults to DefaultRequestTimeout.
+	RequestTimeout time.Duration
+	// KeepAlive is how often an idle event stream sends a comment. Defaults to DefaultKeepAlive.
+	KeepAlive time.Duration
+	// DecideWait is how long a decision waits to reach its agent. Defaults to DefaultDecideWait.
+	DecideWait time.Duration
+	// ShutdownTimeout bounds a graceful stop. Defaults to DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+	// WatchPoll is how often an event stream reads the log when no notification came (the
+	// safety net of store.Watch). Zero means store.Watch's default.
+	WatchPoll time.Duration
+	// Logger gets one line per request (method, path, status, duration; never a header or a
+	// body). Nil means silent.
+	Logger *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = DefaultRequestTimeout
+	}
+	if c.KeepAlive == 0 {
+		c.KeepAlive = DefaultKeepAlive
+	}
+	if c.DecideWait == 0 {
+		c.DecideWait = DefaultDecideWait
+	}
+	if c.ShutdownTimeout == 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if c.Tasks == nil {
+		errs = append(errs, errors.New("Tasks is required"))
+	}
+	if c.Reader == nil {
+		errs = append(errs, errors.New("Reader is required"))
+	}
+	if c.Decider == nil {
+		errs = append(errs, errors.New("Decider is required"))
+	}
+	if c.DB == nil {
+		errs = append(errs, errors.New("DB is required"))
+	}
+	if c.MaxBodyBytes < 0 || c.RequestTimeout < 0 || c.KeepAlive < 0 || c.DecideWait < 0 || c.ShutdownTimeout < 0 || c.WatchPoll < 0 {
+		errs = append(errs, errors.New("limits and timeouts must not be negative"))
+	}
+	for i, t := range c.Tokens {
+		if len(t) < MinTokenBytes {
+			errs = append(errs, fmt.Errorf("token %d is %d bytes; use at least %d random bytes", i+1, len(t), MinTokenBytes))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,233 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/drover-run/drover/store"
+)
+
+// Event is one event of a task's log, as the API sends it: in a page of events and as the
+// data of a Server-Sent Event. It is the line drover task watch --output json prints.
+type Event struct {
+	Seq     int64           `json:"seq"`
+	Time    time.Time       `json:"time"`
+	Turn    int             `json:"turn"`
+	Attempt int             `json:"attempt"`
+	Type    string          `json:"type"`
+	Event   json.RawMessage `json:"event"`
+}
+
+func eventOf(ev store.Event) Event {
+	payload := ev.Payload
+	if payload == nil {
+		payload = json.RawMessage("null")
+	}
+	return Event{Seq: ev.Seq, Time: ev.CreatedAt, Turn: ev.Turn, Attempt: ev.Attempt, Type: ev.Type, Event: payload}
+}
+
+// EventPage is the answer to GET /api/v1/tasks/{id}/events with Accept: application/json.
+type EventPage struct {
+	Events []Event `json:"events"`
+	// NextAfter is the cursor of the next page: the last event's seq, or the request's after.
+	NextAfter int64 `json:"next_after"`
+}
+
+// taskEvents serves a task's event log: a page of JSON, or a Server-Sent Event stream that
+// follows the log from Last-Event-ID (or ?after) until the client leaves or the server stops.
+func (s *Server) taskEvents(w http.ResponseWriter, r *http.Request) {
+	id, e := taskID(r)
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	after, e := eventCursor(r)
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	if err := s.exists(r.Context(), id); err != nil {
+		s.writeError(w, r, fromError(err))
+		return
+	}
+	if wantsJSON(r) {
+		s.eventPage(w, r, id, after)
+		return
+	}
+	s.streamEvents(w, r, id, after)
+}
+
+// exists reports errTaskNotFound, or what the read side says, for a task with no events that
+// the read side does not know either.
+func (s *Server) exists(ctx context.Context, id string) error {
+	evs, err := store.ListEvents(ctx, s.cfg.DB, id, 0, 1)
+	if err != nil {
+		return err
+	}
+	if len(evs) > 0 {
+		return nil
+	}
+	_, err = s.cfg.Reader.Show(ctx, id)
+	if err != nil && s.cfg.Exists != nil && fromError(err).Code == CodeTaskNotFound {
+		return s.cfg.Exists(ctx, id)
+	}
+	return err
+}
+
+// eventCursor is the seq after which events are sent: Last-Event-ID, else ?after, else 0.
+func eventCursor(r *http.Request) (int64, *Error) {
+	v, what := r.Header.Get("Last-Event-ID"), "Last-Event-ID"
+	if v == "" {
+		v, what = r.URL.Query().Get("after"), "after"
+	}
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || n < 0 {
+		return 0, errorf(http.StatusBadRequest, CodeInvalidInput,
+			fmt.Sprintf("%s %q is not a sequence number; use 0 (from the first event) or the seq of the last event seen", what, v))
+	}
+	return n, nil
+}
+
+// wantsJSON reports whether the client asks for a page of JSON rather than a stream.
+func wantsJSON(r *http.Request) bool {
+	for part := range strings.SplitSeq(r.Header.Get("Accept"), ",") {
+		mt, _, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		switch mt {
+		case "text/event-stream":
+			return false
+		case "application/json":
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) eventPage(w http.ResponseWriter, r *http.Request, id string, after int64) {
+	limit := DefaultEventsPage
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxEventsPage {
+			s.writeError(w, r, errorf(http.StatusBadRequest, CodeInvalidInput, fmt.Sprintf("limit %q is not a number from 1 to %d", v, MaxEventsPage)))
+			return
+		}
+		limit = n
+	}
+	evs, err := store.ListEvents(r.Context(), s.cfg.DB, id, after, limit)
+	if err != nil {
+		s.writeError(w, r, fromError(err))
+		return
+	}
+	page := EventPage{Events: make([]Event, 0, len(evs)), NextAfter: after}
+	for _, ev := range evs {
+		page.Events = append(page.Events, eventOf(ev))
+		page.NextAfter = ev.Seq
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// errStreamEnded ends a watch whose stream is gone.
+var errStreamEnded = errors.New("the event stream ended")
+
+// streamEvents sends the events after `after` as Server-Sent Events, each with id: its seq, so
+// that a client that reconnects with Last-Event-ID gets exactly what it missed. Delivery comes
+// from store.Watch: every event once, in order, with no gap. A comment goes out every
+// KeepAlive while no event does.
+func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string, after int64) {
+	rc := http.NewResponseController(w)
+	// A stream lasts as long as the client stays; each write has a deadline of its own.
+	if err := rc.SetWriteDeadline(time.Time{}); err != nil {
+		s.writeError(w, r, fromError(fmt.Errorf("clearing the write deadline: %w", err)))
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	write := func(format string, args ...any) error {
+		_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.RequestTimeout))
+		if _, err := fmt.Fprintf(w, format, args...); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	// The retry hint tells EventSource how long to wait before it reconnects.
+	if err := write("retry: 2000\n: events of task %s after %d\n\n", oneLine(id), after); err != nil {
+		return
+	}
+
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	evc := make(chan store.Event)
+	watchErr := make(chan error, 1)
+	go func() {
+		watchErr <- store.Watch(ctx, s.cfg.DB, store.WatchConfig{TaskID: id, AfterSeq: after, PollInterval: s.cfg.WatchPoll, Logger: s.cfg.Logger},
+			func(ev store.Event) error {
+				select {
+				case evc <- ev:
+					return nil
+				case <-ctx.Done():
+					return errStreamEnded
+				}
+			})
+	}()
+	defer func() {
+		cancel()
+		<-watchErr
+	}()
+	keepAlive := time.NewTicker(s.cfg.KeepAlive)
+	defer keepAlive.Stop()
+	for {
+		select {
+		case ev := <-evc:
+			data, err := json.Marshal(eventOf(ev))
+			if err != nil {
+				s.cfg.Logger.ErrorContext(ctx, "encoding an event failed", "task_id", id, "seq", ev.Seq, "error", err)
+				return
+			}
+			if err := write("id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, oneLine(ev.Type), data); err != nil {
+				return
+			}
+			keepAlive.Reset(s.cfg.KeepAlive)
+		case <-keepAlive.C:
+			if err := write(": keep-alive\n\n"); err != nil {
+				return
+			}
+		case err := <-watchErr:
+			watchErr <- err // for the deferred wait
+			if ctx.Err() == nil {
+				s.cfg.Logger.ErrorContext(ctx, "watching events failed", "task_id", id, "error", err)
+				_ = write("event: error\ndata: %s\n\n", mustJSON(map[string]string{"code": CodeUnavailable,
+					"message": "the event log cannot be read; reconnect with Last-Event-ID to resume"}))
+			}
+			return
+		case <-s.stopping:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// oneLine keeps a value on one line of the event stream.
+func oneLine(s string) string {
+	return strings.NewReplacer("\r", " ", "\n", " ").Replace(s)
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
+}

@@ -1,0 +1,322 @@
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/google/uuid"
+
+	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/task"
+)
+
+const maxPromptBytes = task.MaxPromptBytes
+
+// Tasks is the write side the API sends commands through: *taskclient.Client. Each method
+// checks its input as the command line does (task.ValidateID, task.Params.Validate,
+// task.ValidatePrompt) before anything is sent.
+type Tasks interface {
+	Start(ctx context.Context, taskID string, p task.Params, prompt task.Prompt, updateID string) (task.PromptAccepted, error)
+	Prompt(ctx context.Context, taskID string, prompt task.Prompt, updateID string) (task.PromptAccepted, error)
+	Interrupt(ctx context.Context, taskID string) (task.InterruptResult, error)
+	Close(ctx context.Context, taskID string) error
+	Cancel(ctx context.Context, taskID string) error
+}
+
+// CreateTask is the body of POST /api/v1/tasks.
+type CreateTask struct {
+	// ID names the task; empty means a new uuid. Creating a task that exists sends it the
+	// prompt, as drover task start does.
+	ID     string `json:"id,omitempty"`
+	Prompt string `json:"prompt"`
+	// Attachments are image paths relative to the workspace.
+	Attachments []string            `json:"attachments,omitempty"`
+	Mode        task.PermissionMode `json:"mode,omitempty"`
+	AfterPlan   task.PermissionMode `json:"after_plan,omitempty"`
+	Model       string              `json:"model,omitempty"`
+	// Workspace is the absolute path of the folder the agent works in, on the workers' hosts;
+	// Cwd is another name for it.
+	Workspace       string      `json:"workspace,omitempty"`
+	Cwd             string      `json:"cwd,omitempty"`
+	MaxTurns        int         `json:"max_turns,omitempty"`
+	SystemPrompt    string      `json:"system_prompt,omitempty"`
+	IdleTimeout     Duration    `json:"idle_timeout,omitempty"`
+	ApprovalTimeout Duration    `json:"approval_timeout,omitempty"`
+	Budget          *BudgetJSON `json:"budget,omitempty"`
+}
+
+// BudgetJSON is a task's budget in the API: task.Budget with its duration as a string.
+type BudgetJSON struct {
+	MaxCostUSD  float64  `json:"max_cost_usd,omitempty"`
+	MaxTurns    int      `json:"max_turns,omitempty"`
+	MaxDuration Duration `json:"max_duration,omitempty"`
+}
+
+// params are the task's parameters and first prompt that c describes.
+func (c CreateTask) params() (task.Params, task.Prompt, *Error) {
+	ws := c.Workspace
+	switch {
+	case ws != "" && c.Cwd != "" && filepath.Clean(ws) != filepath.Clean(c.Cwd):
+		return task.Params{}, task.Prompt{}, invalidInput(&task.InvalidError{Field: "workspace",
+			Reason: "workspace and cwd name different folders; give one of them"})
+	case ws == "":
+		ws = c.Cwd
+	}
+	if ws != "" && !filepath.IsAbs(ws) {
+		return task.Params{}, task.Prompt{}, invalidInput(&task.InvalidError{Field: "workspace",
+			Reason: fmt.Sprintf("%q is not an absolute path; give the folder's full path on the workers' hosts", ws)})
+	}
+	if ws != "" {
+		ws = filepath.Clean(ws)
+	}
+	p := task.Params{
+		Workspace: ws,
+		Profile: task.Profile{Model: c.Model, PermissionMode: c.Mode, AfterPlan: c.AfterPlan,
+			MaxTurns: c.MaxTurns, AppendSystemPrompt: c.SystemPrompt},
+		IdleTimeout:     time.Duration(c.IdleTimeout),
+		ApprovalTimeout: time.Duration(c.ApprovalTimeout),
+	}
+	if c.Budget != nil {
+		p.Budget = task.Budget{MaxCostUSD: c.Budget.MaxCostUSD, MaxTurns: c.Budget.MaxTurns, MaxDuration: time.Duration(c.Budget.MaxDuration)}
+	}
+	prompt := task.Prompt{Text: c.Prompt, Attachments: c.Attachments}
+	var errs []error
+	if c.ID != "" {
+		errs = append(errs, task.ValidateID(c.ID))
+	}
+	errs = append(errs, p.Validate(), task.ValidatePrompt(prompt))
+	if err := errors.Join(errs...); err != nil {
+		return p, prompt, invalidInput(err)
+	}
+	return p, prompt, nil
+}
+
+// Accepted is the answer to a prompt: its turn and place in the queue.
+type Accepted struct {
+	TaskID     string `json:"task_id"`
+	Turn       int    `json:"turn"`
+	PromptUUID string `json:"prompt_uuid"`
+	// Queued is the number of prompts ahead of this one, counting a running turn; a prompt
+	// sent while a turn runs waits for its own turn.
+	Queued int `json:"queued"`
+}
+
+func accepted(id string, a task.PromptAccepted) Accepted {
+	return Accepted{TaskID: id, Turn: a.Turn, PromptUUID: a.PromptUUID, Queued: a.Queued}
+}
+
+// Created is the answer to POST /api/v1/tasks: the task, and its first prompt's place.
+type Created struct {
+	Task   Summary  `json:"task"`
+	Prompt Accepted `json:"prompt"`
+}
+
+// createUpdatePrefix makes the Update id of a creation from its Idempotency-Key: a creation
+// sent again reaches Temporal as the same Update, which it answers once.
+const createUpdatePrefix = "api-create:"
+
+func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
+	key := r.Header.Get("Idempotency-Key")
+	if err := checkIdempotencyKey(key); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var body CreateTask
+	if err := decode(r, &body); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	p, prompt, perr := body.params()
+	if perr != nil {
+		s.writeError(w, r, perr)
+		return
+	}
+	id := body.ID
+	if id == "" {
+		id = uuid.NewString()
+	}
+	ctx := r.Context()
+	updateID := ""
+	if key != "" {
+		canon, err := json.Marshal(body)
+		if err != nil {
+			s.writeError(w, r, fromError(err))
+			return
+		}
+		sum := sha256.Sum256(canon)
+		k, fresh, err := store.ClaimIdempotencyKey(ctx, s.cfg.DB, key, sum[:], id)
+		if err != nil {
+			s.writeError(w, r, fromError(err))
+			return
+		}
+		if !fresh && string(k.RequestSHA256) != string(sum[:]) {
+			s.writeError(w, r, errorf(http.StatusUnprocessableEntity, CodeIdempotencyKeyReused,
+				fmt.Sprintf("this Idempotency-Key was first used with another body (task %s); use a new key for a new task", k.TaskID)))
+			return
+		}
+		id = k.TaskID
+		if !fresh && k.Response != nil {
+			var acc Accepted
+			if err := json.Unmarshal(k.Response, &acc); err != nil {
+				s.writeError(w, r, fromError(fmt.Errorf("reading the answer of idempotency key: %w", err)))
+				return
+			}
+			w.Header().Set("Idempotent-Replayed", "true")
+			s.writeCreated(w, r, acc)
+			return
+		}
+		updateID = createUpdatePrefix + key
+	}
+	acc, err := s.cfg.Tasks.Start(ctx, id, p, prompt, updateID)
+	if err != nil {
+		s.writeError(w, r, fromError(err))
+		return
+	}
+	out := accepted(id, acc)
+	if key != "" {
+		b, _ := json.Marshal(out)
+		if err := store.CompleteIdempotencyKey(context.WithoutCancel(ctx), s.cfg.DB, key, b); err != nil {
+			// The task exists; a retry with the same key finds it through the same Update id.
+			s.cfg.Logger.WarnContext(ctx, "recording an idempotency key's answer failed", "task_id", id, "error", err)
+		}
+	}
+	s.writeCreated(w, r, out)
+}
+
+// writeCreated answers a creation with the task as it now stands.
+func (s *Server) writeCreated(w http.ResponseWriter, r *http.Request, acc Accepted) {
+	t := Summary{ID: acc.TaskID, Status: task.StatusRunning}
+	if d, err := s.cfg.Reader.Show(r.Context(), acc.TaskID); err == nil {
+		t = d.Summary
+	} else {
+		// The task was created; say so even if the read side has not recorded it yet.
+		s.cfg.Logger.DebugContext(r.Context(), "reading a created task failed", "task_id", acc.TaskID, "error", err)
+	}
+	w.Header().Set("Location", "/api/v1/tasks/"+pathEscape(acc.TaskID))
+	writeJSON(w, http.StatusCreated, Created{Task: t, Prompt: acc})
+}
+
+// checkIdempotencyKey refuses a key that is too long or holds control characters.
+func checkIdempotencyKey(key string) *Error {
+	if len(key) > MaxIdempotencyKeyBytes {
+		return errorf(http.StatusBadRequest, CodeInvalidInput,
+			fmt.Sprintf("the Idempotency-Key is %d bytes; use at most %d (a uuid is best)", len(key), MaxIdempotencyKeyBytes))
+	}
+	if strings.IndexFunc(key, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
+		return errorf(http.StatusBadRequest, CodeInvalidInput, "the Idempotency-Key holds control characters; use a uuid")
+	}
+	return nil
+}
+
+// taskID is the {id} of r's path, checked as task.ValidateID checks a new task's id.
+func taskID(r *http.Request) (string, *Error) {
+	id := r.PathValue("id")
+	if err := task.ValidateID(id); err != nil {
+		var ie *task.InvalidError
+		msg := err.Error()
+		if errors.As(err, &ie) {
+			msg = "the task id " + ie.Reason
+		}
+		return "", errorf(http.StatusBadRequest, CodeInvalidID, msg)
+	}
+	return id, nil
+}
+
+// PromptRequest is the body of POST /api/v1/tasks/{id}/prompts.
+type PromptRequest struct {
+	Text        string              `json:"text"`
+	Attachments []string            `json:"attachments,omitempty"`
+	Mode        task.PermissionMode `json:"mode,omitempty"`
+	// RequestID makes the call idempotent: a prompt sent again with the same id is answered
+	// once and queued once. The Idempotency-Key header does the same.
+	RequestID string `json:"request_id,omitempty"`
+}
+
+func (s *Server) promptTask(w http.ResponseWriter, r *http.Request) {
+	id, e := taskID(r)
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	key := r.Header.Get("Idempotency-Key")
+	if e := checkIdempotencyKey(key); e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	var body PromptRequest
+	if e := decode(r, &body); e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	prompt := task.Prompt{Text: body.Text, Attachments: body.Attachments, Mode: body.Mode}
+	if err := task.ValidatePrompt(prompt); err != nil {
+		s.writeError(w, r, invalidInput(err))
+		return
+	}
+	updateID := body.RequestID
+	if updateID == "" && key != "" {
+		updateID = "api-prompt:" + key
+	}
+	acc, err := s.cfg.Tasks.Prompt(r.Context(), id, prompt, updateID)
+	if err != nil {
+		s.writeError(w, r, fromError(err))
+		return
+	}
+	writeJSON(w, http.StatusAccepted, accepted(id, acc))
+}
+
+// Control is the answer to interrupt, close and cancel.
+type Control struct {
+	TaskID string `json:"task_id"`
+	// Interrupted, for interrupt, is false when no turn was running.
+	Interrupted *bool `json:"interrupted,omitempty"`
+	Turn        int   `json:"turn,omitempty"`
+}
+
+func (s *Server) interruptTask(w http.ResponseWriter, r *http.Request) {
+	s.control(w, r, func(ctx context.Context, id string) (Control, error) {
+		res, err := s.cfg.Tasks.Interrupt(ctx, id)
+		return Control{TaskID: id, Interrupted: &res.Interrupted, Turn: res.Turn}, err
+	})
+}
+
+func (s *Server) closeTask(w http.ResponseWriter, r *http.Request) {
+	s.control(w, r, func(ctx context.Context, id string) (Control, error) {
+		return Control{TaskID: id}, s.cfg.Tasks.Close(ctx, id)
+	})
+}
+
+func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request) {
+	s.control(w, r, func(ctx context.Context, id string) (Control, error) {
+		return Control{TaskID: id}, s.cfg.Tasks.Cancel(ctx, id)
+	})
+}
+
+// control runs one of interrupt, close and cancel, which take no body (an empty JSON object
+// is allowed).
+func (s *Server) control(w http.ResponseWriter, r *http.Request, do func(context.Context, string) (Control, error)) {
+	id, e := taskID(r)
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	var none struct{}
+	if e := decodeOptional(r, &none); e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	out, err := do(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, fromError(err))
+		return
+	}
+	writeJSON(w, http.StatusAccepted, out)
+}
