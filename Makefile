@@ -43,5 +43,5 @@ lint:
 ## small inputs and few runs, and only reports the goals. BENCH_FLAGS passes more flags
 ## (for example BENCH_FLAGS="-only P1 -runs 11").
 bench: tools
-	@eval "$$(scripts/tools.sh --print)" && export DROVER_CLAUDE_BIN DROVER_TEMPORAL_BIN && \
+	@eval "$$(scripts/tools.sh --print)" && export DROVER_CLAUDE_BIN DROVER_TEMPORAL_BIN DROVER_CHROMIUM_BIN && \
 	  $(GO) run ./cmd/drover-bench $(if $(BENCH_QUICK),-quick) $(BENCH_FLAGS)

@@ -12,7 +12,7 @@ export GOFLAGS="${GOFLAGS:--buildvcs=false}"
 
 paths=$(scripts/tools.sh)
 eval "$paths"
-export DROVER_CLAUDE_BIN DROVER_TEMPORAL_BIN DROVER_TEMPORAL_SERVER_DIR
+export DROVER_CLAUDE_BIN DROVER_TEMPORAL_BIN DROVER_TEMPORAL_SERVER_DIR DROVER_CHROMIUM_BIN
 
 unformatted=$(gofmt -l $(git ls-files '*.go') 2>/dev/null || true)
 if [[ -n "$unformatted" ]]; then

@@ -28,10 +28,15 @@ temporal_bin="$temporal_dir/temporal"
 server_dir="$root/temporal-server-$TEMPORAL_SERVER_VERSION"
 server_bin="$server_dir/temporal-server"
 
+# Chromium (the web console's browser tests and benchmark) comes from the system's packages: Debian's
+# `chromium`, installed with apt-get when missing and the script runs as root (as CI does).
+chromium_bin="${DROVER_CHROMIUM_BIN:-$(command -v chromium || echo /usr/bin/chromium)}"
+
 print() {
   echo "DROVER_CLAUDE_BIN=$claude_bin"
   echo "DROVER_TEMPORAL_BIN=$temporal_bin"
   echo "DROVER_TEMPORAL_SERVER_DIR=$server_dir"
+  echo "DROVER_CHROMIUM_BIN=$chromium_bin"
 }
 
 if [[ "${1:-}" == "--print" ]]; then
@@ -104,6 +109,21 @@ install_server() {
   mv "$tmp" "$server_dir"
 }
 
+install_chromium() {
+  if [[ -x "$chromium_bin" ]]; then
+    echo "chromium: already installed ($chromium_bin)" >&2
+    return
+  fi
+  if [[ "$(id -u)" != 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
+    echo "chromium: missing; install Debian's chromium package (apt-get install chromium) or set DROVER_CHROMIUM_BIN" >&2
+    return
+  fi
+  echo "chromium: installing Debian's chromium with apt-get" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium >&2
+  chromium_bin=$(command -v chromium || echo /usr/bin/chromium)
+}
+
 ensure_postgres() {
   command -v pg_isready >/dev/null 2>&1 || return 0
   if pg_isready -q -h 127.0.0.1 -p 5432; then
@@ -130,6 +150,7 @@ install_temporal &
 temporal_pid=$!
 install_server &
 server_pid=$!
+install_chromium
 ensure_postgres
 wait "$claude_pid"
 wait "$temporal_pid"

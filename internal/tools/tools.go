@@ -1,5 +1,5 @@
 // Package tools locates drover's pinned external tools (the Claude Code CLI, the Temporal CLI, and the
-// Temporal server with its SQL schema tool) as installed by scripts/tools.sh, so that tests and the dev
+// Temporal server with its SQL schema tool) and the system's Chromium, as installed by scripts/tools.sh, so that tests and the dev
 // command find the same binaries. It promises that the version pins here match the script's (and, for
 // the server, docker-compose.yml's image), and that a missing tool yields an error telling how to
 // install it.
@@ -28,7 +28,12 @@ const (
 	EnvTemporalBin       = "DROVER_TEMPORAL_BIN"
 	EnvTemporalServerDir = "DROVER_TEMPORAL_SERVER_DIR"
 	EnvToolsDir          = "DROVER_TOOLS"
+	EnvChromiumBin       = "DROVER_CHROMIUM_BIN"
 )
+
+// DefaultChromiumBin is where Debian's chromium package installs the browser, which
+// scripts/tools.sh installs when it is missing.
+const DefaultChromiumBin = "/usr/bin/chromium"
 
 // ErrNotInstalled is returned (wrapped) when a tool is missing.
 var ErrNotInstalled = errors.New("not installed: run scripts/tools.sh")
@@ -103,6 +108,20 @@ func (env Env) TemporalServer() (TemporalServer, error) {
 	}
 	return s, nil
 }
+
+// ChromiumBin returns the path of the Chromium browser the web console's browser tests and benchmark
+// drive: $DROVER_CHROMIUM_BIN if set, else DefaultChromiumBin. Unlike the pinned tools it is the
+// system's package, not a version of the project's choosing.
+func (env Env) ChromiumBin() (string, error) {
+	path := env(EnvChromiumBin)
+	if path == "" {
+		path = DefaultChromiumBin
+	}
+	return executable("chromium", path)
+}
+
+// ChromiumBin is Env(os.Getenv).ChromiumBin, for tests.
+func ChromiumBin() (string, error) { return Env(os.Getenv).ChromiumBin() }
 
 // ClaudeBin is Env(os.Getenv).ClaudeBin, for tests.
 func ClaudeBin() (string, error) { return Env(os.Getenv).ClaudeBin() }

@@ -152,3 +152,34 @@ func TestLocate(t *testing.T) {
 		t.Fatalf("Dir() = %q, %v", d, err)
 	}
 }
+
+// TestChromiumBin: the variable names the browser; without it, Debian's path; a missing one says
+// how to install it.
+func TestChromiumBin(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "chromium")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := func(vars map[string]string) Env { return func(k string) string { return vars[k] } }
+	if got, err := env(map[string]string{EnvChromiumBin: bin}).ChromiumBin(); err != nil || got != bin {
+		t.Fatalf("ChromiumBin() = %q, %v; want %q", got, err, bin)
+	}
+	_, err := env(map[string]string{EnvChromiumBin: filepath.Join(dir, "missing")}).ChromiumBin()
+	if !errors.Is(err, ErrNotInstalled) || !strings.Contains(err.Error(), "scripts/tools.sh") {
+		t.Fatalf("ChromiumBin() of a missing file: %v", err)
+	}
+	if _, statErr := os.Stat(DefaultChromiumBin); statErr == nil {
+		if got, err := env(nil).ChromiumBin(); err != nil || got != DefaultChromiumBin {
+			t.Fatalf("ChromiumBin() = %q, %v; want %q", got, err, DefaultChromiumBin)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join("..", "..", "scripts", "tools.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `echo "DROVER_CHROMIUM_BIN=$chromium_bin"`) || !strings.Contains(string(b), "apt-get install -y -q --no-install-recommends chromium") {
+		t.Error("scripts/tools.sh no longer installs and prints Chromium")
+	}
+}

@@ -1,0 +1,234 @@
+// The HTTP API of the same origin: JSON calls and the event stream, with the bearer token the
+// API may ask for. The token lives in sessionStorage and travels only in the Authorization header.
+
+const TOKEN_KEY = "drover.token";
+let tokenPrompt = null;
+
+export function token() {
+  return sessionStorage.getItem(TOKEN_KEY) || "";
+}
+
+function headers(extra) {
+  const h = new Headers(extra || {});
+  const t = token();
+  if (t) h.set("Authorization", "Bearer " + t);
+  return h;
+}
+
+// askToken shows the sign-in dialog once, however many calls were refused together, and
+// resolves when a token was entered.
+export function askToken(message) {
+  if (tokenPrompt) return tokenPrompt;
+  tokenPrompt = new Promise((resolve) => {
+    const dlg = document.getElementById("token-dialog");
+    const form = document.getElementById("token-form");
+    const input = document.getElementById("token-input");
+    const err = document.getElementById("token-error");
+    err.hidden = !message;
+    err.textContent = message || "";
+    input.value = "";
+    const done = (ev) => {
+      ev.preventDefault();
+      const v = input.value.trim();
+      if (!v) return;
+      sessionStorage.setItem(TOKEN_KEY, v);
+      form.removeEventListener("submit", done);
+      dlg.close();
+      tokenPrompt = null;
+      resolve();
+    };
+    form.addEventListener("submit", done);
+    dlg.showModal();
+  });
+  return tokenPrompt;
+}
+
+// APIError is an answer of the API that is not a success, with the API's code and message.
+export class APIError extends Error {
+  constructor(status, code, message) {
+    super(message || ("HTTP " + status));
+    this.status = status;
+    this.code = code || "";
+  }
+}
+
+async function errorOf(resp) {
+  let code = "", message = "";
+  try {
+    const body = await resp.json();
+    if (body && body.error) {
+      code = String(body.error.code || "");
+      message = String(body.error.message || "");
+    }
+  } catch (_) { /* not JSON */ }
+  return new APIError(resp.status, code, message || (resp.status + " " + resp.statusText));
+}
+
+// request calls the API and, when it answers 401, asks for a token and tries again.
+export async function request(method, path, body, extra) {
+  for (let tries = 0; ; tries++) {
+    const init = { method, headers: headers(extra), cache: "no-store" };
+    if (body !== undefined) {
+      init.headers.set("Content-Type", "application/json");
+      init.body = JSON.stringify(body);
+    }
+    const resp = await fetch(path, init);
+    if (resp.status === 401 && tries < 5) {
+      await askToken(tries > 0 ? "That token was refused." : "");
+      continue;
+    }
+    return resp;
+  }
+}
+
+export async function getJSON(path) {
+  const resp = await request("GET", path, undefined, { Accept: "application/json" });
+  if (!resp.ok) throw await errorOf(resp);
+  return resp.json();
+}
+
+export async function postJSON(path, body) {
+  const resp = await request("POST", path, body === undefined ? {} : body, { Accept: "application/json" });
+  if (!resp.ok) throw await errorOf(resp);
+  const text = await resp.text();
+  return text ? JSON.parse(text) : {};
+}
+
+export function taskPath(id) {
+  return "/api/v1/tasks/" + encodeURIComponent(id);
+}
+
+// EventStream follows a task's event log: first the stored events in pages (JSON), then the live
+// stream (text/event-stream) from the last sequence number seen, resuming with Last-Event-ID
+// whenever the connection drops. onEvents receives arrays of {seq, type, turn, attempt, time,
+// event}; onState receives "loading", "live", "reconnecting" or "ended" and a detail.
+export class EventStream {
+  constructor(taskID, onEvents, onState) {
+    this.taskID = taskID;
+    this.onEvents = onEvents;
+    this.onState = onState;
+    this.after = 0;
+    this.stopped = false;
+    this.ctrl = null;
+  }
+
+  stop() {
+    this.stopped = true;
+    if (this.ctrl) this.ctrl.abort();
+  }
+
+  async start() {
+    this.onState("loading", "");
+    try {
+      await this.backlog();
+    } catch (err) {
+      this.onState("reconnecting", String(err.message || err));
+    }
+    let delay = 500;
+    while (!this.stopped) {
+      try {
+        const got = await this.live();
+        if (got) delay = 500;
+        if (this.stopped) return;
+        this.onState("reconnecting", "the stream closed");
+      } catch (err) {
+        if (this.stopped) return;
+        this.onState("reconnecting", String(err.message || err));
+      }
+      await new Promise((r) => setTimeout(r, delay));
+      delay = Math.min(delay * 2, 10000);
+    }
+  }
+
+  deliver(list) {
+    const out = [];
+    for (const raw of list) {
+      const rec = normalizeRecord(raw, 0, "");
+      if (!rec) continue;
+      out.push(rec);
+      if (rec.seq > this.after) this.after = rec.seq;
+    }
+    if (out.length) this.onEvents(out);
+  }
+
+  async backlog() {
+    for (;;) {
+      const page = await getJSON(taskPath(this.taskID) + "/events?after=" + this.after + "&limit=1000");
+      const list = (page && page.events) || [];
+      this.deliver(list);
+      if (list.length < 1000) return;
+    }
+  }
+
+  // live reads the event stream until it ends; it reports whether any event came.
+  async live() {
+    this.ctrl = new AbortController();
+    const extra = { Accept: "text/event-stream" };
+    if (this.after > 0) extra["Last-Event-ID"] = String(this.after);
+    const init = { method: "GET", headers: headers(extra), signal: this.ctrl.signal, cache: "no-store" };
+    const resp = await fetch(taskPath(this.taskID) + "/events", init);
+    if (resp.status === 401) {
+      await askToken("");
+      return false;
+    }
+    if (!resp.ok) throw await errorOf(resp);
+    this.onState("live", "");
+    const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buf = "", got = false;
+    let id = "", type = "", data = [];
+    const batch = [];
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buf += value;
+      let nl;
+      while ((nl = buf.search(/\r\n|\r|\n/)) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + (buf.startsWith("\r\n", nl) ? 2 : 1));
+        if (line === "") {
+          if (data.length) {
+            let parsed = null;
+            try { parsed = JSON.parse(data.join("\n")); } catch (_) { parsed = null; }
+            const rec = parsed && normalizeRecord(parsed, Number(id) || 0, type);
+            if (rec && rec.seq > 0) batch.push(rec);
+          }
+          id = ""; type = ""; data = [];
+          continue;
+        }
+        if (line.startsWith(":")) continue;
+        const colon = line.indexOf(":");
+        const field = colon < 0 ? line : line.slice(0, colon);
+        let val = colon < 0 ? "" : line.slice(colon + 1);
+        if (val.startsWith(" ")) val = val.slice(1);
+        if (field === "id") id = val;
+        else if (field === "event") type = val;
+        else if (field === "data") data.push(val);
+      }
+      if (batch.length) {
+        got = true;
+        this.deliver(batch.splice(0));
+      }
+    }
+    return got;
+  }
+}
+
+// normalizeRecord accepts both forms a stored event may take on the wire: the log's record
+// ({seq, turn, attempt, type, time, event}) or the agent event alone (its seq from the stream's
+// id). It returns null for anything else.
+export function normalizeRecord(raw, seq, type) {
+  if (!raw || typeof raw !== "object") return null;
+  if (raw.event && typeof raw.event === "object" && typeof raw.seq === "number") {
+    return {
+      seq: raw.seq, type: String(raw.type || raw.event.type || type || ""),
+      turn: Number(raw.turn) || 0, attempt: Number(raw.attempt) || 0,
+      time: raw.time || raw.created_at || raw.event.time || "", event: raw.event,
+    };
+  }
+  const s = typeof raw.seq === "number" ? raw.seq : seq;
+  if (!s) return null;
+  return {
+    seq: s, type: String(raw.type || type || ""), turn: Number(raw.turn) || 0,
+    attempt: Number(raw.attempt) || 0, time: raw.time || "", event: raw,
+  };
+}

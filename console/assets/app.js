@@ -1,0 +1,334 @@
+// The console's pages: the task list (#/), one task (#/tasks/<id>) and the inbox (#/inbox).
+
+import { getJSON, postJSON, taskPath, EventStream } from "./api.js";
+import { h, append, clear, money, tokens, ago, statusBadge, pre, safeHref } from "./dom.js";
+import { Timeline } from "./render.js";
+
+const POLL_MS = 3000;
+// A running task that has written nothing for this long is shown as possibly stalled.
+const STALL_MS = 90000;
+const STATUSES = ["idle", "running", "queued_for_account", "waiting_for_limit", "waiting_for_spend_cap",
+  "budget_exhausted", "closing", "completed", "failed", "cancelled"];
+
+const main = document.getElementById("main");
+let view = null; // the current page: {stop()}
+
+function route() {
+  if (view && view.stop) view.stop();
+  view = null;
+  clear(main);
+  const hash = location.hash || "#/";
+  const m = hash.match(/^#\/tasks\/(.+)$/);
+  if (m) view = taskPage(decodeURIComponent(m[1]));
+  else if (hash === "#/inbox") view = inboxPage();
+  else view = listPage();
+  for (const a of document.querySelectorAll("header nav a")) a.classList.toggle("active", a.getAttribute("href") === (m ? "#/" : hash));
+}
+
+function poller(fn, ms) {
+  let timer = null, stopped = false;
+  const tick = async () => {
+    try { await fn(); } catch (err) { /* fn shows its own errors */ }
+    if (!stopped) timer = setTimeout(tick, ms);
+  };
+  tick();
+  return { stop() { stopped = true; clearTimeout(timer); } };
+}
+
+function errorBox(el, err) {
+  clear(el);
+  if (err) append(el, [h("div", { className: "alert" }, String(err.message || err))]);
+}
+
+function temporalLink(task) {
+  const href = task.temporal_url && safeHref(task.temporal_url);
+  if (!href || href.startsWith("#")) return null;
+  return h("a", { href, target: "_blank", rel: "noopener noreferrer", className: "temporal" }, "workflow ↗");
+}
+
+// ---- the task list ----
+
+function listPage() {
+  const statusSel = h("select", null, h("option", { value: "" }, "any status"), STATUSES.map((s) => h("option", { value: s }, s.replace(/_/g, " "))));
+  const q = h("input", { type: "search", placeholder: "search" });
+  const awaiting = h("input", { type: "checkbox" });
+  const err = h("div");
+  const body = h("tbody");
+  const table = h("table", { className: "tasks" },
+    h("thead", null, h("tr", null, ["task", "status", "mode", "model", "turns", "cost", "waiting", "updated", ""].map((c) => h("th", null, c)))),
+    body);
+  append(main, [h("h1", null, "Tasks"),
+    h("div", { className: "filters" }, statusSel, q, h("label", null, awaiting, " awaiting approval")),
+    err, table]);
+  const load = async () => {
+    const params = new URLSearchParams();
+    if (statusSel.value) params.set("status", statusSel.value);
+    if (q.value.trim()) params.set("q", q.value.trim());
+    if (awaiting.checked) params.set("awaiting_approval", "true");
+    let data;
+    try {
+      data = await getJSON("/api/v1/tasks" + (params.toString() ? "?" + params : ""));
+      errorBox(err, null);
+    } catch (e) {
+      errorBox(err, e);
+      return;
+    }
+    const rows = (data.tasks || []).map(taskRow);
+    clear(body);
+    if (!rows.length) body.append(h("tr", null, h("td", { className: "muted" }, "no tasks")));
+    append(body, rows);
+  };
+  for (const c of [statusSel, awaiting]) c.addEventListener("change", load);
+  q.addEventListener("input", load);
+  return poller(load, POLL_MS);
+}
+
+function taskRow(t) {
+  const waiting = [];
+  if (t.pending_approvals) waiting.push(t.pending_approvals + " waiting" + (t.waiting_since ? " for " + ago(t.waiting_since) : ""));
+  if (t.wait) waiting.push(waitText(t.wait));
+  if (t.budget_exhausted) waiting.push("budget spent (" + (t.budget_exhausted.bound || "") + ")");
+  if (t.last_error) waiting.push("error: " + t.last_error);
+  const tr = h("tr", { dataset: { taskId: t.id, status: t.status || "" } },
+    h("td", null, h("a", { href: "#/tasks/" + encodeURIComponent(t.id) }, t.id)),
+    h("td", null, statusBadge(t.status)),
+    h("td", null, t.mode || ""),
+    h("td", null, t.model || ""),
+    h("td", { className: "num" }, String(t.turns || 0)),
+    h("td", { className: "num" }, money(t.cost_usd)),
+    h("td", { className: t.pending_approvals ? "attn" : "" }, waiting.join(" · ")),
+    h("td", { title: t.updated_at || "" }, t.updated_at ? ago(t.updated_at) + " ago" : ""),
+    h("td", null, temporalLink(t)));
+  return tr;
+}
+
+function waitText(w) {
+  let s = "waits for account" + (w.reason ? " (" + String(w.reason).replace(/_/g, " ") + ")" : "");
+  if (w.position) s += ", #" + w.position + " in queue";
+  if (w.retry_at) s += ", retries at " + new Date(w.retry_at).toLocaleTimeString();
+  else if (w.resets_at) s += ", resets at " + new Date(w.resets_at).toLocaleTimeString();
+  return s;
+}
+
+// ---- one task ----
+
+function taskPage(id) {
+  const title = h("h1", null, id);
+  const status = h("span");
+  const facts = h("div", { className: "facts" });
+  const gauge = h("div", { className: "gauge", title: "context window" }, h("div", { className: "gauge-fill" }));
+  const gaugeText = h("span", { className: "muted gauge-text" }, "context: —");
+  const stream = h("span", { className: "stream-state" });
+  const stall = h("div", { className: "alert stall", hidden: true });
+  const err = h("div");
+  const list = h("ol", { className: "timeline", id: "timeline" });
+  const prompt = h("textarea", { rows: 3, placeholder: "Prompt the agent (Ctrl+Enter to send)" });
+  const send = h("button", { type: "submit" }, "Send");
+  const interrupt = h("button", { type: "button", className: "deny" }, "Interrupt");
+  const note = h("span", { className: "muted prompt-note" });
+  const form = h("form", { className: "prompt" }, prompt, h("div", { className: "prompt-actions" }, send, interrupt, note));
+  append(main, [
+    h("div", { className: "task-head" }, title, status, stream),
+    facts, h("div", { className: "ctx" }, gauge, gaugeText), err, stall, list, form]);
+
+  let task = null, lastEventAt = Date.now(), stopped = false;
+  const setContext = (cw) => {
+    const size = cw.context_window_size || cw.limit || 0, used = cw.context_window_used || cw.used || 0;
+    if (!size) return;
+    const pct = Math.min(100, Math.round(used / size * 100));
+    gauge.firstChild.style.width = pct + "%";
+    gauge.classList.toggle("high", pct >= 80);
+    gaugeText.textContent = "context: " + tokens(used) + " / " + tokens(size) + " (" + pct + "%)";
+  };
+  const timeline = new Timeline(list, {
+    decide: (pendingID, body) => postJSON(taskPath(id) + "/approvals/" + encodeURIComponent(pendingID), body),
+    onContext: setContext,
+    onActivity: () => { lastEventAt = Date.now(); },
+  });
+
+  const showTask = (t) => {
+    task = t;
+    clear(status).append(statusBadge(t.status));
+    const parts = [];
+    if (t.mode) parts.push(h("span", null, "mode " + t.mode));
+    if (t.model) parts.push(h("span", null, "model " + t.model));
+    parts.push(h("span", { className: "cost" }, "cost " + money(t.cost_usd)));
+    parts.push(h("span", null, (t.turns || 0) + " turns"));
+    if (t.workspace) parts.push(h("span", null, h("code", null, t.workspace)));
+    if (t.pending_approvals) parts.push(h("span", { className: "attn" }, t.pending_approvals + " waiting for you" + (t.waiting_since ? " for " + ago(t.waiting_since) : "")));
+    if (t.wait) parts.push(h("span", { className: "attn" }, waitText(t.wait)));
+    if (t.budget_exhausted) parts.push(h("span", { className: "attn" }, "budget spent: " + (t.budget_exhausted.bound || "")));
+    if (t.last_error) parts.push(h("span", { className: "bad" }, "last error: " + t.last_error));
+    const link = temporalLink(t);
+    if (link) parts.push(link);
+    clear(facts);
+    append(facts, parts);
+    if (t.context_window) setContext(t.context_window);
+    timeline.setPending(t.pending || []);
+    const running = t.status === "running";
+    note.textContent = running ? "A turn is running: a prompt sent now is queued and runs next." : "";
+    interrupt.disabled = !running;
+    const final = ["completed", "failed", "cancelled"].includes(t.status);
+    prompt.disabled = send.disabled = final;
+  };
+
+  const poll = poller(async () => {
+    try {
+      showTask(await getJSON(taskPath(id)));
+      errorBox(err, null);
+    } catch (e) {
+      errorBox(err, e);
+    }
+    const quiet = Date.now() - lastEventAt;
+    stall.hidden = !(task && task.status === "running" && quiet > STALL_MS);
+    if (!stall.hidden) stall.textContent = "No event for " + Math.round(quiet / 1000) + "s while the turn runs: it may be stalled. Interrupt it, or look at its workflow.";
+  }, POLL_MS);
+
+  const events = new EventStream(id, (recs) => {
+    if (stopped) return;
+    const atEnd = window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
+    timeline.add(recs);
+    document.body.dataset.lastSeq = String(timeline.lastSeq);
+    if (atEnd && !document.body.dataset.loading) window.scrollTo(0, document.body.scrollHeight);
+  }, (state, detail) => {
+    stream.textContent = state === "live" ? "● live" : state === "loading" ? "loading…" : "○ " + state + (detail ? ": " + detail : "");
+    stream.className = "stream-state stream-" + state;
+    if (state !== "loading" && !document.body.dataset.timelineReady) {
+      document.body.dataset.timelineReady = "1";
+      performance.mark("drover-timeline-ready");
+    }
+  });
+  events.start();
+
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const text = prompt.value;
+    if (!text.trim()) return;
+    send.disabled = true;
+    try {
+      const res = await postJSON(taskPath(id) + "/prompts", { text });
+      prompt.value = "";
+      note.textContent = res.queued ? "Queued: it runs when the current turn ends." : "Sent.";
+    } catch (e) {
+      note.textContent = "Not sent: " + (e.message || e);
+    } finally {
+      send.disabled = false;
+    }
+  });
+  prompt.addEventListener("keydown", (ev) => {
+    if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) form.requestSubmit();
+  });
+  interrupt.addEventListener("click", async () => {
+    interrupt.disabled = true;
+    try {
+      await postJSON(taskPath(id) + "/interrupt", {});
+      note.textContent = "Interrupt sent.";
+    } catch (e) {
+      note.textContent = "Interrupt failed: " + (e.message || e);
+    }
+  });
+
+  return { stop() { stopped = true; poll.stop(); events.stop(); } };
+}
+
+// ---- the inbox: what waits for a person, across tasks ----
+
+function inboxPage() {
+  const err = h("div");
+  const reqs = h("ol", { className: "inbox", id: "inbox-list" });
+  const attn = h("ul", { className: "attention", id: "attention-list" });
+  append(main, [h("h1", null, "Inbox"), err,
+    h("h2", null, "Waiting for a decision"), reqs,
+    h("h2", null, "Tasks that need a look"), attn]);
+  const load = async () => {
+    let approvals, tasks;
+    try {
+      [approvals, tasks] = await Promise.all([getJSON("/api/v1/approvals"), getJSON("/api/v1/tasks")]);
+      errorBox(err, null);
+    } catch (e) {
+      errorBox(err, e);
+      return;
+    }
+    clear(reqs);
+    const list = approvals.approvals || [];
+    if (!list.length) reqs.append(h("li", { className: "muted" }, "Nothing waits for you."));
+    for (const p of list) reqs.append(inboxItem(p, load));
+    clear(attn);
+    const bad = (tasks.tasks || []).filter((t) => t.status === "failed" || t.status === "budget_exhausted" || t.status === "waiting_for_spend_cap" || t.last_error);
+    if (!bad.length) attn.append(h("li", { className: "muted" }, "No failed or stopped task."));
+    for (const t of bad) {
+      attn.append(h("li", { dataset: { taskId: t.id } }, h("a", { href: "#/tasks/" + encodeURIComponent(t.id) }, t.id), " ", statusBadge(t.status),
+        t.last_error ? h("span", { className: "bad" }, " " + t.last_error) : null,
+        t.budget_exhausted ? h("span", null, " budget spent (" + (t.budget_exhausted.bound || "") + ")") : null));
+    }
+  };
+  return poller(load, POLL_MS);
+}
+
+function inboxItem(p, reload) {
+  const taskID = p.task_id || "";
+  const state = h("span", { className: "muted" });
+  const act = (decision) => async () => {
+    state.textContent = "sending…";
+    try {
+      await postJSON(taskPath(taskID) + "/approvals/" + encodeURIComponent(p.request_id), { decision });
+      state.textContent = "sent";
+      reload();
+    } catch (e) {
+      state.textContent = "not sent: " + (e.message || e);
+    }
+  };
+  const kind = p.kind || "tool";
+  return h("li", { className: "inbox-item", dataset: { requestId: p.request_id || "", taskId: taskID } },
+    h("div", null, h("a", { href: "#/tasks/" + encodeURIComponent(taskID) }, taskID), " · ", h("strong", null, kind === "question" ? "Question" : kind === "plan" ? "Plan" : (p.tool || "tool")),
+      p.since ? h("span", { className: "muted" }, " · waiting " + ago(p.since)) : null,
+      p.deadline ? h("span", { className: "muted" }, " · denied at " + new Date(p.deadline).toLocaleString() + " if nobody answers") : null),
+    p.summary ? h("div", null, h("code", null, p.summary)) : null,
+    kind === "tool" ? h("div", { className: "actions" },
+      h("button", { type: "button", className: "approve", onclick: act("allow") }, "Approve"),
+      h("button", { type: "button", className: "deny", onclick: act("deny") }, "Deny"),
+      h("a", { href: "#/tasks/" + encodeURIComponent(taskID) }, "see the whole input"), " ", state)
+      : h("div", { className: "actions" }, h("a", { href: "#/tasks/" + encodeURIComponent(taskID) }, "answer on the task's page")));
+}
+
+// ---- everywhere: the inbox count and browser notifications ----
+
+const NOTIFY_KEY = "drover.notify";
+const known = new Set();
+let firstInboxPoll = true;
+
+function setupNotifications() {
+  const toggle = document.getElementById("notify-toggle");
+  const supported = "Notification" in window;
+  toggle.disabled = !supported;
+  toggle.checked = supported && localStorage.getItem(NOTIFY_KEY) === "1" && Notification.permission === "granted";
+  toggle.addEventListener("change", async () => {
+    if (!toggle.checked) { localStorage.removeItem(NOTIFY_KEY); return; }
+    const perm = await Notification.requestPermission();
+    toggle.checked = perm === "granted";
+    if (toggle.checked) localStorage.setItem(NOTIFY_KEY, "1");
+  });
+  const count = document.getElementById("inbox-count");
+  poller(async () => {
+    let list;
+    try {
+      list = (await getJSON("/api/v1/approvals")).approvals || [];
+    } catch (_) { return; }
+    count.hidden = !list.length;
+    count.textContent = String(list.length);
+    for (const p of list) {
+      const key = (p.task_id || "") + "/" + p.request_id;
+      if (known.has(key)) continue;
+      known.add(key);
+      if (!firstInboxPoll && toggle.checked && Notification.permission === "granted") {
+        const n = new Notification("drover: " + (p.task_id || "a task") + " waits for you", { body: (p.tool ? p.tool + ": " : "") + (p.summary || ""), tag: key });
+        n.onclick = () => { window.focus(); location.hash = "#/tasks/" + encodeURIComponent(p.task_id || ""); };
+      }
+    }
+    firstInboxPoll = false;
+  }, POLL_MS);
+}
+
+window.addEventListener("hashchange", route);
+setupNotifications();
+route();

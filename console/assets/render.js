@@ -1,0 +1,525 @@
+// The timeline of one task: each stored event, by sequence number, rendered as a person wants to
+// read it. Every event leaves one element with data-seq, so the page shows each event once and
+// says which it has; events that change an earlier element (a tool's result, a decision) also
+// update that element.
+
+import { h, append, clear, money, tokens, pre, pretty } from "./dom.js";
+
+export class Timeline {
+  // root: the list element; hooks: {decide(pendingID, body) → Promise, onContext(cw),
+  // onComplete(data), onActivity()}.
+  constructor(root, hooks) {
+    this.root = root;
+    this.hooks = hooks || {};
+    this.seen = new Set();
+    this.lastSeq = 0;
+    this.tools = new Map();     // tool_call_id → {el, body, children, call, status}
+    this.messages = new Map();  // message_id → text element
+    this.reasoning = new Map(); // message_id → pre element
+    this.requests = new Map();  // pending_id → {el, actions, state}
+    this.pending = new Map();   // request_id → PendingRequest from the API
+    this.lastBlock = null;      // the element the last message chunk went to
+  }
+
+  has(seq) { return this.seen.has(seq); }
+
+  // add renders records it has not seen, in sequence order, and returns how many were new.
+  add(records) {
+    const fresh = records.filter((r) => r.seq > 0 && !this.seen.has(r.seq));
+    fresh.sort((a, b) => a.seq - b.seq);
+    if (!fresh.length) return 0;
+    const frag = document.createDocumentFragment();
+    this.frag = frag;
+    for (const r of fresh) {
+      this.seen.add(r.seq);
+      if (r.seq > this.lastSeq) this.lastSeq = r.seq;
+      try {
+        this.render(r);
+      } catch (err) {
+        this.put(r, h("li", { className: "ev ev-broken", dataset: { seq: String(r.seq) } },
+          "event " + r.seq + " (" + r.type + ") could not be shown: " + String(err.message || err)));
+      }
+    }
+    this.root.append(frag);
+    this.frag = null;
+    if (this.hooks.onActivity) this.hooks.onActivity(fresh[fresh.length - 1]);
+    return fresh.length;
+  }
+
+  // put places an element at the top level, or under its subagent's tool call.
+  put(r, el) {
+    const parent = r.event && r.event.parent_tool_call_id;
+    const tool = parent && this.tools.get(parent);
+    if (tool) {
+      tool.children.hidden = false;
+      tool.children.append(el);
+    } else {
+      this.frag.append(el);
+    }
+    return el;
+  }
+
+  item(r, cls, ...children) {
+    const el = h("li", { className: "ev ev-" + r.type + (cls ? " " + cls : ""), dataset: { seq: String(r.seq), turn: String(r.turn || 0), attempt: String(r.attempt || 0) } }, ...children);
+    if (r.time) el.title = r.time;
+    return el;
+  }
+
+  // marker is an invisible element that records the seq of an event that updates another one.
+  marker(r, host) {
+    const m = h("span", { className: "seq-marker", hidden: true, dataset: { seq: String(r.seq) } });
+    host.append(m);
+  }
+
+  render(r) {
+    const ev = r.event || {};
+    const type = r.type || ev.type;
+    if (type !== "message_chunk" && type !== "reasoning") this.lastBlock = null;
+    switch (type) {
+      case "session_status":
+        this.put(r, this.item(r, "quiet", "session " + ((ev.data && ev.data.session_status) || "started")));
+        break;
+      case "available_commands": {
+        const cmds = ev.available_commands || [];
+        this.put(r, this.item(r, "quiet", h("details", null, h("summary", null, cmds.length + " slash commands available"),
+          h("ul", { className: "plain" }, cmds.map((c) => h("li", null, h("code", null, "/" + c.name), c.description ? " — " + c.description : ""))))));
+        break;
+      }
+      case "user_message":
+        this.put(r, this.item(r, "", h("div", { className: "who" }, "You"), pre(ev.text || "", "prompt-text")));
+        break;
+      case "message_chunk":
+        this.chunk(r, ev);
+        break;
+      case "reasoning":
+        this.thinking(r, ev);
+        break;
+      case "tool_call":
+      case "tool_update":
+        this.tool(r, ev);
+        break;
+      case "context_window": {
+        const el = this.item(r, "quiet ctx-marker");
+        el.hidden = true;
+        this.put(r, el);
+        if (this.hooks.onContext) this.hooks.onContext(ev);
+        break;
+      }
+      case "complete":
+        this.complete(r, ev);
+        break;
+      case "error": {
+        const e = ev.error || {};
+        this.put(r, this.item(r, "alert", h("strong", null, "Turn failed" + (e.kind ? " (" + e.kind + ")" : "")),
+          e.message ? pre(e.message) : null,
+          e.api_error_status ? h("div", null, "API status " + e.api_error_status) : null,
+          (e.errors || []).length ? h("ul", null, e.errors.map((x) => h("li", null, String(x)))) : null));
+        break;
+      }
+      case "rate_limit": {
+        const rl = ev.rate_limit || {};
+        const parts = [ev.rate_limit_message || "rate limit"];
+        if (rl.source === "api_retry") parts.push("retry " + (rl.attempt || "?") + "/" + (rl.max_retries || "?") + (rl.retry_delay_ms ? " in " + Math.round(rl.retry_delay_ms / 1000) + "s" : ""));
+        if (rl.resets_at) parts.push("resets at " + new Date(rl.resets_at * 1000).toLocaleString());
+        if (rl.utilization) parts.push(Math.round(rl.utilization * 100) + "% used");
+        this.put(r, this.item(r, "warn", parts.join(" · ")));
+        break;
+      }
+      case "permission_request":
+        this.request(r, ev);
+        break;
+      case "permission_cancelled":
+        this.settle(r, ev.pending_id, "cancelled", "withdrawn before anybody answered");
+        break;
+      case "permission_decision": {
+        const d = ev.decision || {};
+        let text = d.outcome || "decided";
+        if (d.by) text += " by " + d.by;
+        if (d.grant) text += " · always: " + d.grant;
+        if (d.next_mode) text += " · continues in " + d.next_mode;
+        if (d.reason) text += " — " + d.reason;
+        if (d.answers) text += " · answers: " + Object.entries(d.answers).map(([q, a]) => q + ": " + a.join(", ")).join("; ");
+        this.settle(r, ev.pending_id, d.outcome || "decided", text);
+        break;
+      }
+      case "permission_denied": {
+        const p = ev.permission || {};
+        this.put(r, this.item(r, "warn", h("strong", null, "Denied: " + (ev.tool_title || ev.tool_name || "tool")), p.message ? " — " + p.message : ""));
+        break;
+      }
+      case "compaction": {
+        const c = ev.compaction || {};
+        let text = "Context compaction " + (c.phase || "");
+        if (c.trigger) text += " (" + c.trigger + ")";
+        if (c.pre_tokens) text += " · " + tokens(c.pre_tokens) + (c.post_tokens ? " → " + tokens(c.post_tokens) : "") + " tokens";
+        if (c.result) text += " · " + c.result;
+        if (c.error) text += " · " + c.error;
+        this.put(r, this.item(r, c.result === "failed" ? "warn" : "quiet", text));
+        break;
+      }
+      case "interrupted":
+        this.put(r, this.item(r, "warn", "Interrupted"));
+        break;
+      case "subagent_task":
+        this.subagent(r, ev);
+        break;
+      case "turn_retry":
+        this.retry(r, ev);
+        break;
+      default:
+        this.put(r, this.item(r, "quiet", h("details", null, h("summary", null, "event " + type), pre(pretty(ev)))));
+    }
+  }
+
+  chunk(r, ev) {
+    const key = (ev.parent_tool_call_id || "") + "/" + (ev.message_id || "");
+    let text = ev.message_id ? this.messages.get(key) : (this.lastBlock && this.lastBlock.kind === "text" ? this.lastBlock.el : null);
+    if (text) {
+      // A later chunk of the same message adds to its text and keeps its own seq.
+      text.append(h("span", { className: "chunk", dataset: { seq: String(r.seq) } }, ev.text || ""));
+    } else {
+      text = h("div", { className: "message-text" }, h("span", { className: "chunk" }, ev.text || ""));
+      this.put(r, this.item(r, "message", h("div", { className: "who" }, "Agent"), text));
+      if (ev.message_id) this.messages.set(key, text);
+    }
+    this.lastBlock = { kind: "text", el: text };
+  }
+
+  thinking(r, ev) {
+    const key = (ev.parent_tool_call_id || "") + "/" + (ev.message_id || "");
+    let body = ev.message_id ? this.reasoning.get(key) : null;
+    if (body) {
+      body.append(h("span", { className: "chunk", dataset: { seq: String(r.seq) } }, ev.reasoning_text || ""));
+      return;
+    }
+    body = h("pre", { className: "reasoning-text" }, h("span", { className: "chunk" }, ev.reasoning_text || ""));
+    this.put(r, this.item(r, "reasoning", h("details", null, h("summary", null, "Reasoning"), body)));
+    if (ev.message_id) this.reasoning.set(key, body);
+  }
+
+  tool(r, ev) {
+    let t = this.tools.get(ev.tool_call_id);
+    if (!t || !ev.tool_call_id) {
+      const head = h("div", { className: "tool-head" });
+      const body = h("div", { className: "tool-body" });
+      const children = h("ol", { className: "children", hidden: true });
+      const el = this.item(r, "tool", head, body, children);
+      t = { el, head, body, children, call: ev };
+      if (ev.tool_call_id) {
+        el.dataset.toolCallId = ev.tool_call_id;
+        this.tools.set(ev.tool_call_id, t);
+      }
+      this.put(r, el);
+    } else {
+      this.marker(r, t.el);
+    }
+    const merged = Object.assign({}, t.call, ev);
+    if (!ev.normalized && t.call.normalized) merged.normalized = t.call.normalized;
+    t.call = merged;
+    const status = merged.tool_status || "running";
+    t.el.dataset.status = status;
+    clear(t.head);
+    append(t.head, [
+      h("span", { className: "tool-status tool-" + status }, status === "complete" ? "✓" : status === "error" ? "✗" : "…"),
+      h("span", { className: "tool-name" }, merged.tool_title || merged.tool_name || "tool"),
+      merged.tool_title && merged.tool_name && merged.tool_title !== merged.tool_name ? h("span", { className: "muted" }, " " + merged.tool_name) : null,
+    ]);
+    clear(t.body);
+    append(t.body, [renderPayload(merged.normalized), merged.tool_error ? pre(merged.tool_error, "stderr") : null]);
+  }
+
+  subagent(r, ev) {
+    const s = ev.subagent || {};
+    let text = (s.description || s.task_type || "subagent") + " · " + (s.phase || "").replace(/^task_/, "");
+    if (s.status) text += " · " + s.status;
+    if (s.last_tool_name) text += " · last tool " + s.last_tool_name;
+    const el = this.item(r, "quiet subagent-progress", text, s.summary ? pre(s.summary) : null);
+    const t = ev.tool_call_id && this.tools.get(ev.tool_call_id);
+    if (t) {
+      t.children.hidden = false;
+      t.children.append(el);
+    } else {
+      this.put(r, el);
+    }
+  }
+
+  complete(r, ev) {
+    const d = ev.data || {};
+    const parts = [d.is_error ? "Turn ended with an error" : "Turn complete", money(d.cost_usd)];
+    if (d.duration_ms) parts.push((d.duration_ms / 1000).toFixed(1) + "s");
+    parts.push(tokens(d.input_tokens) + " in / " + tokens(d.output_tokens) + " out");
+    if (d.num_turns) parts.push(d.num_turns + " model calls");
+    if (d.terminal_reason) parts.push(d.terminal_reason);
+    this.put(r, this.item(r, d.is_error ? "alert" : "done", parts.join(" · ")));
+    if (this.hooks.onComplete) this.hooks.onComplete(d);
+  }
+
+  retry(r, ev) {
+    const tr = ev.turn_retry || {};
+    // The failed attempt's events are partial output: fold them away, keep them in the page.
+    for (const el of this.root.querySelectorAll('li.ev[data-turn="' + (r.turn || 0) + '"][data-attempt="' + (tr.attempt || 0) + '"]')) {
+      el.classList.add("dropped");
+    }
+    if (this.frag) {
+      for (const el of this.frag.querySelectorAll('li.ev[data-turn="' + (r.turn || 0) + '"][data-attempt="' + (tr.attempt || 0) + '"]')) el.classList.add("dropped");
+    }
+    this.put(r, this.item(r, "warn", "Attempt " + (tr.attempt || "?") + " failed" + (tr.reason ? ": " + tr.reason : "") + " — the turn runs again from its last committed point; the partial output above is set aside"));
+  }
+
+  request(r, ev) {
+    const p = ev.permission || {};
+    const actions = h("div", { className: "actions" });
+    const state = h("div", { className: "request-state" }, "waiting for you");
+    const input = p.input !== undefined ? p.input : (ev.normalized && ev.normalized.generic && ev.normalized.generic.input);
+    const el = this.item(r, "request",
+      h("div", { className: "request-head" }, h("strong", null, "Permission: " + (p.display_name || ev.tool_title || ev.tool_name || "tool")), p.reasked ? h("span", { className: "muted" }, " (asked again)") : null),
+      p.summary ? h("div", { className: "summary" }, h("code", null, p.summary)) : null,
+      p.description ? h("div", { className: "muted" }, p.description) : null,
+      p.decision_reason ? h("div", { className: "muted" }, "Why asked: " + p.decision_reason) : null,
+      p.blocked_path ? h("div", { className: "muted" }, "Path: " + p.blocked_path) : null,
+      p.diff ? diffView(p.diff) : null,
+      p.plan ? h("div", null, h("div", { className: "label" }, "Plan" + (p.plan_file ? " (" + p.plan_file + ")" : "")), pre(p.plan, "plan")) : null,
+      questionsView(p.questions),
+      input !== undefined ? h("details", { className: "input", open: true }, h("summary", null, "Tool input"), pre(pretty(input), "json")) : null,
+      p.deadline ? h("div", { className: "muted" }, "Denied automatically at " + new Date(p.deadline).toLocaleString()) : null,
+      state, actions);
+    el.dataset.pendingId = ev.pending_id || "";
+    const req = { el, actions, state, ev, settled: false };
+    if (ev.pending_id) {
+      const old = this.requests.get(ev.pending_id);
+      if (old && old.settled) {
+        req.settled = true;
+        state.textContent = old.state.textContent;
+      }
+      this.requests.set(ev.pending_id, req);
+    }
+    this.put(r, el);
+    this.refreshRequest(req);
+  }
+
+  settle(r, pendingID, outcome, text) {
+    const req = this.requests.get(pendingID);
+    this.put(r, this.item(r, outcome === "allowed" ? "done" : "warn", "Request " + (req ? "“" + ((req.ev.permission && req.ev.permission.summary) || req.ev.tool_name || pendingID) + "” " : "") + text));
+    if (req) {
+      req.settled = true;
+      req.el.dataset.outcome = outcome;
+      req.state.textContent = text;
+      this.refreshRequest(req);
+    } else if (pendingID) {
+      const stub = { el: h("li"), actions: h("div"), state: h("div", null, text), ev: {}, settled: true };
+      this.requests.set(pendingID, stub);
+    }
+  }
+
+  // setPending tells which requests the API lists as waiting (their suggestions and deadlines).
+  setPending(list) {
+    this.pending = new Map((list || []).map((p) => [p.request_id, p]));
+    for (const req of this.requests.values()) this.refreshRequest(req);
+  }
+
+  refreshRequest(req) {
+    clear(req.actions);
+    const id = req.ev.pending_id;
+    if (req.settled || !id) {
+      req.el.classList.add("settled");
+      return;
+    }
+    const pend = this.pending.get(id);
+    const decide = (body, btn) => {
+      for (const b of req.actions.querySelectorAll("button")) b.disabled = true;
+      req.state.textContent = "sending…";
+      Promise.resolve(this.hooks.decide && this.hooks.decide(id, body)).then(() => {
+        req.state.textContent = "sent: " + body.decision + " — waiting for the agent";
+      }, (err) => {
+        req.state.textContent = "not sent: " + String(err.message || err);
+        for (const b of req.actions.querySelectorAll("button")) b.disabled = false;
+      });
+      return btn;
+    };
+    const p = req.ev.permission || {};
+    const questions = p.questions || [];
+    const reason = h("input", { type: "text", placeholder: "reason (optional, the agent reads it)", className: "reason" });
+    const approve = h("button", { className: "approve", type: "button" }, questions.length ? "Answer" : "Approve");
+    approve.addEventListener("click", () => {
+      const body = { decision: "allow" };
+      if (reason.value) body.message = reason.value;
+      if (questions.length) body.answers = chosenAnswers(req.el, questions);
+      decide(body, approve);
+    });
+    const deny = h("button", { className: "deny", type: "button" }, "Deny");
+    deny.addEventListener("click", () => {
+      const body = { decision: "deny" };
+      if (reason.value) body.message = reason.value;
+      decide(body, deny);
+    });
+    append(req.actions, [approve, deny]);
+    const suggestions = (pend && pend.suggestions) || [];
+    if (suggestions.length) {
+      for (const s of suggestions) {
+        const b = h("button", { className: "always", type: "button", title: "Allow, and allow this for the rest of the task" }, "Allow always: " + (s.label || s.key));
+        b.addEventListener("click", () => decide({ decision: "allow_always", always: s.key }, b));
+        req.actions.append(b);
+      }
+    } else if (p.allow_always && !p.requires_user_interaction) {
+      const b = h("button", { className: "always", type: "button", title: "Allow, and allow this for the rest of the task" }, "Allow always");
+      b.addEventListener("click", () => decide({ decision: "allow_always" }, b));
+      req.actions.append(b);
+    }
+    req.actions.append(reason);
+    if (pend && pend.deadline) req.actions.append(h("span", { className: "muted" }, " deadline " + new Date(pend.deadline).toLocaleString()));
+  }
+}
+
+function chosenAnswers(root, questions) {
+  const out = {};
+  questions.forEach((q, i) => {
+    const picked = [];
+    for (const box of root.querySelectorAll('input[data-q="' + i + '"]')) if (box.checked) picked.push(box.value);
+    out[q.question] = picked;
+  });
+  return out;
+}
+
+function questionsView(questions) {
+  if (!questions || !questions.length) return null;
+  return h("div", { className: "questions" }, questions.map((q, i) =>
+    h("fieldset", null, h("legend", null, (q.header ? q.header + ": " : "") + q.question),
+      (q.options || []).map((o) => {
+        const box = h("input", { type: q.multi_select ? "checkbox" : "radio", name: "q" + i, value: o.label });
+        box.dataset.q = String(i);
+        return h("label", { className: "option" }, box, " " + o.label, o.description ? h("span", { className: "muted" }, " — " + o.description) : null);
+      }))));
+}
+
+// renderPayload shows a tool call's normalized payload by its kind.
+export function renderPayload(n) {
+  if (!n || !n.kind) return null;
+  const v = n[n.kind] || {};
+  const box = h("div", { className: "payload payload-" + n.kind, dataset: { kind: n.kind } });
+  switch (n.kind) {
+    case "read_file": {
+      let where = v.file_path || "";
+      if (v.offset || v.limit) where += " (lines " + (v.offset || 1) + (v.limit ? "–" + ((v.offset || 1) + v.limit - 1) : "") + ")";
+      append(box, [h("div", null, h("span", { className: "label" }, "Read "), h("code", null, where))]);
+      if (v.output) {
+        const o = v.output;
+        let info = o.line_count + " lines";
+        if (o.total_lines) info += " of " + o.total_lines;
+        if (o.truncated) info += ", truncated";
+        box.append(h("details", null, h("summary", null, info), pre(o.content || "", "file")));
+      }
+      break;
+    }
+    case "modify_file": {
+      box.append(h("div", null, h("span", { className: "label" }, "Edit "), h("code", null, v.file_path || "")));
+      for (const m of v.mutations || []) box.append(mutationView(m));
+      break;
+    }
+    case "shell_exec": {
+      if (v.description) box.append(h("div", { className: "muted" }, v.description));
+      if (v.command) box.append(pre("$ " + v.command, "command"));
+      const meta = [];
+      if (v.work_dir) meta.push("in " + v.work_dir);
+      if (v.background) meta.push("in the background");
+      if (v.shell_id) meta.push("shell " + v.shell_id);
+      if (v.timeout) meta.push("timeout " + Math.round(v.timeout / 1000) + "s");
+      if (meta.length) box.append(h("div", { className: "muted" }, meta.join(" · ")));
+      const o = v.output;
+      if (o) {
+        if (o.stdout) box.append(pre(o.stdout, "stdout"));
+        if (o.stderr) box.append(pre(o.stderr, "stderr"));
+        const end = [];
+        if (o.exit_code !== undefined && o.exit_code !== null) end.push("exit " + o.exit_code);
+        if (o.interrupted) end.push("interrupted");
+        if (end.length) box.append(h("div", { className: o.exit_code ? "exit bad" : "exit" }, end.join(" · ")));
+      }
+      break;
+    }
+    case "code_search": {
+      const what = [v.pattern || v.query || ""];
+      if (v.path) what.push("in " + v.path);
+      if (v.glob) what.push("files " + v.glob);
+      box.append(h("div", null, h("span", { className: "label" }, "Search "), h("code", null, what.join(" "))));
+      const o = v.output;
+      if (o) {
+        box.append(h("div", { className: "muted" }, (o.file_count || 0) + " files" + (o.truncated ? ", truncated" : "")));
+        if ((o.files || []).length) box.append(h("ul", { className: "files" }, o.files.map((f) => h("li", null, h("code", null, f)))));
+        if (o.content) box.append(pre(o.content, "file"));
+      }
+      break;
+    }
+    case "http_request": {
+      box.append(h("div", null, h("span", { className: "label" }, (v.method || (v.url ? "GET" : "Search")) + " "), h("code", null, v.url || v.query || "")));
+      if (v.status_code) box.append(h("div", { className: v.is_error ? "exit bad" : "muted" }, "status " + v.status_code));
+      if (v.prompt) box.append(h("details", null, h("summary", null, "Prompt"), pre(v.prompt)));
+      if (v.response) box.append(h("details", null, h("summary", null, "Response"), pre(v.response)));
+      break;
+    }
+    case "subagent_task": {
+      box.append(h("div", null, h("span", { className: "label" }, "Subagent" + (v.subagent_type ? " (" + v.subagent_type + ")" : "") + " "), v.description || ""));
+      if (v.status) box.append(h("div", { className: "muted" }, v.status));
+      if (v.prompt) box.append(h("details", null, h("summary", null, "Its prompt"), pre(v.prompt)));
+      if (v.result) box.append(h("details", { open: true }, h("summary", null, "Its result"), pre(v.result)));
+      break;
+    }
+    case "create_task":
+      box.append(h("div", null, h("span", { className: "label" }, "New task "), h("strong", null, v.title || ""), v.task_id ? h("span", { className: "muted" }, " #" + v.task_id) : null));
+      if (v.description) box.append(pre(v.description));
+      break;
+    case "manage_todos": {
+      box.append(h("div", { className: "label" }, "Todos (" + (v.operation || "") + ")"));
+      box.append(h("ul", { className: "todos" }, (v.items || []).map((it) =>
+        h("li", { className: "todo todo-" + String(it.status || "").replace(/[^a-z_]/g, "") },
+          h("span", { className: "todo-mark" }, it.status === "completed" ? "☑" : it.status === "in_progress" ? "◐" : "☐"), " ", it.description || it.id || ""))));
+      break;
+    }
+    case "generic": {
+      const name = v.server ? v.server + " · " + (v.tool || v.name) : v.name;
+      box.append(h("div", null, h("span", { className: "label" }, "Tool "), h("code", null, name || "")));
+      if (v.input !== undefined) box.append(h("details", null, h("summary", null, "Input"), pre(pretty(v.input), "json")));
+      if (v.output) box.append(pre(v.output, v.is_error ? "stderr" : "stdout"));
+      break;
+    }
+    case "misc":
+      box.append(h("div", { className: "label" }, v.label || ""));
+      if (v.details) box.append(pre(v.details));
+      break;
+    default:
+      box.append(pre(pretty(n), "json"));
+  }
+  return box;
+}
+
+function mutationView(m) {
+  const head = h("div", { className: "muted" }, m.type + (m.replace_all ? " (all occurrences)" : ""));
+  if (m.diff) return h("div", { className: "mutation" }, head, diffView(m.diff));
+  const lines = [];
+  if (m.type === "replace" || m.type === "notebook_cell") {
+    for (const l of splitLines(m.old_content)) lines.push("-" + l);
+    for (const l of splitLines(m.new_content)) lines.push("+" + l);
+  } else {
+    for (const l of splitLines(m.content || m.new_content)) lines.push("+" + l);
+  }
+  return h("div", { className: "mutation" }, head, diffView(lines.join("\n")));
+}
+
+function splitLines(s) {
+  if (!s) return [];
+  const out = String(s).split("\n");
+  if (out.length > 1 && out[out.length - 1] === "") out.pop();
+  return out;
+}
+
+// diffView colours a unified diff line by line.
+export function diffView(text) {
+  const box = h("pre", { className: "diff" });
+  for (const line of String(text).replace(/\n$/, "").split("\n")) {
+    let cls = "ctx";
+    if (line.startsWith("+++") || line.startsWith("---")) cls = "file";
+    else if (line.startsWith("@@")) cls = "hunk";
+    else if (line.startsWith("+")) cls = "add";
+    else if (line.startsWith("-")) cls = "del";
+    box.append(h("span", { className: "dl " + cls }, line + "\n"));
+  }
+  return box;
+}

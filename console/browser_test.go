@@ -1,0 +1,354 @@
+package console_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/drover-run/drover/console"
+	"github.com/drover-run/drover/events"
+	"github.com/drover-run/drover/internal/browser"
+	"github.com/drover-run/drover/internal/fakeapi"
+	"github.com/drover-run/drover/internal/tools"
+)
+
+var (
+	chromeOnce sync.Once
+	chrome     *browser.Browser
+	chromeErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if chrome != nil {
+		chrome.Close()
+	}
+	os.Exit(code)
+}
+
+// page opens a tab of the package's one Chromium. A missing Chromium fails the test: it is
+// installed by scripts/tools.sh.
+func page(t *testing.T) *browser.Page {
+	t.Helper()
+	chromeOnce.Do(func() {
+		bin, err := tools.ChromiumBin()
+		if err != nil {
+			chromeErr = err
+			return
+		}
+		chrome, chromeErr = browser.Start(context.Background(), browser.Config{Bin: bin})
+	})
+	if chromeErr != nil {
+		t.Fatalf("chromium: %v", chromeErr)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	t.Cleanup(cancel)
+	p, err := chrome.NewPage(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// stack serves the fake API with the console mounted at "/", as the real server does.
+func stack(t *testing.T, cfg fakeapi.Config) (*fakeapi.Server, string) {
+	t.Helper()
+	cfg.Console = console.Handler()
+	api := fakeapi.New(cfg)
+	srv := httptest.NewServer(api.Handler())
+	t.Cleanup(srv.Close)
+	return api, srv.URL
+}
+
+func screenshot(t *testing.T, p *browser.Page, name string) {
+	t.Helper()
+	path := filepath.Join(t.ArtifactDir(), name+".png")
+	if err := p.FullScreenshot(path); err != nil {
+		t.Error(err)
+		return
+	}
+	t.Logf("screenshot: %s", path)
+}
+
+func eval[T any](t *testing.T, p *browser.Page, expr string) T {
+	t.Helper()
+	v, err := browser.Eval[T](p, expr)
+	if err != nil {
+		t.Fatalf("evaluating %s: %v", expr, err)
+	}
+	return v
+}
+
+// waitFor polls a JavaScript condition until it holds.
+func waitFor(t *testing.T, p *browser.Page, cond string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ok, err := browser.Eval[bool](p, "!!("+cond+")")
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: %v; page problems: %v", cond, err, p.Problems())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func navigate(t *testing.T, p *browser.Page, url string) {
+	t.Helper()
+	if err := p.Do(chromedp.Navigate(url)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// domSeqs returns the seq of every element of the timeline, in document order.
+func domSeqs(t *testing.T, p *browser.Page) []int64 {
+	t.Helper()
+	return eval[[]int64](t, p, `[...document.querySelectorAll("#timeline [data-seq]")].map(e => Number(e.dataset.seq))`)
+}
+
+// checkSeqs fails unless the page shows each of 1..n exactly once.
+func checkSeqs(t *testing.T, got []int64, n int64) {
+	t.Helper()
+	sorted := slices.Clone(got)
+	slices.Sort(sorted)
+	want := make([]int64, n)
+	for i := range want {
+		want[i] = int64(i) + 1
+	}
+	if !slices.Equal(sorted, want) {
+		var dup, missing []int64
+		seen := map[int64]int{}
+		for _, s := range got {
+			seen[s]++
+			if seen[s] == 2 {
+				dup = append(dup, s)
+			}
+		}
+		for _, s := range want {
+			if seen[s] == 0 {
+				missing = append(missing, s)
+			}
+		}
+		t.Fatalf("the page shows %d events, want each of 1..%d once: doubled %v, missing %v", len(got), n, dup, missing)
+	}
+}
+
+func mustJSON(t *testing.T, v any) json.RawMessage {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func recordedTask(t *testing.T, api *fakeapi.Server, id string) int64 {
+	t.Helper()
+	evs, err := fakeapi.Timeline()
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	since := now.Add(-90 * time.Second)
+	api.PutTask(fakeapi.Task{ID: id, Status: "running", Mode: "supervised", Model: "claude-sonnet-4-5", Workspace: "/srv/work/" + id,
+		CreatedAt: now.Add(-time.Hour), UpdatedAt: now, Turns: 4, CostUSD: 0.4215, PendingApprovals: 1, WaitingSince: &since,
+		TemporalURL:   "http://127.0.0.1:8233/namespaces/default/workflows/" + id,
+		ContextWindow: &fakeapi.ContextWindow{Used: 61000, Limit: 200000}})
+	// The timeline's last three events are a search and the retry of its attempt: they make a
+	// second turn, whose first attempt's output is set aside.
+	if _, err := api.Append(id, 1, 1, evs[:len(evs)-3]...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.Append(id, 2, 1, evs[len(evs)-3:len(evs)-1]...); err != nil {
+		t.Fatal(err)
+	}
+	last, err := api.Append(id, 2, 2, evs[len(evs)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return last
+}
+
+// TestRendersEveryEvent loads the recorded timeline (every event type, every payload kind) and
+// checks that each event is on the page once, each payload kind has its view, and nothing threw.
+func TestRendersEveryEvent(t *testing.T) {
+	t.Parallel()
+	api, url := stack(t, fakeapi.Config{})
+	n := recordedTask(t, api, "recorded")
+	p := page(t)
+	navigate(t, p, url+"/#/tasks/recorded")
+	waitFor(t, p, fmt.Sprintf(`document.body.dataset.lastSeq == "%d"`, n))
+	checkSeqs(t, domSeqs(t, p), n)
+
+	kinds := eval[[]string](t, p, `[...new Set([...document.querySelectorAll("#timeline .payload")].map(e => e.dataset.kind))].sort()`)
+	for _, k := range []events.Kind{events.KindReadFile, events.KindModifyFile, events.KindShellExec, events.KindCodeSearch,
+		events.KindHTTPRequest, events.KindSubagentTask, events.KindCreateTask, events.KindManageTodos, events.KindGeneric,
+		events.KindMisc} {
+		if !slices.Contains(kinds, string(k)) {
+			t.Errorf("no view of a %s payload (views: %v)", k, kinds)
+		}
+	}
+	for what, sel := range map[string]string{
+		"a diff's added line":          "#timeline pre.diff .dl.add",
+		"a diff's removed line":        "#timeline pre.diff .dl.del",
+		"a shell command":              "#timeline pre.command",
+		"a shell command's output":     "#timeline pre.stdout",
+		"folded reasoning":             "#timeline li.ev-reasoning details:not([open])",
+		"a subagent's nested event":    "#timeline ol.children > li.ev",
+		"a todo":                       "#timeline ul.todos li.todo",
+		"a search's files":             "#timeline ul.files li",
+		"a request's full tool input":  "#timeline li.request details.input pre.json",
+		"a question's options":         "#timeline li.request fieldset label.option",
+		"a plan":                       "#timeline li.request pre.plan",
+		"a decided request":            `#timeline li.request[data-outcome="allowed"]`,
+		"a withdrawn request":          `#timeline li.request[data-outcome="cancelled"]`,
+		"a failed turn":                "#timeline li.ev-error.alert",
+		"a finished turn":              "#timeline li.ev-complete",
+		"a rate limit":                 "#timeline li.ev-rate_limit",
+		"a compaction":                 "#timeline li.ev-compaction",
+		"an interruption":              "#timeline li.ev-interrupted",
+		"a denied tool":                "#timeline li.ev-permission_denied",
+		"a retried attempt":            "#timeline li.ev-turn_retry",
+		"the lost attempt's output":    `#timeline li.dropped[data-turn="2"][data-attempt="1"]`,
+		"the prompt":                   "#timeline li.ev-user_message",
+		"the agent's text":             "#timeline li.ev-message_chunk .message-text",
+		"the Temporal link":            `.facts a.temporal[href^="http://127.0.0.1:8233/"]`,
+		"the cost":                     ".facts .cost",
+		"the context gauge":            ".gauge-fill",
+		"the waiting request's action": "#timeline li.request:not(.settled) button.approve",
+	} {
+		if !eval[bool](t, p, fmt.Sprintf(`!!document.querySelector(%q)`, sel)) {
+			t.Errorf("no %s (%s)", what, sel)
+		}
+	}
+	if got := eval[int](t, p, `document.querySelectorAll('#timeline li.dropped:not([data-turn="2"])').length`); got != 0 {
+		t.Errorf("%d events of other attempts are set aside", got)
+	}
+	if got := eval[string](t, p, `document.querySelector(".gauge-text").textContent`); !strings.Contains(got, "%") {
+		t.Errorf("context gauge says %q", got)
+	}
+	if got := eval[string](t, p, `document.querySelector(".facts .cost").textContent`); got != "cost $0.4215" {
+		t.Errorf("cost says %q", got)
+	}
+	screenshot(t, p, "timeline")
+	if err := p.Do(chromedp.ScrollIntoView(chromedp.CSS("#timeline li.request:not(.settled)"))); err != nil {
+		t.Fatal(err)
+	}
+	view := filepath.Join(t.ArtifactDir(), "request.png")
+	if err := p.Screenshot(view); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", view)
+	if d := p.Dialogs(); len(d) > 0 {
+		t.Errorf("dialogs opened: %v", d)
+	}
+	if pr := p.Problems(); len(pr) > 0 {
+		t.Errorf("page problems: %v", pr)
+	}
+}
+
+const (
+	imgAttack    = `<img src=x onerror="window.__pwned=1;alert(1)">`
+	scriptAttack = `<script>window.__pwned=2;alert(2)</script>`
+)
+
+// TestAgentOutputIsText puts markup in every field an agent writes and checks that the page
+// shows it as text and runs none of it.
+func TestAgentOutputIsText(t *testing.T) {
+	t.Parallel()
+	api, url := stack(t, fakeapi.Config{})
+	evil := imgAttack + scriptAttack
+	exit := 1
+	evs := []events.AgentEvent{
+		{Type: events.TypeUserMessage, Text: evil},
+		{Type: events.TypeMessageChunk, MessageID: "m1", Text: evil},
+		{Type: events.TypeReasoning, MessageID: "m1", ReasoningText: evil},
+		{Type: events.TypeToolCall, ToolCallID: "t1", ToolName: evil, ToolTitle: evil, ToolStatus: events.ToolRunning,
+			Normalized: &events.NormalizedPayload{Kind: events.KindShellExec, ShellExec: &events.ShellExec{Command: evil, Description: evil}}},
+		{Type: events.TypeToolUpdate, ToolCallID: "t1", ToolName: "Bash", ToolStatus: events.ToolError, ToolError: evil,
+			Normalized: &events.NormalizedPayload{Kind: events.KindShellExec, ShellExec: &events.ShellExec{Command: evil,
+				Output: &events.ShellOutput{ExitCode: &exit, Stdout: evil, Stderr: evil}}}},
+		{Type: events.TypeToolUpdate, ToolCallID: "t2", ToolName: "Edit", ToolStatus: events.ToolComplete,
+			Normalized: &events.NormalizedPayload{Kind: events.KindModifyFile, ModifyFile: &events.ModifyFile{FilePath: evil,
+				Mutations: []events.Mutation{{Type: events.MutationReplace, Diff: "@@ -1 +1 @@\n-" + evil + "\n+" + evil}}}}},
+		{Type: events.TypeToolUpdate, ToolCallID: "t3", ToolName: "TodoWrite", ToolStatus: events.ToolComplete,
+			Normalized: &events.NormalizedPayload{Kind: events.KindManageTodos, ManageTodos: &events.ManageTodos{Operation: "write",
+				Items: []events.TodoItem{{Description: evil, Status: evil}}}}},
+		{Type: events.TypeToolUpdate, ToolCallID: "t4", ToolName: "mcp__x__y", ToolStatus: events.ToolComplete,
+			Normalized: &events.NormalizedPayload{Kind: events.KindGeneric, Generic: &events.Generic{Name: evil, Server: evil,
+				Input: mustJSON(t, map[string]string{"q": evil}), Output: evil}}},
+		{Type: events.TypeToolUpdate, ToolCallID: "t5", ToolName: "Grep", ToolStatus: events.ToolComplete,
+			Normalized: &events.NormalizedPayload{Kind: events.KindCodeSearch, CodeSearch: &events.CodeSearch{Pattern: evil,
+				Output: &events.SearchOutput{Files: []string{evil}, FileCount: 1, Content: evil}}}},
+		{Type: events.TypePermissionRequest, PendingID: "r1", ToolName: "Bash", ToolTitle: evil,
+			Permission: &events.Permission{Input: mustJSON(t, map[string]string{"command": evil}), Summary: evil, Description: evil,
+				Diff: "+" + evil, Plan: evil, Questions: []events.Question{{Question: evil, Header: evil,
+					Options: []events.QuestionOption{{Label: evil, Description: evil}}}}}},
+		{Type: events.TypeError, Error: &events.ErrorInfo{Kind: events.ErrorExecution, Message: evil, Errors: []string{evil}}},
+		{Type: events.TypeRateLimit, RateLimitMessage: evil, RateLimit: &events.RateLimit{Source: events.RateLimitSourceAPIRetry, Error: evil}},
+		{Type: events.TypeSubagentTask, ToolCallID: "t1", Subagent: &events.SubagentProgress{Phase: events.SubagentProgressed, Description: evil, Summary: evil}},
+		{Type: events.TypePermissionDenied, ToolName: "Bash", ToolTitle: evil, Permission: &events.Permission{Message: evil}},
+		{Type: "made_up_" + events.Type("x"), Text: evil},
+	}
+	raws := make([]json.RawMessage, len(evs))
+	for i, ev := range evs {
+		raws[i] = mustJSON(t, ev)
+	}
+	now := time.Now().UTC()
+	api.PutTask(fakeapi.Task{ID: "evil", Status: "running", Mode: "supervised", Model: evil, Workspace: evil, LastError: evil,
+		CreatedAt: now, UpdatedAt: now, PendingApprovals: 1, TemporalURL: "javascript:window.__pwned=3",
+		Pending: []fakeapi.PendingRequest{{TaskID: "evil", RequestID: "r1", Kind: "tool", Tool: evil, Summary: evil, Since: now,
+			Deadline: now.Add(time.Hour), Suggestions: []fakeapi.Suggestion{{Key: "1", Label: evil}}}}})
+	n, err := api.Append("evil", 1, 1, raws...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := page(t)
+	for _, view := range []string{"#/tasks/evil", "#/", "#/inbox"} {
+		navigate(t, p, url+"/"+view)
+		switch view {
+		case "#/tasks/evil":
+			waitFor(t, p, fmt.Sprintf(`document.body.dataset.lastSeq == "%d"`, n))
+			checkSeqs(t, domSeqs(t, p), n)
+		case "#/":
+			waitFor(t, p, `document.querySelector('tr[data-task-id="evil"]')`)
+		case "#/inbox":
+			waitFor(t, p, `document.querySelector('.inbox-item[data-request-id="r1"]')`)
+		}
+		// Open every fold, so that nothing stays unrendered, and give handlers time to fire.
+		eval[bool](t, p, `(document.querySelectorAll("details").forEach(d => d.open = true), true)`)
+		time.Sleep(300 * time.Millisecond)
+		if got := eval[int](t, p, `document.querySelectorAll("img").length`); got != 0 {
+			t.Errorf("%s: %d img elements on the page", view, got)
+		}
+		if got := eval[int](t, p, `document.scripts.length`); got != 1 {
+			t.Errorf("%s: %d script elements, want the console's own one", view, got)
+		}
+		if got := eval[any](t, p, `window.__pwned === undefined ? null : window.__pwned`); got != nil {
+			t.Errorf("%s: injected code ran: window.__pwned = %v", view, got)
+		}
+		if got := eval[int](t, p, `document.body.textContent.split("<img src=x onerror=").length - 1`); got == 0 {
+			t.Errorf("%s: the markup is not on the page as text", view)
+		}
+		if got := eval[int](t, p, `document.querySelectorAll('a[href^="javascript:"]').length`); got != 0 {
+			t.Errorf("%s: %d javascript: links", view, got)
+		}
+		screenshot(t, p, "escaped-"+map[string]string{"#/tasks/evil": "task", "#/": "list", "#/inbox": "inbox"}[view])
+	}
+	if d := p.Dialogs(); len(d) > 0 {
+		t.Errorf("dialogs opened: %v", d)
+	}
+}

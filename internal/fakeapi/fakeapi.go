@@ -1,0 +1,404 @@
+// Package fakeapi serves drover's HTTP API contract (/api/v1) from memory, for the web console's
+// browser tests and benchmark: tasks, their event logs (JSON pages and text/event-stream with
+// Last-Event-ID), pending requests and decisions. It keeps a ledger of every call it was sent,
+// the witness of what the page did. Events are stored as the events package encodes them; the
+// recorded timeline (Timeline) comes from the adapter's golden outputs of real CLI sessions.
+package fakeapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Task is a task as the API lists it (the contract's Task summary), with the details of
+// GET /api/v1/tasks/{id}.
+type Task struct {
+	ID               string           `json:"id"`
+	Status           string           `json:"status"`
+	Mode             string           `json:"mode,omitempty"`
+	Model            string           `json:"model,omitempty"`
+	Workspace        string           `json:"workspace,omitempty"`
+	CreatedAt        time.Time        `json:"created_at"`
+	UpdatedAt        time.Time        `json:"updated_at"`
+	Turns            int              `json:"turns"`
+	CostUSD          float64          `json:"cost_usd"`
+	PendingApprovals int              `json:"pending_approvals"`
+	WaitingSince     *time.Time       `json:"waiting_since,omitempty"`
+	LastError        string           `json:"last_error,omitempty"`
+	Wait             json.RawMessage  `json:"wait,omitempty"`
+	BudgetExhausted  json.RawMessage  `json:"budget_exhausted,omitempty"`
+	TemporalURL      string           `json:"temporal_url,omitempty"`
+	ContextWindow    *ContextWindow   `json:"context_window,omitempty"`
+	Pending          []PendingRequest `json:"pending,omitempty"`
+}
+
+// ContextWindow is a task's context window use.
+type ContextWindow struct {
+	Used  int64 `json:"used"`
+	Limit int64 `json:"limit"`
+}
+
+// PendingRequest is a request waiting for a person, as GET /api/v1/approvals lists it.
+type PendingRequest struct {
+	TaskID      string       `json:"task_id"`
+	RequestID   string       `json:"request_id"`
+	Turn        int          `json:"turn"`
+	Kind        string       `json:"kind"`
+	Tool        string       `json:"tool"`
+	Summary     string       `json:"summary"`
+	Suggestions []Suggestion `json:"suggestions,omitempty"`
+	Since       time.Time    `json:"since"`
+	Deadline    time.Time    `json:"deadline"`
+}
+
+// Suggestion is an "allow always" choice of a pending request.
+type Suggestion struct {
+	Key   string `json:"key"`
+	Label string `json:"label"`
+}
+
+// Record is one stored event of a task's log, as the API sends it.
+type Record struct {
+	Seq     int64           `json:"seq"`
+	Turn    int             `json:"turn"`
+	Attempt int             `json:"attempt"`
+	Type    string          `json:"type"`
+	Time    time.Time       `json:"time"`
+	Event   json.RawMessage `json:"event"`
+}
+
+// Call is one request the server was sent, as its ledger keeps it.
+type Call struct {
+	Method string
+	Path   string
+	Query  string
+	// Body is the request's body, when it had one.
+	Body json.RawMessage
+	// LastEventID is the Last-Event-ID header of an event-stream request.
+	LastEventID string
+	// Authorized says whether the request carried the right token (always true without one).
+	Authorized bool
+	// TokenInURL is set when the token appeared in the request's URL.
+	TokenInURL bool
+}
+
+// Config configures a Server.
+type Config struct {
+	// Token, when set, is the bearer token every API call must carry; others get 401.
+	Token string
+	// Console is served for every path the API does not take, as the real server mounts it.
+	Console http.Handler
+	// StreamLimit, when positive, ends each event-stream connection after that many events, so
+	// that a client must resume with Last-Event-ID.
+	StreamLimit int
+	// KeepAlive is the interval of the stream's keep-alive comments. Defaults to 15s.
+	KeepAlive time.Duration
+}
+
+// Server is the fake API.
+type Server struct {
+	cfg     Config
+	mu      sync.Mutex
+	tasks   map[string]*Task
+	order   []string
+	events  map[string][]Record
+	changed chan struct{} // closed and replaced on every append
+	ledger  []Call
+}
+
+// New returns a Server with no tasks.
+func New(cfg Config) *Server {
+	if cfg.KeepAlive <= 0 {
+		cfg.KeepAlive = 15 * time.Second
+	}
+	return &Server{cfg: cfg, tasks: map[string]*Task{}, events: map[string][]Record{}, changed: make(chan struct{})}
+}
+
+// PutTask adds or replaces a task.
+func (s *Server) PutTask(t Task) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.tasks[t.ID]; !ok {
+		s.order = append(s.order, t.ID)
+	}
+	s.tasks[t.ID] = &t
+}
+
+// UpdateTask changes a stored task under the server's lock.
+func (s *Server) UpdateTask(id string, f func(*Task)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if t, ok := s.tasks[id]; ok {
+		f(t)
+	}
+}
+
+// Append stores events (each an events.AgentEvent's JSON) at the end of a task's log and wakes
+// its streams; it returns the seq of the last one.
+func (s *Server) Append(taskID string, turn, attempt int, evs ...json.RawMessage) (int64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	log := s.events[taskID]
+	for _, ev := range evs {
+		var head struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal(ev, &head); err != nil || head.Type == "" {
+			return 0, fmt.Errorf("appending to %s: an event without a type: %s", taskID, ev)
+		}
+		log = append(log, Record{Seq: int64(len(log)) + 1, Turn: turn, Attempt: attempt, Type: head.Type,
+			Time: time.Now().UTC(), Event: ev})
+	}
+	s.events[taskID] = log
+	close(s.changed)
+	s.changed = make(chan struct{})
+	return int64(len(log)), nil
+}
+
+// Calls returns the ledger: every request so far, in order.
+func (s *Server) Calls() []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Call(nil), s.ledger...)
+}
+
+// Handler serves the API and, for every other path, the console.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v1/tasks", s.listTasks)
+	mux.HandleFunc("GET /api/v1/tasks/{id}", s.getTask)
+	mux.HandleFunc("GET /api/v1/tasks/{id}/events", s.getEvents)
+	mux.HandleFunc("GET /api/v1/approvals", s.listApprovals)
+	mux.HandleFunc("POST /api/v1/tasks/{id}/approvals/{request}", s.decide)
+	mux.HandleFunc("POST /api/v1/tasks/{id}/prompts", s.prompt)
+	mux.HandleFunc("POST /api/v1/tasks/{id}/interrupt", s.accepted)
+	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found", "no such API route")
+	})
+	if s.cfg.Console != nil {
+		mux.Handle("/", s.cfg.Console)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/api/") {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		call := Call{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, LastEventID: r.Header.Get("Last-Event-ID")}
+		if r.Body != nil && r.Method == http.MethodPost {
+			var body json.RawMessage
+			if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&body); err != nil {
+				writeError(w, http.StatusBadRequest, "bad_request", "the body is not JSON: "+err.Error())
+				return
+			}
+			call.Body = body
+		}
+		call.Authorized = s.cfg.Token == "" || r.Header.Get("Authorization") == "Bearer "+s.cfg.Token
+		call.TokenInURL = s.cfg.Token != "" && strings.Contains(r.URL.String(), s.cfg.Token)
+		s.mu.Lock()
+		s.ledger = append(s.ledger, call)
+		s.mu.Unlock()
+		if !call.Authorized {
+			writeError(w, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer <token>")
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
+}
+
+func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	status, q := r.URL.Query().Get("status"), r.URL.Query().Get("q")
+	awaiting := r.URL.Query().Get("awaiting_approval") == "true"
+	out := []Task{}
+	for i := len(s.order) - 1; i >= 0; i-- {
+		t := *s.tasks[s.order[i]]
+		if status != "" && t.Status != status || q != "" && !strings.Contains(t.ID, q) || awaiting && t.PendingApprovals == 0 {
+			continue
+		}
+		t.Pending, t.ContextWindow = nil, nil
+		out = append(out, t)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tasks": out})
+}
+
+func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tasks[r.PathValue("id")]
+	if !ok {
+		writeError(w, http.StatusNotFound, "not_found", "no task "+r.PathValue("id"))
+		return
+	}
+	writeJSON(w, http.StatusOK, t)
+}
+
+func (s *Server) listApprovals(w http.ResponseWriter, _ *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []PendingRequest{}
+	for _, id := range s.order {
+		out = append(out, s.tasks[id].Pending...)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"approvals": out})
+}
+
+func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tasks[r.PathValue("id")]
+	if !ok {
+		writeError(w, http.StatusNotFound, "not_found", "no task "+r.PathValue("id"))
+		return
+	}
+	for i, p := range t.Pending {
+		if p.RequestID == r.PathValue("request") {
+			t.Pending = append(t.Pending[:i:i], t.Pending[i+1:]...)
+			t.PendingApprovals = len(t.Pending)
+			writeJSON(w, http.StatusOK, map[string]any{"request_id": p.RequestID})
+			return
+		}
+	}
+	writeError(w, http.StatusConflict, "not_pending", "the request is not waiting: reload the task")
+}
+
+func (s *Server) prompt(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	t, ok := s.tasks[r.PathValue("id")]
+	running := ok && t.Status == "running"
+	s.mu.Unlock()
+	if !ok {
+		writeError(w, http.StatusNotFound, "not_found", "no task "+r.PathValue("id"))
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"queued": running})
+}
+
+func (s *Server) accepted(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusAccepted, map[string]any{})
+}
+
+func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	s.mu.Lock()
+	_, ok := s.tasks[id]
+	s.mu.Unlock()
+	if !ok {
+		writeError(w, http.StatusNotFound, "not_found", "no task "+id)
+		return
+	}
+	after, err := afterOf(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "bad_request", err.Error())
+		return
+	}
+	if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		limit := 1000
+		if v := r.URL.Query().Get("limit"); v != "" {
+			if limit, err = strconv.Atoi(v); err != nil || limit <= 0 {
+				writeError(w, http.StatusBadRequest, "bad_request", "limit must be a positive number")
+				return
+			}
+		}
+		s.mu.Lock()
+		page := s.since(id, after, limit)
+		s.mu.Unlock()
+		next := after
+		if len(page) > 0 {
+			next = page[len(page)-1].Seq
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"events": page, "next_after": next})
+		return
+	}
+	s.stream(w, r, id, after)
+}
+
+// since returns up to limit records after seq; the caller holds the lock.
+func (s *Server) since(id string, after int64, limit int) []Record {
+	log := s.events[id]
+	if after >= int64(len(log)) {
+		return []Record{}
+	}
+	out := log[max(after, 0):]
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return append([]Record(nil), out...)
+}
+
+func afterOf(r *http.Request) (int64, error) {
+	v := r.Header.Get("Last-Event-ID")
+	if v == "" {
+		v = r.URL.Query().Get("after")
+	}
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("after %q: want a sequence number", v)
+	}
+	return n, nil
+}
+
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, id string, after int64) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		writeError(w, http.StatusInternalServerError, "internal", "streaming unsupported")
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	flusher.Flush()
+	sent := 0
+	tick := time.NewTicker(s.cfg.KeepAlive)
+	defer tick.Stop()
+	for {
+		s.mu.Lock()
+		page := s.since(id, after, 0)
+		wake := s.changed
+		s.mu.Unlock()
+		for _, rec := range page {
+			b, err := json.Marshal(rec)
+			if err != nil {
+				return
+			}
+			if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", rec.Seq, rec.Type, b); err != nil {
+				return
+			}
+			after = rec.Seq
+			sent++
+			if s.cfg.StreamLimit > 0 && sent >= s.cfg.StreamLimit {
+				flusher.Flush()
+				return
+			}
+		}
+		flusher.Flush()
+		select {
+		case <-r.Context().Done():
+			return
+		case <-wake:
+		case <-tick.C:
+			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+				return
+			}
+			flusher.Flush()
+		}
+	}
+}
