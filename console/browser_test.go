@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/drover-run/drover/console"
@@ -351,4 +353,215 @@ func TestAgentOutputIsText(t *testing.T) {
 	if d := p.Dialogs(); len(d) > 0 {
 		t.Errorf("dialogs opened: %v", d)
 	}
+}
+
+// TestStreamResumes follows a task whose stream the server ends every few events, then reloads
+// the page mid-stream: every event is shown once, none missing, and each reconnection asked for
+// what came after the last event shown.
+func TestStreamResumes(t *testing.T) {
+	t.Parallel()
+	api, url := stack(t, fakeapi.Config{StreamLimit: 4})
+	n := recordedTask(t, api, "live")
+	p := page(t)
+	navigate(t, p, url+"/#/tasks/live")
+	waitFor(t, p, fmt.Sprintf(`document.body.dataset.lastSeq == "%d"`, n))
+	chunk := func(i int) json.RawMessage {
+		return mustJSON(t, events.AgentEvent{Type: events.TypeMessageChunk, MessageID: "live-msg", Text: fmt.Sprintf("part %d. ", i)})
+	}
+	appendSome := func(from, to int) {
+		for i := from; i < to; i++ {
+			if _, err := api.Append("live", 3, 1, chunk(i)); err != nil {
+				t.Fatal(err)
+			}
+			if i%3 == 0 {
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+	}
+	appendSome(0, 30)
+	waitFor(t, p, fmt.Sprintf(`document.body.dataset.lastSeq == "%d"`, n+30))
+	checkSeqs(t, domSeqs(t, p), n+30)
+
+	// Reload while events keep coming.
+	done := make(chan struct{})
+	go func() { defer close(done); appendSome(30, 60) }()
+	if err := p.Do(chromedp.Reload()); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	waitFor(t, p, fmt.Sprintf(`document.body.dataset.lastSeq == "%d"`, n+60))
+	checkSeqs(t, domSeqs(t, p), n+60)
+	text := eval[string](t, p, `[...document.querySelectorAll("#timeline li.ev-message_chunk .message-text")].map(e => e.textContent).join("|")`)
+	for i := range 60 {
+		if c := strings.Count(text, fmt.Sprintf("part %d. ", i)); c != 1 {
+			t.Errorf("chunk %d shown %d times", i, c)
+		}
+	}
+	streams, resumed := 0, 0
+	for _, c := range api.Calls() {
+		if c.Path == "/api/v1/tasks/live/events" && c.Query == "" {
+			streams++
+			if c.LastEventID != "" {
+				resumed++
+			}
+		}
+	}
+	if streams < 5 || resumed != streams {
+		t.Errorf("%d stream connections, %d resumed with Last-Event-ID: the page did not resume", streams, resumed)
+	}
+	screenshot(t, p, "resumed")
+}
+
+// TestTokenAskedOnce: the API wants a token; the page asks once, sends it in the header only,
+// and keeps it across a reload of the tab.
+func TestTokenAskedOnce(t *testing.T) {
+	t.Parallel()
+	const token = "s3cret-token-value"
+	api, url := stack(t, fakeapi.Config{Token: token})
+	recordedTask(t, api, "guarded")
+	p := page(t)
+	navigate(t, p, url+"/#/")
+	waitFor(t, p, `document.getElementById("token-dialog").open`)
+	screenshot(t, p, "token")
+	if err := p.Do(chromedp.SendKeys(chromedp.ID("token-input"), token), chromedp.Click(chromedp.CSS("#token-form button[type=submit]"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p, `document.querySelector('tr[data-task-id="guarded"]')`)
+	if err := p.Do(chromedp.Reload()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p, `document.querySelector('tr[data-task-id="guarded"]')`)
+	if eval[bool](t, p, `document.getElementById("token-dialog").open`) {
+		t.Error("the token was asked again after a reload")
+	}
+	if got := eval[string](t, p, `sessionStorage.getItem("drover.token")`); got != token {
+		t.Errorf("sessionStorage holds %q", got)
+	}
+	if got := eval[string](t, p, `location.href`); strings.Contains(got, token) {
+		t.Errorf("the token is in the page's URL %s", got)
+	}
+	refused, authorized := 0, 0
+	for _, c := range api.Calls() {
+		if c.TokenInURL {
+			t.Errorf("the token was sent in a URL: %s %s?%s", c.Method, c.Path, c.Query)
+		}
+		if c.Authorized {
+			authorized++
+		} else {
+			refused++
+		}
+	}
+	if refused == 0 || authorized == 0 {
+		t.Errorf("%d calls refused, %d authorized: want the first refused, the rest authorized", refused, authorized)
+	}
+}
+
+// TestDecisionsFromThePage approves, denies with a reason, and allows always from the task's
+// page, and checks what the API was sent.
+func TestDecisionsFromThePage(t *testing.T) {
+	t.Parallel()
+	api, url := stack(t, fakeapi.Config{})
+	now := time.Now().UTC()
+	ask := func(id, cmd string) json.RawMessage {
+		return mustJSON(t, events.AgentEvent{Type: events.TypePermissionRequest, PendingID: id, ToolCallID: "tc-" + id, ToolName: "Bash",
+			ToolTitle: cmd, Permission: &events.Permission{Input: mustJSON(t, map[string]string{"command": cmd, "description": "run " + cmd}),
+				Summary: cmd, AllowAlways: mustJSON(t, []any{map[string]any{"type": "addRules"}})}})
+	}
+	var pending []fakeapi.PendingRequest
+	for _, id := range []string{"r-allow", "r-deny", "r-always"} {
+		pending = append(pending, fakeapi.PendingRequest{TaskID: "decide", RequestID: id, Kind: "tool", Tool: "Bash", Summary: "echo " + id,
+			Since: now, Deadline: now.Add(time.Hour), Suggestions: []fakeapi.Suggestion{{Key: "1", Label: "Bash(echo:*)"}}})
+	}
+	api.PutTask(fakeapi.Task{ID: "decide", Status: "running", Mode: "supervised", CreatedAt: now, UpdatedAt: now, PendingApprovals: 3, Pending: pending})
+	n, err := api.Append("decide", 1, 1, ask("r-allow", "echo r-allow"), ask("r-deny", "echo r-deny"), ask("r-always", "echo r-always"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := page(t)
+	navigate(t, p, url+"/#/tasks/decide")
+	waitFor(t, p, fmt.Sprintf(`document.body.dataset.lastSeq == "%d"`, n))
+	waitFor(t, p, `document.querySelector('li.request[data-pending-id="r-always"] button.always')`)
+	if got := eval[string](t, p, `document.querySelector('li.request[data-pending-id="r-allow"] details.input pre').textContent`); !strings.Contains(got, `"description": "run echo r-allow"`) {
+		t.Errorf("the request's input is not shown whole: %q", got)
+	}
+	card := func(id string) string { return `li.request[data-pending-id="` + id + `"] ` }
+	if err := p.Do(
+		chromedp.Click(chromedp.CSS(card("r-allow")+"button.approve")),
+		chromedp.SendKeys(chromedp.CSS(card("r-deny")+"input.reason"), "not on main"),
+		chromedp.Click(chromedp.CSS(card("r-deny")+"button.deny")),
+		chromedp.Click(chromedp.CSS(card("r-always")+"button.always")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p, `[...document.querySelectorAll("li.request .request-state")].every(e => e.textContent.startsWith("sent"))`)
+	got := map[string]string{}
+	for _, c := range api.Calls() {
+		if id, ok := strings.CutPrefix(c.Path, "/api/v1/tasks/decide/approvals/"); ok && c.Method == "POST" {
+			got[id] = string(c.Body)
+		}
+	}
+	want := map[string]string{
+		"r-allow":  `{"decision":"allow"}`,
+		"r-deny":   `{"decision":"deny","message":"not on main"}`,
+		"r-always": `{"decision":"allow_always","always":"1"}`,
+	}
+	for id, w := range want {
+		if got[id] != w {
+			t.Errorf("%s: the API was sent %s, want %s", id, got[id], w)
+		}
+	}
+	// The agent's answer settles the card.
+	if _, err := api.Append("decide", 1, 1, mustJSON(t, events.AgentEvent{Type: events.TypePermissionDecision, PendingID: "r-deny",
+		ToolName: "Bash", Decision: &events.Decision{Outcome: "denied", By: "ada", Reason: "not on main"}})); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p, `document.querySelector('li.request[data-pending-id="r-deny"][data-outcome="denied"]')`)
+	screenshot(t, p, "decided")
+}
+
+// TestInboxNotifies lists waiting requests across tasks and shows a browser notification, once
+// opted in, when a new one arrives.
+func TestInboxNotifies(t *testing.T) {
+	t.Parallel()
+	api, url := stack(t, fakeapi.Config{})
+	now := time.Now().UTC()
+	for _, id := range []string{"a", "b"} {
+		api.PutTask(fakeapi.Task{ID: id, Status: "running", CreatedAt: now, UpdatedAt: now, PendingApprovals: 1,
+			Pending: []fakeapi.PendingRequest{{TaskID: id, RequestID: "req-" + id, Kind: "tool", Tool: "Bash", Summary: "make " + id,
+				Since: now.Add(-time.Minute), Deadline: now.Add(time.Hour)}}})
+	}
+	api.PutTask(fakeapi.Task{ID: "broken", Status: "failed", CreatedAt: now, UpdatedAt: now, LastError: "the turn failed 3 times"})
+	p := page(t)
+	// The browser's notifications are replaced by a recorder, granted, before the page loads.
+	if err := p.Do(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, cdppage.AddScriptToEvaluateOnNewDocument, cdppage.AddScriptToEvaluateOnNewDocumentParams{Source: `
+			window.__notes = [];
+			window.Notification = class { constructor(title, opts) { window.__notes.push(title + " | " + (opts && opts.body)); }
+				static get permission() { return "granted"; } static requestPermission() { return Promise.resolve("granted"); } };`})
+		return err
+	})); err != nil {
+		t.Fatal(err)
+	}
+	navigate(t, p, url+"/#/inbox")
+	waitFor(t, p, `document.querySelectorAll("#inbox-list .inbox-item").length == 2`)
+	waitFor(t, p, `document.getElementById("inbox-count").textContent == "2"`)
+	if !eval[bool](t, p, `!!document.querySelector('#attention-list li[data-task-id="broken"]')`) {
+		t.Error("the failed task is not in the inbox")
+	}
+	if err := p.Do(chromedp.Click(chromedp.ID("notify-toggle"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p, `document.getElementById("notify-toggle").checked`)
+	api.UpdateTask("b", func(tk *fakeapi.Task) {
+		tk.Pending = append(tk.Pending, fakeapi.PendingRequest{TaskID: "b", RequestID: "req-new", Kind: "question", Tool: "AskUserQuestion",
+			Summary: "Which database?", Since: now, Deadline: now.Add(time.Hour)})
+		tk.PendingApprovals = len(tk.Pending)
+	})
+	waitFor(t, p, `window.__notes.length > 0`)
+	notes := eval[[]string](t, p, `window.__notes`)
+	if len(notes) != 1 || !strings.Contains(notes[0], "Which database?") {
+		t.Errorf("notifications: %q, want one for the new question", notes)
+	}
+	waitFor(t, p, `document.getElementById("inbox-count").textContent == "3"`)
+	screenshot(t, p, "inbox")
 }

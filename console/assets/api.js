@@ -128,15 +128,15 @@ export class EventStream {
     while (!this.stopped) {
       try {
         const got = await this.live();
-        if (got) delay = 500;
         if (this.stopped) return;
         this.onState("reconnecting", "the stream closed");
+        if (got) delay = 100;
       } catch (err) {
         if (this.stopped) return;
         this.onState("reconnecting", String(err.message || err));
       }
       await new Promise((r) => setTimeout(r, delay));
-      delay = Math.min(delay * 2, 10000);
+      delay = Math.min(Math.max(delay * 2, 500), 10000);
     }
   }
 

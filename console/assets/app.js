@@ -94,12 +94,17 @@ function taskRow(t) {
     h("td", null, statusBadge(t.status)),
     h("td", null, t.mode || ""),
     h("td", null, t.model || ""),
-    h("td", { className: "num" }, String(t.turns || 0)),
+    h("td", { className: "num" }, String(turnCount(t))),
     h("td", { className: "num" }, money(t.cost_usd)),
     h("td", { className: t.pending_approvals ? "attn" : "" }, waiting.join(" · ")),
     h("td", { title: t.updated_at || "" }, t.updated_at ? ago(t.updated_at) + " ago" : ""),
     h("td", null, temporalLink(t)));
   return tr;
+}
+
+// turnCount reads a task's turns: a number in a listing, the list of turns in a task's details.
+function turnCount(t) {
+  return Array.isArray(t.turns) ? t.turns.length : (Number(t.turns) || 0);
 }
 
 function waitText(w) {
@@ -153,7 +158,7 @@ function taskPage(id) {
     if (t.mode) parts.push(h("span", null, "mode " + t.mode));
     if (t.model) parts.push(h("span", null, "model " + t.model));
     parts.push(h("span", { className: "cost" }, "cost " + money(t.cost_usd)));
-    parts.push(h("span", null, (t.turns || 0) + " turns"));
+    parts.push(h("span", { className: "turns" }, turnCount(t) + " turns"));
     if (t.workspace) parts.push(h("span", null, h("code", null, t.workspace)));
     if (t.pending_approvals) parts.push(h("span", { className: "attn" }, t.pending_approvals + " waiting for you" + (t.waiting_since ? " for " + ago(t.waiting_since) : "")));
     if (t.wait) parts.push(h("span", { className: "attn" }, waitText(t.wait)));
@@ -208,7 +213,8 @@ function taskPage(id) {
     try {
       const res = await postJSON(taskPath(id) + "/prompts", { text });
       prompt.value = "";
-      note.textContent = res.queued ? "Queued: it runs when the current turn ends." : "Sent.";
+      const queued = res.queued !== undefined ? res.queued : (res.prompt && res.prompt.queued);
+      note.textContent = queued ? "Queued: " + (typeof queued === "number" ? queued + " ahead of it; " : "") + "it runs when the current turn ends." : "Sent.";
     } catch (e) {
       note.textContent = "Not sent: " + (e.message || e);
     } finally {

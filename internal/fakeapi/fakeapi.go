@@ -286,7 +286,11 @@ func (s *Server) prompt(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no task "+r.PathValue("id"))
 		return
 	}
-	writeJSON(w, http.StatusAccepted, map[string]any{"queued": running})
+	queued := 0
+	if running {
+		queued = 1
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"task_id": r.PathValue("id"), "queued": queued})
 }
 
 func (s *Server) accepted(w http.ResponseWriter, _ *http.Request) {
