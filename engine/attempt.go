@@ -50,9 +50,10 @@ func (e *Engine) RunTurn(ctx context.Context, req Request) (task.RunTurnResult, 
 	}
 	defer untrack()
 
-	a := &attempt{e: e, req: req, log: log}
+	a := &attempt{e: e, req: req, log: log, meter: e.meterAttempt(ctx, req)}
 	stopHeartbeat := a.heartbeat(ctx)
 	res, err := e.settle(ctx, a, a.run(ctx))
+	a.meter.ended(res, err)
 	a.close(ctx)
 	stopHeartbeat()
 
@@ -84,6 +85,7 @@ type attempt struct {
 	stopLog func()
 	logDone sync.WaitGroup
 	sink    *tracingSink
+	meter   *attemptMeter
 	// ex is the process serving the attempt, once it has one; inTurn once its sink is attached.
 	ex     *executor
 	inTurn bool
@@ -179,7 +181,7 @@ func (a *attempt) run(ctx context.Context) (o outcome) {
 		return failed(ferr)
 	}
 	a.ex = ex
-	a.sink = newTracingSink(ctx, e.cfg.Tracer, a.logSink())
+	a.sink = newTracingSink(ctx, e.cfg.Tracer, a.meter.watch(a.logSink()))
 	ended, err := ex.beginTurn(req.Turn, a.sink)
 	if err != nil {
 		return failed(&Error{Type: task.ErrTypeInternal, Err: err})

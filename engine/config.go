@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/drover-run/drover/metrics"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/streamjson"
 )
@@ -114,6 +115,8 @@ type Config struct {
 	Logger *slog.Logger
 	// Tracer traces turns. Defaults to the global provider's tracer.
 	Tracer trace.Tracer
+	// Metrics measures turns, approvals and processes. Defaults to metrics.Global().
+	Metrics *metrics.Metrics
 }
 
 func (c *Config) withDefaults() {
@@ -146,6 +149,9 @@ func (c *Config) withDefaults() {
 	}
 	if c.Launcher == nil {
 		c.Launcher = execLauncher{guard: c.Claude.Guard}
+	}
+	if c.Metrics == nil {
+		c.Metrics = metrics.Global()
 	}
 }
 

@@ -36,6 +36,10 @@ type Engine struct {
 	// for a token.
 	procSlots chan struct{}
 	admitting atomic.Int32
+	// procs counts the host's CLI processes, from admit to release.
+	procs atomic.Int32
+	// stopMetering ends the measurement of the host's processes.
+	stopMetering func()
 }
 
 // runningAttempt is an attempt in progress and the way to cancel it.
@@ -57,6 +61,7 @@ func New(cfg Config) (*Engine, error) {
 		e.procSlots = make(chan struct{}, cfg.MaxTurns+cfg.MaxIdle)
 	}
 	e.decisions = newDecisions(cfg.DB, func(msg string, args ...any) { cfg.Logger.Warn(msg, args...) })
+	e.stopMetering = e.meterProcesses()
 	return e, nil
 }
 
@@ -188,4 +193,5 @@ func (e *Engine) Close(ctx context.Context) {
 	}
 	wg.Wait()
 	e.decisions.close()
+	e.stopMetering()
 }

@@ -191,7 +191,9 @@ func (t *turnApprovals) askPerson(ctx context.Context, cr *claudecode.ControlReq
 		t.emit(t.requestEvent(cr, pending))
 	}
 	t.notifyAsked(ctx, pending)
+	waited := t.e.meterApproval(ctx, kind)
 	decided, err := t.e.decisions.await(ctx, t.e.cfg.DB, t.req.TaskID, row.RequestID)
+	waited(decided, err)
 	if err == nil && ctx.Err() != nil {
 		err = context.Cause(ctx)
 	}

@@ -167,10 +167,20 @@ func (e *Engine) evict(ctx context.Context, idles []*executor, n int, reason str
 const admitEvery = 50 * time.Millisecond
 
 // admit waits for room for one more CLI process on the host (Config.MaxTurns) and takes it; the
-// caller gives it back with release once the process has exited (or did not start). While the
-// host is full it stops the longest idle process, one for each start that waits and is not
-// already being made room for.
+// caller gives it back with release once the process has exited (or did not start). The process
+// counts among the host's (procs) from admit to release.
 func (e *Engine) admit(ctx context.Context) error {
+	if err := e.room(ctx); err != nil {
+		return err
+	}
+	e.procs.Add(1)
+	return nil
+}
+
+// room waits for room for one more CLI process and takes it. While the host is full it stops
+// the longest idle process, one for each start that waits and is not already being made room
+// for.
+func (e *Engine) room(ctx context.Context) error {
 	if e.procSlots == nil {
 		return nil
 	}
@@ -198,6 +208,7 @@ func (e *Engine) admit(ctx context.Context) error {
 
 // release gives back the room admit took.
 func (e *Engine) release() {
+	e.procs.Add(-1)
 	if e.procSlots != nil {
 		<-e.procSlots
 	}

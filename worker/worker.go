@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 
 	"github.com/drover-run/drover/activities"
 	"github.com/drover-run/drover/engine"
+	"github.com/drover-run/drover/metrics"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/workflows"
@@ -66,6 +68,17 @@ type Config struct {
 	HostStale time.Duration
 	// DebugDir, when set, receives raw and normalized JSONL captures of every CLI run.
 	DebugDir string
+	// MetricsListen, when set, is the address of the Prometheus scrape endpoint (GET
+	// /metrics), which MetricsHandler serves. The command line's default is
+	// DefaultMetricsListen. Beyond loopback it requires MetricsToken: without one the worker
+	// does not start. An address it cannot listen on is logged, and the worker runs without it.
+	MetricsListen string
+	// MetricsToken, when set, is the bearer token a scraper must present.
+	MetricsToken string
+	// MetricsHandler serves the scrape (see internal/telemetry). Required with MetricsListen.
+	MetricsHandler http.Handler
+	// Metrics measures the host's turns. Defaults to metrics.Global().
+	Metrics *metrics.Metrics
 	// Logger receives drover's and the Temporal SDK's logs. Nil means silent.
 	Logger *slog.Logger
 }
@@ -112,6 +125,10 @@ func (c *Config) validate() error {
 		return errors.New("worker: a database URL is required (DROVER_DATABASE_URL)")
 	case c.HostID == "":
 		return errors.New("worker: a host id is required (DROVER_HOST_ID)")
+	case c.MetricsListen != "" && c.MetricsHandler == nil:
+		return errors.New("worker: a metrics endpoint needs a handler")
+	case c.MetricsListen != "":
+		return checkMetricsListen(c.MetricsListen, c.MetricsToken)
 	}
 	return nil
 }
@@ -136,6 +153,7 @@ type Worker struct {
 	// stopBeat ends the host's liveness loop; beatDone closes when it has.
 	stopBeat context.CancelFunc
 	beatDone chan struct{}
+	metrics  *metricsServer
 }
 
 // Start connects, migrates, kills what CLI processes a previous run of this host left behind,
@@ -196,6 +214,7 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 		DebugDir:      cfg.DebugDir,
 		Notifier:      activities.Notifier{Temporal: c},
 		Logger:        log,
+		Metrics:       cfg.Metrics,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)
@@ -237,6 +256,9 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 		defer close(w.beatDone)
 		loop.run(beatCtx)
 	}()
+	if cfg.MetricsListen != "" {
+		w.metrics = serveMetrics(cfg.MetricsListen, cfg.MetricsToken, cfg.MetricsHandler, log)
+	}
 	ok = true
 	log.Info("drover worker started", "temporal", cfg.TemporalAddress, "namespace", cfg.Namespace,
 		"shared_queue", cfg.TaskQueue, "host_queue", w.acts.HostQueue())
@@ -288,6 +310,7 @@ func (w *Worker) Stop(ctx context.Context) {
 }
 
 func (w *Worker) close() {
+	w.metrics.stop(context.Background())
 	if w.client != nil {
 		w.client.Close()
 	}

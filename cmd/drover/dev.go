@@ -208,11 +208,12 @@ const maxDevWorkers = 8
 // runDev runs the dev stack until ctx ends.
 func runDev(ctx context.Context, a *app, o stackOptions) error {
 	e, log, stdout := a.env, a.log, a.stdout
-	shutdown, err := telemetry.Setup(ctx, "drover-dev", version, a.env.otlpExport)
+	tel, err := telemetry.Setup(ctx, telemetry.Config{Service: "drover-dev", Version: version,
+		Traces: a.env.otlpTraces, Metrics: a.env.otlpMetrics, Logger: log})
 	if err != nil {
 		return err
 	}
-	defer shutdown(context.WithoutCancel(ctx))
+	defer tel.Shutdown(context.WithoutCancel(ctx))
 	stateDir, err := filepath.Abs(o.stateDir)
 	if err != nil {
 		return err

@@ -31,7 +31,11 @@ type env struct {
 	baseURL         string
 	logLevel        string
 	debugCapture    bool
-	otlpExport      bool
+	// otlpTraces and otlpMetrics: an OTLP endpoint is configured for traces, for metrics.
+	otlpTraces  bool
+	otlpMetrics bool
+	// metricsToken is the bearer token a scraper of the worker's metrics presents.
+	metricsToken string
 	// environ is the whole environment, which the CLI inherits (minus drover's own settings).
 	environ []string
 	// self is this program's executable, which guards the CLI processes it starts.
@@ -55,7 +59,9 @@ func loadEnv() env {
 		baseURL:         os.Getenv("ANTHROPIC_BASE_URL"),
 		logLevel:        getenv("DROVER_LOG_LEVEL", "info"),
 		debugCapture:    os.Getenv("DROVER_DEBUG_AGENT_MESSAGES") == "true",
-		otlpExport:      os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "",
+		otlpTraces:      os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "",
+		otlpMetrics:     os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") != "",
+		metricsToken:    os.Getenv("DROVER_METRICS_TOKEN"),
 		environ:         os.Environ(),
 	}
 	if home, err := os.UserHomeDir(); err == nil {
@@ -93,6 +99,7 @@ func (e env) workerConfig() worker.Config {
 		HostID:          e.hostID,
 		DatabaseURL:     e.databaseURL,
 		WorkspaceRoot:   e.workspaceRoot,
+		MetricsToken:    e.metricsToken,
 		Claude: engine.Claude{
 			Bin:       e.claudeBin,
 			ConfigDir: e.configDir(),

@@ -50,7 +50,8 @@ Environment:
   DROVER_WORKSPACE_ROOT    confine task workspaces to this folder
   ANTHROPIC_API_KEY        the key the CLI uses (never logged)
   ANTHROPIC_BASE_URL       another Messages API address
-  OTEL_EXPORTER_OTLP_ENDPOINT  export traces over OTLP/gRPC
+  OTEL_EXPORTER_OTLP_ENDPOINT  export traces and metrics over OTLP/gRPC
+  DROVER_METRICS_TOKEN     the bearer token a scraper of the worker's metrics presents (required beyond loopback)
   DROVER_LOG_LEVEL         debug, info (default), warn, error
   DROVER_DEBUG_AGENT_MESSAGES=true  capture raw and normalized JSONL of every CLI run
 `

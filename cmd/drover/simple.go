@@ -48,11 +48,13 @@ func newWorkerCommand(a *app) *cobra.Command {
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			ctx := c.Context()
-			shutdown, err := telemetry.Setup(ctx, "drover-worker", version, a.env.otlpExport)
+			tel, err := telemetry.Setup(ctx, telemetry.Config{Service: "drover-worker", Version: version, Instance: cfg.HostID,
+				Traces: a.env.otlpTraces, Metrics: a.env.otlpMetrics, Prometheus: cfg.MetricsListen != "", Logger: a.log})
 			if err != nil {
 				return err
 			}
-			defer shutdown(context.WithoutCancel(ctx))
+			defer tel.Shutdown(context.WithoutCancel(ctx))
+			cfg.MetricsHandler = tel.MetricsHandler
 			if err := store.EnsureDatabase(ctx, cfg.DatabaseURL); err != nil {
 				return err
 			}
@@ -67,6 +69,7 @@ func newWorkerCommand(a *app) *cobra.Command {
 	f.IntVar(&cfg.MaxIdle, "max-idle", 0, fmt.Sprintf("CLI processes kept waiting for a next turn; the longest idle beyond it stop (0: %d)", engine.DefaultMaxIdle))
 	f.DurationVar(&cfg.StallTimeout, "stall-timeout", 0, fmt.Sprintf("stop and retry a turn whose CLI prints nothing for this long (0: %s)", engine.DefaultStallTimeout))
 	f.IntVar(&cfg.MaxConcurrentTurns, "max-turns", 0, fmt.Sprintf("turns this host runs at once (0: %d)", worker.DefaultMaxConcurrentTurns))
+	f.StringVar(&cfg.MetricsListen, "metrics-listen", worker.DefaultMetricsListen, "serve Prometheus metrics at http://ADDRESS/metrics (empty: none); beyond loopback it needs DROVER_METRICS_TOKEN")
 	f.DurationVar(&cfg.DrainTimeout, "drain-timeout", cfg.DrainTimeout, fmt.Sprintf("on SIGTERM, how long running turns may finish before they are stopped and continue on another host (0: %s)", worker.DefaultDrainTimeout))
 	return c
 }

@@ -1,0 +1,177 @@
+package engine
+
+import (
+	"context"
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/drover-run/drover/events"
+	"github.com/drover-run/drover/metrics"
+	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/streamjson"
+	"github.com/drover-run/drover/task"
+)
+
+// defaultModel names the CLI's own choice of model in metrics, for a turn that names none.
+const defaultModel = "default"
+
+// attemptMeter measures one attempt for package metrics: its start, the model's first output,
+// the usage its results billed, and how it ended.
+type attemptMeter struct {
+	m     *metrics.Metrics
+	ctx   context.Context // the attempt's, for exemplars
+	req   Request
+	model string
+	start time.Time
+
+	mu sync.Mutex
+	// watching: the attempt ran a turn in a CLI (see watch).
+	watching  bool
+	firstSeen bool
+	// billed is what the turn's results billed, by model; total sums them.
+	billed map[string]metrics.Usage
+	total  metrics.Usage
+}
+
+// meterAttempt counts the attempt's start: a turn's first attempt starts the turn, any other
+// retries it.
+func (e *Engine) meterAttempt(ctx context.Context, req Request) *attemptMeter {
+	model := req.Profile.Model
+	if model == "" {
+		model = defaultModel
+	}
+	a := &attemptMeter{m: e.cfg.Metrics, ctx: ctx, req: req, model: model, start: time.Now(), billed: map[string]metrics.Usage{}}
+	if req.Attempt <= 1 {
+		a.m.TurnStarted(ctx, model)
+	} else {
+		a.m.TurnRetried(ctx, model)
+	}
+	return a
+}
+
+// watch returns a sink that sees the attempt's events on their way to next.
+func (a *attemptMeter) watch(next streamjson.Sink) streamjson.Sink {
+	a.mu.Lock()
+	a.watching = true
+	a.mu.Unlock()
+	return streamjson.SinkFunc(func(ev events.AgentEvent) {
+		a.see(ev)
+		next.Emit(ev)
+	})
+}
+
+func (a *attemptMeter) see(ev events.AgentEvent) {
+	if ev.ParentToolCallID != "" {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch ev.Type {
+	case events.TypeMessageChunk, events.TypeReasoning, events.TypeToolCall:
+		if !a.firstSeen {
+			a.firstSeen = true
+			a.m.FirstToken(a.ctx, a.model, time.Since(a.start))
+		}
+	case events.TypeComplete:
+		if ev.Data != nil && ev.Data.Completion != nil {
+			a.add(ev.Data.Completion)
+		}
+	}
+}
+
+// add adds a result's usage, by model when the CLI reported it so.
+func (a *attemptMeter) add(c *events.Completion) {
+	if len(c.Models) == 0 {
+		a.addUsage(metrics.Usage{Model: a.model, InputTokens: c.InputTokens, OutputTokens: c.OutputTokens,
+			CacheReadInputTokens: c.CacheReadInputTokens, CacheCreationInputTokens: c.CacheCreationInputTokens, CostUSD: c.CostUSD})
+		return
+	}
+	names := make([]string, 0, len(c.Models))
+	for name := range c.Models {
+		names = append(names, name)
+	}
+	sort.Strings(names) // the order the adapter summed them in
+	for _, name := range names {
+		u := c.Models[name]
+		a.addUsage(metrics.Usage{Model: name, InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+			CacheReadInputTokens: u.CacheReadInputTokens, CacheCreationInputTokens: u.CacheCreationInputTokens, CostUSD: u.CostUSD})
+	}
+}
+
+func (a *attemptMeter) addUsage(u metrics.Usage) {
+	a.billed[u.Model] = sumUsage(a.billed[u.Model], u)
+	a.total = sumUsage(a.total, u)
+}
+
+func sumUsage(x, y metrics.Usage) metrics.Usage {
+	return metrics.Usage{Model: y.Model, InputTokens: x.InputTokens + y.InputTokens, OutputTokens: x.OutputTokens + y.OutputTokens,
+		CacheReadInputTokens: x.CacheReadInputTokens + y.CacheReadInputTokens, CacheCreationInputTokens: x.CacheCreationInputTokens + y.CacheCreationInputTokens,
+		CostUSD: x.CostUSD + y.CostUSD}
+}
+
+// ended counts how the attempt ended. A committed turn counts as finished with its status, and
+// its billed usage is counted: by model as its results reported it, or, when what they reported
+// differs from what was committed, the committed totals under the turn's model. A failed attempt
+// counts as failed, and finishes its turn when no attempt follows. A turn an earlier attempt had
+// committed (this one only answered from its record) was counted by that attempt.
+func (a *attemptMeter) ended(res task.RunTurnResult, err *Error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ctx, took := context.WithoutCancel(a.ctx), time.Since(a.start)
+	if err != nil {
+		a.m.AttemptFailed(ctx, a.model, err.Type)
+		if err.Type != task.ErrTypeAttemptSuperseded && lastAttempt(a.req, err) {
+			outcome := metrics.OutcomeFailed
+			if err.Type == task.ErrTypeCancelled {
+				outcome = metrics.OutcomeCancelled
+			}
+			a.m.TurnFinished(ctx, a.model, outcome, took)
+		}
+		return
+	}
+	if !a.watching {
+		return
+	}
+	a.m.TurnFinished(ctx, a.model, string(res.Status), took)
+	if a.total.InputTokens != res.InputTokens || a.total.OutputTokens != res.OutputTokens || math.Abs(a.total.CostUSD-res.CostUSD) > 1e-9 {
+		a.m.Billed(ctx, metrics.Usage{Model: a.model, InputTokens: res.InputTokens, OutputTokens: res.OutputTokens, CostUSD: res.CostUSD})
+		return
+	}
+	names := make([]string, 0, len(a.billed))
+	for name := range a.billed {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		a.m.Billed(ctx, a.billed[name])
+	}
+}
+
+// meterApproval counts a permission request of kind as waiting until the returned function is
+// called with how the wait ended; a decision's time to decide is recorded.
+func (e *Engine) meterApproval(ctx context.Context, kind task.RequestKind) (done func(store.PermissionRequest, error)) {
+	stop := e.cfg.Metrics.ApprovalWaiting(ctx, string(kind))
+	return func(row store.PermissionRequest, err error) {
+		stop()
+		if err == nil && !row.DecidedAt.IsZero() && !row.CreatedAt.IsZero() {
+			e.cfg.Metrics.ApprovalDecided(ctx, string(kind), string(row.Status), row.DecidedAt.Sub(row.CreatedAt))
+		}
+	}
+}
+
+// meterProcesses reports the host's CLI processes at each collection, until the returned
+// function is called.
+func (e *Engine) meterProcesses() (stop func()) {
+	stop, err := e.cfg.Metrics.ObserveProcesses(e.cfg.HostID, func() map[string]int64 {
+		alive := int64(e.procs.Load())
+		idle := int64(len(e.idle()))
+		return map[string]int64{metrics.ProcessIdle: idle, metrics.ProcessActive: max(alive-idle, 0)}
+	})
+	if err != nil {
+		e.cfg.Logger.Warn("the CLI processes will not be measured", "error", err)
+		return func() {}
+	}
+	return stop
+}
