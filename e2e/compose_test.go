@@ -29,6 +29,7 @@ type composeService struct {
 	Ports           []string `yaml:"ports"`
 	Volumes         []string `yaml:"volumes"`
 	StopGracePeriod string   `yaml:"stop_grace_period"`
+	Profiles        []string `yaml:"profiles"`
 }
 
 // The compose file cannot run here (no container engine), so check what can
