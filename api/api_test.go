@@ -71,6 +71,11 @@ func (r *recorder) Cancel(_ context.Context, id string) error {
 	return nil
 }
 
+func (r *recorder) UpdateBudget(_ context.Context, id string, c task.BudgetChange) (task.Budget, error) {
+	r.record("budget %s", id)
+	return task.BudgetChange{}.Apply(task.Budget{}), nil
+}
+
 func (r *recorder) Decide(_ context.Context, id string, d task.Decision, _ time.Duration) (task.DecisionRecord, bool, error) {
 	r.record("decide %s %s allow=%v always=%s", id, d.RequestID, d.Allow, d.Always)
 	return task.DecisionRecord{TaskID: id, RequestID: d.RequestID, Outcome: task.OutcomeAllowed}, true, nil
@@ -145,6 +150,9 @@ func do(t *testing.T, ts *httptest.Server, method, path, body string, header ...
 	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
+		if header[i] == "Host" {
+			req.Host = header[i+1]
+		}
 	}
 	resp, err := ts.Client().Do(req)
 	if err != nil {
@@ -218,6 +226,9 @@ func TestBadInputIsRefusedBeforeAnythingIsSent(t *testing.T) {
 		{"deny without message", "POST", "/api/v1/tasks/known/approvals/req-1", `{"decision":"deny"}`, nil, 422, api.CodeInvalidInput},
 		{"always without allow_always", "POST", "/api/v1/tasks/known/approvals/req-1", `{"decision":"allow","always":"1"}`, nil, 422, api.CodeInvalidInput},
 		{"allow_always of a request not pending", "POST", "/api/v1/tasks/known/approvals/req-9", `{"decision":"allow_always"}`, nil, 409, api.CodeNotPending},
+		{"empty budget change", "POST", "/api/v1/tasks/known/budget", `{}`, nil, 422, api.CodeInvalidInput},
+		{"negative budget change", "POST", "/api/v1/tasks/known/budget", `{"max_turns":-2}`, nil, 422, api.CodeInvalidInput},
+		{"budget change unknown field", "POST", "/api/v1/tasks/known/budget", `{"max_tokens":2}`, nil, 400, api.CodeUnknownField},
 		{"unknown route", "GET", "/api/v1/nothing", ``, nil, 404, api.CodeNotFound},
 		{"wrong method", "DELETE", "/api/v1/tasks", ``, nil, 405, api.CodeMethodNotAllowed},
 		{"no console", "GET", "/", ``, nil, 404, api.CodeNotFound},
@@ -270,11 +281,14 @@ func TestValidRequestsReachTheTask(t *testing.T) {
 	if a := do(t, ts, "POST", "/api/v1/tasks/t1/cancel", `{}`, "Content-Type", "application/json"); a.status != 202 {
 		t.Fatalf("cancel with {}: %d %s", a.status, a.body)
 	}
+	if a := do(t, ts, "POST", "/api/v1/tasks/t1/budget", `{"max_cost_usd":2.5,"max_duration":"1h"}`); a.status != 200 {
+		t.Fatalf("budget: %d %s", a.status, a.body)
+	}
 	if a := do(t, ts, "POST", "/api/v1/tasks/known/approvals/req-1", `{"decision":"allow_always"}`); a.status != 200 {
 		t.Fatalf("decide: %d %s", a.status, a.body)
 	}
 	want := []string{
-		`start t1 ` + ws + ` "hello" `, `prompt t1 "again"`, "interrupt t1", "close t1", "cancel t1", "cancel t1",
+		`start t1 ` + ws + ` "hello" `, `prompt t1 "again"`, "interrupt t1", "close t1", "cancel t1", "cancel t1", "budget t1",
 		"decide known req-1 allow=true always=1",
 	}
 	if got := rec.sent(); strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -414,5 +428,36 @@ func TestConsoleIsMountedBehindTheAPI(t *testing.T) {
 	}
 	if a := do(t, ts, "GET", "/healthz", ""); a.status != 200 || !strings.Contains(string(a.body), "ok") {
 		t.Errorf("/healthz: %d %q", a.status, a.body)
+	}
+}
+
+// A page of another origin cannot drive the API, and without tokens a request must name a
+// loopback host: nothing reaches the task.
+func TestBrowsersOfOtherOriginsAreRefused(t *testing.T) {
+	t.Parallel()
+	ts, rec := newServer(t, api.Config{})
+	host := strings.TrimPrefix(ts.URL, "http://")
+	for _, c := range []struct {
+		header []string
+		status int
+		code   string
+	}{
+		{[]string{"Origin", "https://evil.example"}, 403, api.CodeForbiddenOrigin},
+		{[]string{"Origin", "http://localhost.evil.example:" + strings.Split(host, ":")[1]}, 403, api.CodeForbiddenOrigin},
+		{[]string{"Host", "evil.example"}, 403, api.CodeForbiddenHost},
+		{[]string{"Content-Type", "text/plain"}, 415, api.CodeUnsupportedMedia},
+	} {
+		if a := do(t, ts, "POST", "/api/v1/tasks/known/cancel", `{}`, c.header...); a.status != c.status || a.err.Code != c.code {
+			t.Errorf("%q: %d %s", c.header, a.status, a.err.Code)
+		}
+	}
+	if a := do(t, ts, "POST", "/api/v1/tasks/known/cancel", "", "Content-Type", "text/plain"); a.status != 415 {
+		t.Errorf("an empty text/plain body: %d %s", a.status, a.err.Code)
+	}
+	if sent := rec.sent(); len(sent) != 0 {
+		t.Fatalf("reached the task: %q", sent)
+	}
+	if a := do(t, ts, "POST", "/api/v1/tasks/known/cancel", ``, "Origin", "http://"+host); a.status != 202 {
+		t.Errorf("the same origin: %d %s", a.status, a.body)
 	}
 }

@@ -15,12 +15,8 @@ import (
 // decode reads r's body, one JSON object, into v: unknown fields, trailing data, a wrong type
 // or a body over the limit are refused with what was wrong.
 func decode(r *http.Request, v any) *Error {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-			return errorf(http.StatusUnsupportedMediaType, CodeUnsupportedMedia,
-				fmt.Sprintf("the body is %q; send JSON with Content-Type: application/json", ct))
-		}
+	if e := checkJSON(r); e != nil {
+		return e
 	}
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
@@ -64,8 +60,26 @@ func decode(r *http.Request, v any) *Error {
 	return errorf(http.StatusBadRequest, CodeInvalidJSON, "the body could not be read: "+err.Error())
 }
 
+// checkJSON refuses a body of any Content-Type but JSON (none is taken as JSON): the types a
+// web page may send to another origin without asking (form, text) never reach a handler.
+func checkJSON(r *http.Request) *Error {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+		return errorf(http.StatusUnsupportedMediaType, CodeUnsupportedMedia,
+			fmt.Sprintf("the body is %q; send JSON with Content-Type: application/json", ct))
+	}
+	return nil
+}
+
 // decodeOptional is decode for a body that may be left out: an empty body leaves v as it is.
 func decodeOptional(r *http.Request, v any) *Error {
+	if e := checkJSON(r); e != nil {
+		return e
+	}
 	if r.ContentLength == 0 {
 		return nil
 	}

@@ -26,6 +26,8 @@ const (
 	CodeNotFound             = "not_found"
 	CodeMethodNotAllowed     = "method_not_allowed"
 	CodeUnauthorized         = "unauthorized"
+	CodeForbiddenHost        = "forbidden_host"
+	CodeForbiddenOrigin      = "forbidden_origin"
 	CodeIdempotencyKeyReused = "idempotency_key_reused"
 	CodeNotPending           = "not_pending"
 	CodeInvalidDecision      = "invalid_decision"
@@ -131,6 +133,7 @@ var appErrorCodes = map[string]struct {
 	"InvalidPrompt":             {http.StatusUnprocessableEntity, CodeInvalidInput},
 	"InvalidParams":             {http.StatusUnprocessableEntity, CodeInvalidInput},
 	"InterruptFailed":           {http.StatusServiceUnavailable, CodeInterruptFailed},
+	"InvalidBudget":             {http.StatusUnprocessableEntity, CodeInvalidInput},
 	task.ErrTypeBudgetExhausted: {http.StatusConflict, CodeBudgetExhausted},
 }
 

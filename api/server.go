@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -40,6 +41,7 @@ var routeTable = []struct {
 	{"POST /api/v1/tasks/{id}/interrupt", false, func(s *Server) http.HandlerFunc { return s.interruptTask }},
 	{"POST /api/v1/tasks/{id}/close", false, func(s *Server) http.HandlerFunc { return s.closeTask }},
 	{"POST /api/v1/tasks/{id}/cancel", false, func(s *Server) http.HandlerFunc { return s.cancelTask }},
+	{"POST /api/v1/tasks/{id}/budget", false, func(s *Server) http.HandlerFunc { return s.changeBudget }},
 	{"GET /api/v1/tasks/{id}/events", false, func(s *Server) http.HandlerFunc { return s.taskEvents }},
 	{"GET /api/v1/approvals", false, func(s *Server) http.HandlerFunc { return s.listApprovals }},
 	{"POST /api/v1/tasks/{id}/approvals/{request_id}", false, func(s *Server) http.HandlerFunc { return s.decide }},
@@ -79,12 +81,26 @@ func isAPIPath(path string) bool {
 // route sends API paths to the API's routes, answering JSON for a path or method it does not
 // know, and everything else to the console.
 func (s *Server) route(w http.ResponseWriter, r *http.Request) {
+	if len(s.tokens) == 0 && !IsLoopback(r.Host) {
+		// Without tokens the server trusts whoever reaches loopback; a request naming another
+		// host comes through a name rebound to loopback (a web page's), or from elsewhere.
+		s.writeError(w, r, errorf(http.StatusForbidden, CodeForbiddenHost,
+			"without tokens this server answers requests to 127.0.0.1, [::1] or localhost only; configure tokens to serve other names"))
+		return
+	}
 	if !isAPIPath(r.URL.Path) {
 		if s.cfg.Console != nil {
 			s.cfg.Console.ServeHTTP(w, r)
 			return
 		}
 		s.writeError(w, r, errorf(http.StatusNotFound, CodeNotFound, "no such page; the API is under /api/v1 (see /api/v1/openapi.json)"))
+		return
+	}
+	if origin := r.Header.Get("Origin"); origin != "" && !sameOrigin(origin, r.Host) {
+		// A page of another origin: the API answers no cross-origin request, so that no page
+		// can drive a server it reaches (one on loopback without tokens above all).
+		s.writeError(w, r, errorf(http.StatusForbidden, CodeForbiddenOrigin,
+			"requests from a page of another origin are refused; call the API from the console it serves, or from a program"))
 		return
 	}
 	h, pattern := s.api.Handler(r)
@@ -106,6 +122,12 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeError(w, r, errorf(http.StatusNotFound, CodeNotFound, "no such route; the routes are listed in /api/v1/openapi.json"))
+}
+
+// sameOrigin reports whether a request's Origin header names the host it was sent to.
+func sameOrigin(origin, host string) bool {
+	u, err := url.Parse(origin)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && strings.EqualFold(u.Host, host)
 }
 
 // statusOnly records the status and headers a handler answers, and drops its body.

@@ -29,6 +29,7 @@ type Tasks interface {
 	Interrupt(ctx context.Context, taskID string) (task.InterruptResult, error)
 	Close(ctx context.Context, taskID string) error
 	Cancel(ctx context.Context, taskID string) error
+	UpdateBudget(ctx context.Context, taskID string, change task.BudgetChange) (task.Budget, error)
 }
 
 // CreateTask is the body of POST /api/v1/tasks.
