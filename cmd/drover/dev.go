@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/drover-run/drover/api"
 	"github.com/drover-run/drover/claudecode"
 	"github.com/drover-run/drover/internal/devserver"
 	"github.com/drover-run/drover/internal/fakeanthropic"
@@ -170,6 +171,7 @@ func newDevCommand(a *app) *cobra.Command {
 		port, uiPort        int
 		workers             int
 		fake                bool
+		listen              string
 	}
 	c := &cobra.Command{
 		Use:   "dev",
@@ -186,7 +188,7 @@ func newDevCommand(a *app) *cobra.Command {
 			return runDev(c.Context(), a, stackOptions{
 				stateDir: o.state, temporalAddress: o.addr, port: o.port, uiPort: o.uiPort,
 				fakeAPI: o.fake, fakeResponder: echoResponder, hostID: hostID, workers: o.workers,
-			})
+			}, o.listen)
 		},
 	}
 	f := c.Flags()
@@ -197,6 +199,7 @@ func newDevCommand(a *app) *cobra.Command {
 	f.BoolVar(&o.fake, "fake-api", a.env.apiKey == "" && a.env.baseURL == "",
 		"answer the CLI from drover's offline fake Messages API (default when ANTHROPIC_API_KEY is unset)")
 	f.StringVar(&o.hostID, "host-id", "dev", "this worker host's stable identity (DROVER_HOST_ID wins over the default)")
+	f.StringVar(&o.listen, "listen", api.DefaultListen, "address of the HTTP API and the console (empty: none); beyond loopback, tokens are required")
 	f.IntVar(&o.workers, "workers", 1, "worker hosts to run, to try several hosts: with 2, hosts <host-id>-1 and <host-id>-2, "+
 		"each with its own CLI config folder, sharing the workspaces")
 	return c
@@ -205,8 +208,8 @@ func newDevCommand(a *app) *cobra.Command {
 // maxDevWorkers bounds --workers: each host is a full worker in this process.
 const maxDevWorkers = 8
 
-// runDev runs the dev stack until ctx ends.
-func runDev(ctx context.Context, a *app, o stackOptions) error {
+// runDev runs the dev stack, and the HTTP API on listen unless it is empty, until ctx ends.
+func runDev(ctx context.Context, a *app, o stackOptions, listen string) error {
 	e, log, stdout := a.env, a.log, a.stdout
 	tel, err := telemetry.Setup(ctx, telemetry.Config{Service: "drover-dev", Version: version,
 		Traces: a.env.otlpTraces, Metrics: a.env.otlpMetrics, Logger: log})
@@ -224,8 +227,20 @@ func runDev(ctx context.Context, a *app, o stackOptions) error {
 		return err
 	}
 	defer s.stop(ctx)
+	var srv *apiServer
+	if listen != "" {
+		actx, stopAPI := context.WithCancel(ctx)
+		defer stopAPI()
+		if srv, err = startAPI(actx, a, listen, s.cfg.TemporalAddress, s.cfg.DatabaseURL); err != nil {
+			return err
+		}
+		defer func() { stopAPI(); _ = srv.wait() }()
+	}
 
 	fmt.Fprintf(stdout, "\ndrover dev is running (Ctrl-C stops it)\n")
+	if srv != nil {
+		fmt.Fprintf(stdout, "  api          %s/api/v1 (console %s/)\n", srv.url, srv.url)
+	}
 	fmt.Fprintf(stdout, "  temporal     %s\n", s.cfg.TemporalAddress)
 	if s.temporal != nil && s.temporal.UIAddress() != "" {
 		fmt.Fprintf(stdout, "  temporal ui  %s\n", s.temporal.UIAddress())

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 
 	"github.com/drover-run/drover/engine"
 	"github.com/drover-run/drover/internal/tools"
@@ -42,6 +44,10 @@ type env struct {
 	self string
 	// home is the user's home folder, where the CLI keeps its state by default.
 	home string
+	// apiTokens are the bearer tokens drover serve accepts (DROVER_API_TOKENS, comma-separated,
+	// and DROVER_API_TOKEN_FILE, one a line); apiTokensErr says why the file could not be read.
+	apiTokens    []string
+	apiTokensErr error
 }
 
 func loadEnv() env {
@@ -64,6 +70,7 @@ func loadEnv() env {
 		metricsToken:    os.Getenv("DROVER_METRICS_TOKEN"),
 		environ:         os.Environ(),
 	}
+	e.apiTokens, e.apiTokensErr = readAPITokens(os.Getenv("DROVER_API_TOKENS"), os.Getenv("DROVER_API_TOKEN_FILE"))
 	if home, err := os.UserHomeDir(); err == nil {
 		e.home = home
 	}
@@ -81,6 +88,30 @@ func loadEnv() env {
 		}
 	}
 	return e
+}
+
+// readAPITokens gathers the API's tokens from a comma-separated list and a file of one token a
+// line (blank lines and lines starting with # skipped). The error never holds a token.
+func readAPITokens(list, file string) ([]string, error) {
+	var out []string
+	for t := range strings.SplitSeq(list, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	if file == "" {
+		return out, nil
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading DROVER_API_TOKEN_FILE: %w", err)
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			out = append(out, line)
+		}
+	}
+	return out, nil
 }
 
 func getenv(key, def string) string {

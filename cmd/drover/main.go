@@ -4,6 +4,7 @@
 //	drover demo                one task end to end, offline, then exit
 //	drover worker              a worker host
 //	drover migrate             apply database migrations
+//	drover serve               the HTTP API (and the web console) on 127.0.0.1:8090
 //	drover task ...            start, prompt, interrupt, close, cancel, list, show, watch
 //	drover normalize [FILE]    stream-json transcript → normalized events (JSONL)
 //	drover completion SHELL    shell completion for bash, zsh, fish or powershell
@@ -52,6 +53,8 @@ Environment:
   ANTHROPIC_BASE_URL       another Messages API address
   OTEL_EXPORTER_OTLP_ENDPOINT  export traces and metrics over OTLP/gRPC
   DROVER_METRICS_TOKEN     the bearer token a scraper of the worker's metrics presents (required beyond loopback)
+  DROVER_API_TOKENS        bearer tokens drover serve accepts, comma-separated (required beyond loopback)
+  DROVER_API_TOKEN_FILE    a file of such tokens, one a line
   DROVER_LOG_LEVEL         debug, info (default), warn, error
   DROVER_DEBUG_AGENT_MESSAGES=true  capture raw and normalized JSONL of every CLI run
 `
@@ -161,6 +164,7 @@ failed turn is retried by itself from its last committed message.`,
 		newDevCommand(a),
 		newDemoCommand(a),
 		newWorkerCommand(a),
+		newServeCommand(a),
 		newMigrateCommand(a),
 		newTaskCommand(a),
 		newNormalizeCommand(a),

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/drover-run/drover/api"
+	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/taskclient"
+	"github.com/drover-run/drover/worker"
+)
+
+func newServeCommand(a *app) *cobra.Command {
+	var listen string
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the HTTP API (and the web console) until Ctrl-C",
+		Long: `Serve drover's HTTP API under /api/v1 (see docs/api.md and /api/v1/openapi.json),
+and the web console at /. It listens on loopback by default; on any other address
+it refuses to start unless DROVER_API_TOKENS or DROVER_API_TOKEN_FILE gives the
+bearer tokens every request must carry.`,
+		Example: `  drover serve
+  DROVER_API_TOKEN_FILE=/run/secrets/drover-api drover serve --listen 0.0.0.0:8090`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			ctx := c.Context()
+			srv, err := startAPI(ctx, a, listen, a.env.temporalAddress, a.env.databaseURL)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "drover api listening on %s (Ctrl-C stops it)\n", srv.url)
+			return srv.wait()
+		},
+	}
+	c.Flags().StringVar(&listen, "listen", api.DefaultListen, "address to listen on (host:port); beyond loopback, tokens are required")
+	return c
+}
+
+// apiServer is a running HTTP API.
+type apiServer struct {
+	url  string
+	done chan error
+}
+
+// wait returns once the server has stopped (its context ended) and released what it held.
+func (s *apiServer) wait() error { return <-s.done }
+
+// startAPI starts the HTTP API on listen, talking to Temporal at temporalAddress and to the
+// database at databaseURL (migrated first), until ctx ends.
+func startAPI(ctx context.Context, a *app, listen, temporalAddress, databaseURL string) (*apiServer, error) {
+	e := a.env
+	if e.apiTokensErr != nil {
+		return nil, e.apiTokensErr
+	}
+	if err := api.CheckExposure(listen, len(e.apiTokens)); err != nil {
+		return nil, err
+	}
+	if err := store.EnsureDatabase(ctx, databaseURL); err != nil {
+		return nil, err
+	}
+	pool, err := store.Connect(ctx, databaseURL)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			pool.Close()
+		}
+	}()
+	if _, err := store.Migrate(ctx, pool, a.log); err != nil {
+		return nil, err
+	}
+	dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	tc, err := worker.Dial(dctx, temporalAddress, e.namespace, a.log.With("component", "temporal"))
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if !ok {
+			tc.Close()
+		}
+	}()
+	tasks := &taskclient.Client{Temporal: tc, TaskQueue: e.taskQueue}
+	srv, err := api.New(api.Config{
+		Tasks:   tasks,
+		Reader:  newReader(tasks, pool),
+		Decider: tasks,
+		Exists: func(ctx context.Context, id string) error {
+			_, err := tc.DescribeWorkflowExecution(ctx, id, "")
+			return err
+		},
+		DB:      pool,
+		Tokens:  e.apiTokens,
+		Console: console(),
+		Logger:  a.log.With("component", "api"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w", listen, err)
+	}
+	ok = true
+	s := &apiServer{url: "http://" + ln.Addr().String(), done: make(chan error, 1)}
+	go func() {
+		err := srv.Serve(ctx, ln)
+		tc.Close()
+		pool.Close()
+		s.done <- err
+	}()
+	a.log.Info("api listening", slog.String("url", s.url), slog.Bool("tokens", len(e.apiTokens) > 0))
+	return s, nil
+}
