@@ -1,7 +1,11 @@
 package main
 
-import "net/http"
+import (
+	"net/http"
 
-// console is the web console that drover serve and drover dev serve at "/", beside the API.
-// Nil serves none: "/" then answers that the API is under /api/v1.
-func console() http.Handler { return nil }
+	"github.com/drover-run/drover/console"
+)
+
+// consoleHandler is the web console that drover serve and drover dev serve at "/", beside the
+// API. Nil would serve none: "/" then answers that the API is under /api/v1.
+func consoleHandler() http.Handler { return console.Handler() }

@@ -98,7 +98,7 @@ func startAPI(ctx context.Context, a *app, listen, temporalAddress, databaseURL 
 		},
 		DB:      pool,
 		Tokens:  e.apiTokens,
-		Console: console(),
+		Console: consoleHandler(),
 		Logger:  a.log.With("component", "api"),
 	})
 	if err != nil {
