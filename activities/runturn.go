@@ -112,6 +112,12 @@ func toTemporal(e *engine.Error, reassign task.ReassignDetails) error {
 		return temporal.NewCanceledError(task.ErrTypeCancelled, e.Error())
 	}
 	opts := temporal.ApplicationErrorOptions{NonRetryable: !e.Retryable()}
+	if task.Waits(e.Type) && e.Wait != nil {
+		// The turn waits for its account, in the workflow, then runs again: no retry here, and
+		// the next attempts continue the count.
+		opts.NonRetryable = true
+		opts.Details = []any{*e.Wait, reassign}
+	}
 	if task.Reassign(e.Type) {
 		// A host that drains or is gone cannot take the retry: the workflow gives the turn to
 		// another host, continuing the attempts' count.

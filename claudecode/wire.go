@@ -329,11 +329,16 @@ type ResultMessage struct {
 	StopReason                string                `json:"stop_reason,omitempty"`
 	TerminalReason            string                `json:"terminal_reason,omitempty"` // api_error, aborted_streaming, aborted_tools, …
 	APIErrorStatus            int64                 `json:"api_error_status,omitempty"`
-	Errors                    []string              `json:"errors,omitempty"`
-	PermissionDenials         []PermissionDenial    `json:"permission_denials,omitempty"`
-	ResultIndex               int64                 `json:"result_index,omitempty"`
-	TTFTMS                    int64                 `json:"ttft_ms,omitempty"`
-	UserMessageUUID           string                `json:"user_message_uuid,omitempty"`
+	// APIError and APIErrorCode name an API error the CLI recognised: usage_limit_reached (a
+	// subscription's usage limit or spend cap), enforced_spend_limit_reached (an API key's
+	// monthly cap).
+	APIError          string             `json:"api_error,omitempty"`
+	APIErrorCode      string             `json:"api_error_code,omitempty"`
+	Errors            []string           `json:"errors,omitempty"`
+	PermissionDenials []PermissionDenial `json:"permission_denials,omitempty"`
+	ResultIndex       int64              `json:"result_index,omitempty"`
+	TTFTMS            int64              `json:"ttft_ms,omitempty"`
+	UserMessageUUID   string             `json:"user_message_uuid,omitempty"`
 }
 
 // Type returns "result".
@@ -428,6 +433,9 @@ type RateLimitInfo struct {
 	Utilization    float64 `json:"utilization,omitempty"`
 	IsUsingOverage bool    `json:"isUsingOverage,omitempty"`
 	OverageStatus  string  `json:"overageStatus,omitempty"`
+	// OverageDisabledReason says why extra usage is refused (org_level_disabled_until at an
+	// organization's spend cap, out_of_credits, …).
+	OverageDisabledReason string `json:"overageDisabledReason,omitempty"`
 }
 
 // CommandLifecycle reports the state of a prompt we sent with a uuid: queued, started, completed or

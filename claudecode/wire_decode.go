@@ -489,6 +489,10 @@ func (m *ResultMessage) decode(d *jsonscan.Decoder) {
 			d.Name(&m.TerminalReason)
 		case "api_error_status":
 			d.Int(&m.APIErrorStatus)
+		case "api_error":
+			d.Name(&m.APIError)
+		case "api_error_code":
+			d.Name(&m.APIErrorCode)
 		case "errors":
 			m.Errors = d.Strings(m.Errors)
 		case "permission_denials":
@@ -687,6 +691,8 @@ func (r *RateLimitInfo) decode(d *jsonscan.Decoder) {
 			d.Bool(&r.IsUsingOverage)
 		case "overageStatus":
 			d.Name(&r.OverageStatus)
+		case "overageDisabledReason":
+			d.Name(&r.OverageDisabledReason)
 		default:
 			d.Skip()
 		}

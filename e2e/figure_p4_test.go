@@ -24,7 +24,7 @@ const (
 	p4Turns      = 3 // per task
 	p4FullPairs  = 3 // at most, in a full run
 	p4QuickPairs = 2 // at most, in a quick run: one of each order
-	// p4MaxTurns is the worker's --max-turns, as set for a 2-core host: starting a CLI costs
+	// p4MaxTurns is the worker's --max-concurrent-turns, as set for a 2-core host: starting a CLI costs
 	// about a second of CPU, and at the default (worker.DefaultMaxConcurrentTurns, 32) a host
 	// this small starves its own heartbeats (docs/performance.md, P4).
 	p4MaxTurns   = 8
@@ -34,7 +34,7 @@ const (
 
 // BenchmarkFigureP4 is figure P4 of `make bench`: load on one worker. Many tasks of three turns
 // each are started at once (the first prompt through Update-with-Start, two more queued behind
-// it) on one `drover worker` with its limits stated as flags: turns at once (--max-turns, sized
+// it) on one `drover worker` with its limits stated as flags: turns at once (--max-concurrent-turns, sized
 // for a 2-core host) and CLI processes kept idle between turns (--max-idle, the default). The figure fails if a
 // turn fails. The baseline, run alternately, is the same turns on bare CLIs: as many sessions,
 // each a CLI driven directly over stdin for three turns, as many at once as the worker runs
@@ -57,7 +57,7 @@ func BenchmarkFigureP4(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(runs)*20*time.Minute+10*time.Minute)
 	b.Cleanup(cancel)
 	e.ctx = ctx
-	w := e.startWorker("host-"+e.queue, "--max-turns", strconv.Itoa(maxTurns), "--max-idle", strconv.Itoa(maxIdle))
+	w := e.startWorker("host-"+e.queue, "--max-concurrent-turns", strconv.Itoa(maxTurns), "--max-idle", strconv.Itoa(maxIdle))
 	workerPID := w.cmd.Process.Pid
 
 	// One task and one bare session first, so that no run pays for the worker's first workflow
@@ -143,7 +143,7 @@ func BenchmarkFigureP4(b *testing.B) {
 	b.StopTimer()
 	hwm := float64(procStatusKB(workerPID, "VmHWM")) / 1024
 
-	limits := fmt.Sprintf("%d tasks × %d turns started at once; worker --max-turns %d --max-idle %d; bare: %d sessions at once; %d pairs",
+	limits := fmt.Sprintf("%d tasks × %d turns started at once; worker --max-concurrent-turns %d --max-idle %d; bare: %d sessions at once; %d pairs",
 		tasks, p4Turns, maxTurns, maxIdle, concurrency, runs)
 	tps := ratioRow("P4", "turns/s, many tasks on one worker (ratio: drover ÷ bare CLIs at the same concurrency)",
 		bareTPS, droverTPS, "turns/s", bench.RatioAtLeast(p4RatioGoal))
@@ -154,7 +154,7 @@ func BenchmarkFigureP4(b *testing.B) {
 		{Figure: "P4 clis", What: "most CLI processes under the worker at once (baseline: bare, at the same concurrency)",
 			Unit: "processes", Baseline: float64(barePeakProcs), Drover: float64(cliPeakProcs), Runs: runs,
 			Goal: bench.DroverAtMost(float64(maxTurns+maxIdle), "processes"),
-			Note: fmt.Sprintf("their peak total RSS %.0f MiB (bare: %.0f MiB); the bound is --max-turns + --max-idle",
+			Note: fmt.Sprintf("their peak total RSS %.0f MiB (bare: %.0f MiB); the bound is --max-concurrent-turns + --max-idle",
 				float64(cliPeakKB)/1024, float64(barePeakKB)/1024)},
 	}
 	reportRows(b, rows...)

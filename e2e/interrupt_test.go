@@ -71,13 +71,13 @@ func TestInterruptRunningTurn(t *testing.T) {
 	}
 }
 
-// A host runs at most --max-turns turns at once, however many wait in its queue, and a call to
+// A host runs at most --max-concurrent-turns turns at once, however many wait in its queue, and a call to
 // interrupt one of them still reaches it: control calls have a queue of their own. The fake
 // Messages API's own ledger witnesses how many turns ran at once.
 func TestMaxTurnsBoundsTurnsAndLeavesRoomForControl(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.startWorker("host-"+e.queue, "--max-turns", "1")
+	e.startWorker("host-"+e.queue, "--max-concurrent-turns", "1")
 	release := make(chan struct{})
 	var releaseOnce sync.Once
 	releaseAll := func() { releaseOnce.Do(func() { close(release) }) }
@@ -113,7 +113,7 @@ func TestMaxTurnsBoundsTurnsAndLeavesRoomForControl(t *testing.T) {
 	})
 	time.Sleep(2 * time.Second) // room for a turn beyond the bound to start, were it let
 	if n := len(e.fake.MainRequests()); n != 1 {
-		t.Fatalf("the Messages API received %d requests at once from a host with --max-turns 1", n)
+		t.Fatalf("the Messages API received %d requests at once from a host with --max-concurrent-turns 1", n)
 	}
 
 	r, err := e.tc.Interrupt(e.ctx, running)

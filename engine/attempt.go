@@ -89,6 +89,8 @@ type attempt struct {
 	// ex is the process serving the attempt, once it has one; inTurn once its sink is attached.
 	ex     *executor
 	inTurn bool
+	// acct is what the attempt holds of its account (see gate).
+	acct accountTurn
 }
 
 // outcome is how an attempt's run ended: exactly one of fail, commit and answered is set.
@@ -176,6 +178,9 @@ func (a *attempt) run(ctx context.Context) (o outcome) {
 			TurnRetry: &events.TurnRetry{Attempt: req.Attempt - 1, Reason: reason}})
 	}
 
+	if f := a.gate(ctx); f != nil {
+		return failed(f)
+	}
 	ex, fresh, ferr := a.executor(ctx, workspace, sessionID, resumeAt, begun.PriorCostUSD)
 	if ferr != nil {
 		return failed(ferr)
@@ -274,6 +279,10 @@ func (a *attempt) finish(end turnEnd) outcome {
 		res.Error = info.Message
 		switch info.Kind {
 		case events.ErrorAPI, events.ErrorExecution, events.ErrorProtocol, events.ErrorResumeRejected:
+			if h, ok := classifyLimit(info, end.limit, end.retryAfter, a.e.cfg.RateLimitWait, time.Now()); ok {
+				// Not the turn's fault: it waits for its account and runs again from here.
+				return failed(limitFailure(h))
+			}
 			// Worth another attempt (or a new session): resume where the turn began and send
 			// the prompt again.
 			return failed(turnFailure(info, end.retryAfter))
@@ -303,6 +312,7 @@ func (e *Engine) settle(ctx context.Context, a *attempt, o outcome) (task.RunTur
 	if o.answered {
 		return o.result, nil
 	}
+	e.accountEnded(ctx, a, o)
 	if o.fail == nil {
 		a.closeLeftRequests(ctx)
 		if o.fail = e.commit(ctx, a, *o.commit); o.fail == nil {
@@ -335,7 +345,11 @@ func (e *Engine) settle(ctx context.Context, a *attempt, o outcome) (task.RunTur
 
 // lastAttempt reports whether no attempt of the turn follows one that failed with f.
 func lastAttempt(req Request, f *Error) bool {
-	// A host that drains or is lost hands the turn to another host: an attempt follows.
+	// A host that drains or is lost hands the turn to another host, and a turn that waits for
+	// its account runs again after the wait: an attempt follows.
+	if task.Waits(f.Type) {
+		return false
+	}
 	return !f.Retryable() || (!task.Reassign(f.Type) && req.MaxAttempts > 0 && req.Attempt >= req.MaxAttempts)
 }
 

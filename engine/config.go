@@ -37,6 +37,21 @@ const (
 	DefaultCommitRetry = 2 * time.Minute
 	// DefaultStopTimeout bounds each step of stopping a CLI process.
 	DefaultStopTimeout = 5 * time.Second
+	// DefaultRateLimitWait is how long an account waits after a 429 that announced no reset and
+	// no retry delay.
+	DefaultRateLimitWait = time.Minute
+	// DefaultLimitRecheck is how long an account waits after a limit that outlasted its
+	// announced reset before one turn tries again.
+	DefaultLimitRecheck = 15 * time.Minute
+	// DefaultLimitJitter spaces the tasks of an account that wake after its limit lifts: each
+	// waits this much longer than the one before it.
+	DefaultLimitJitter = 2 * time.Second
+	// DefaultAccountPoll is how often a turn queued for its account's concurrency asks again
+	// when no slot was announced free.
+	DefaultAccountPoll = 10 * time.Second
+	// DefaultAccountLease is how long an account's slot, or its turn that goes first after a
+	// reset, is held without being renewed (its host died).
+	DefaultAccountLease = 30 * time.Second
 )
 
 // Claude describes how to run the Claude Code CLI on this host.
@@ -84,11 +99,30 @@ type Config struct {
 	// MaxIdle bounds the CLI processes kept waiting for a next turn; beyond it the longest idle
 	// are stopped (their tasks resume from Postgres). Defaults to DefaultMaxIdle.
 	MaxIdle int
-	// MaxTurns is the number of turns the host runs at once (its Temporal worker's slots for
-	// turns). With it, the host's CLI processes, running a turn, idle or being stopped, never
-	// number more than MaxTurns + MaxIdle: a new one waits for room, and the longest idle is
-	// stopped to make it. Zero bounds only the idle ones.
-	MaxTurns int
+	// MaxConcurrentTurns is the number of turns the host runs at once (its Temporal worker's
+	// slots for turns). With it, the host's CLI processes, running a turn, idle or being stopped,
+	// never number more than MaxConcurrentTurns + MaxIdle: a new one waits for room, and the
+	// longest idle is stopped to make it. Zero bounds only the idle ones.
+	MaxConcurrentTurns int
+	// AccountMaxConcurrentTurns bounds the turns running at once on this host's account, over
+	// every host that shares it (slots leased in Postgres); the others queue for it in order.
+	// Zero: no bound.
+	AccountMaxConcurrentTurns int
+	// RateLimitWait is how long the account waits after a 429 that announced no reset nor
+	// retry delay. Defaults to DefaultRateLimitWait.
+	RateLimitWait time.Duration
+	// LimitRecheck is how long the account waits after a limit outlasted its announced reset.
+	// Defaults to DefaultLimitRecheck.
+	LimitRecheck time.Duration
+	// LimitJitter spaces the tasks that wake when the account's limit lifts. Defaults to
+	// DefaultLimitJitter.
+	LimitJitter time.Duration
+	// AccountPoll is how often a turn queued for its account asks again by itself. Defaults to
+	// DefaultAccountPoll.
+	AccountPoll time.Duration
+	// AccountLease is how long a slot of the account, or the first turn after a reset, is held
+	// without renewal. Defaults to DefaultAccountLease.
+	AccountLease time.Duration
 	// HeartbeatInterval is how often a running attempt calls Request.Heartbeat. Defaults to
 	// DefaultHeartbeatInterval.
 	HeartbeatInterval time.Duration
@@ -140,6 +174,21 @@ func (c *Config) withDefaults() {
 	}
 	if c.StopTimeout <= 0 {
 		c.StopTimeout = DefaultStopTimeout
+	}
+	if c.RateLimitWait <= 0 {
+		c.RateLimitWait = DefaultRateLimitWait
+	}
+	if c.LimitRecheck <= 0 {
+		c.LimitRecheck = DefaultLimitRecheck
+	}
+	if c.LimitJitter <= 0 {
+		c.LimitJitter = DefaultLimitJitter
+	}
+	if c.AccountPoll <= 0 {
+		c.AccountPoll = DefaultAccountPoll
+	}
+	if c.AccountLease <= 0 {
+		c.AccountLease = DefaultAccountLease
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -32,7 +32,7 @@ type Engine struct {
 	// memory, so they count against MaxIdle.
 	evicting atomic.Int32
 	// procSlots holds a token for every CLI process of the host, from its start to its exit;
-	// its capacity is MaxTurns + MaxIdle (nil: no bound). admitting counts the starts waiting
+	// its capacity is MaxConcurrentTurns + MaxIdle (nil: no bound). admitting counts the starts waiting
 	// for a token.
 	procSlots chan struct{}
 	admitting atomic.Int32
@@ -40,6 +40,8 @@ type Engine struct {
 	procs atomic.Int32
 	// stopMetering ends the measurement of the host's processes.
 	stopMetering func()
+	// acct is the host's account (see Account).
+	acct accountState
 }
 
 // runningAttempt is an attempt in progress and the way to cancel it.
@@ -57,8 +59,8 @@ func New(cfg Config) (*Engine, error) {
 	}
 	removeLeftoverDirs(cfg.HostID, cfg.Logger)
 	e := &Engine{cfg: cfg, pool: newPool(), interrupts: make(map[string]int), running: make(map[string]runningAttempt)}
-	if cfg.MaxTurns > 0 {
-		e.procSlots = make(chan struct{}, cfg.MaxTurns+cfg.MaxIdle)
+	if cfg.MaxConcurrentTurns > 0 {
+		e.procSlots = make(chan struct{}, cfg.MaxConcurrentTurns+cfg.MaxIdle)
 	}
 	e.decisions = newDecisions(cfg.DB, func(msg string, args ...any) { cfg.Logger.Warn(msg, args...) })
 	e.stopMetering = e.meterProcesses()

@@ -21,6 +21,9 @@ type Error struct {
 	// RetryAfter, when positive, is how long the next attempt should wait: the delay the
 	// Messages API asked for (ModelAPI).
 	RetryAfter time.Duration
+	// Wait, for an error of a type that makes the turn wait for its account (task.Waits), says
+	// what for and until when.
+	Wait *task.Wait
 }
 
 func (e *Error) Error() string { return e.Err.Error() }

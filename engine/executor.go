@@ -25,6 +25,8 @@ type turnEnd struct {
 	err      *events.ErrorInfo
 	// retryAfter is the last delay the CLI was told to wait before retrying the API.
 	retryAfter time.Duration
+	// limit is the process's last rate_limit_event, when it rejected a request.
+	limit *events.RateLimit
 }
 
 // executor is one live CLI process serving one task on this host, with the adapter that turns
@@ -55,6 +57,7 @@ type executor struct {
 	ended     chan turnEnd
 	turnErr   *events.ErrorInfo
 	retryWait time.Duration
+	limitEv   *events.RateLimit
 	busy      bool
 	idleAt    time.Time // when the last turn ended
 	turn      int       // the running turn, while busy
@@ -225,6 +228,14 @@ func (ex *executor) emit(ev events.AgentEvent) {
 		if ev.RateLimit != nil && ev.RateLimit.RetryDelayMS > 0 {
 			ex.retryWait = time.Duration(ev.RateLimit.RetryDelayMS) * time.Millisecond
 		}
+		if ev.RateLimit != nil && ev.RateLimit.Source == events.RateLimitSourceEvent {
+			// The CLI reports the account's state when it changes, not on every answer: the
+			// last report stands until the next.
+			ex.limitEv = nil
+			if ev.RateLimit.Status == "rejected" {
+				ex.limitEv = ev.RateLimit
+			}
+		}
 	case events.TypeSubagentTask:
 		ex.trackBackground(ev)
 	case events.TypeComplete:
@@ -283,7 +294,7 @@ func (ex *executor) deliverLocked() {
 	if ex.pending == nil || ex.ended == nil {
 		return
 	}
-	end := turnEnd{complete: ex.pending, err: ex.turnErr, retryAfter: ex.retryWait}
+	end := turnEnd{complete: ex.pending, err: ex.turnErr, retryAfter: ex.retryWait, limit: ex.limitEv}
 	ex.pending = nil
 	select {
 	case ex.ended <- end:

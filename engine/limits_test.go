@@ -11,7 +11,7 @@ import (
 )
 
 // A host's CLI processes, running a turn, idle or still being stopped, never number more than
-// MaxTurns + MaxIdle: a new one waits until an idle one, stopped to make room, has exited. The
+// MaxConcurrentTurns + MaxIdle: a new one waits until an idle one, stopped to make room, has exited. The
 // fake CLIs here take a while to exit once their input closes, as the real one does.
 func TestCLIProcessesStayWithinTheHostsLimits(t *testing.T) {
 	t.Parallel()
@@ -35,7 +35,7 @@ func TestCLIProcessesStayWithinTheHostsLimits(t *testing.T) {
 		c.Serve(func(c *fakecli.CLI, p fakecli.Line) { c.Reply("echo: " + p.Text) })
 		time.Sleep(slowExit)
 	}, func(cfg *engine.Config) {
-		cfg.MaxTurns, cfg.MaxIdle = maxTurns, idle
+		cfg.MaxConcurrentTurns, cfg.MaxIdle = maxTurns, idle
 		cfg.StopTimeout = 5 * slowExit // stopping waits for the exit, never kills
 	})
 	launcher = r.cli
@@ -54,6 +54,6 @@ func TestCLIProcessesStayWithinTheHostsLimits(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	if most > maxTurns+idle {
-		t.Errorf("%d CLI processes alive at once, over MaxTurns + MaxIdle = %d", most, maxTurns+idle)
+		t.Errorf("%d CLI processes alive at once, over MaxConcurrentTurns + MaxIdle = %d", most, maxTurns+idle)
 	}
 }

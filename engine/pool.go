@@ -166,7 +166,7 @@ func (e *Engine) evict(ctx context.Context, idles []*executor, n int, reason str
 // admitEvery is how often a start waiting for room looks again.
 const admitEvery = 50 * time.Millisecond
 
-// admit waits for room for one more CLI process on the host (Config.MaxTurns) and takes it; the
+// admit waits for room for one more CLI process on the host (Config.MaxConcurrentTurns) and takes it; the
 // caller gives it back with release once the process has exited (or did not start). The process
 // counts among the host's (procs) from admit to release.
 func (e *Engine) admit(ctx context.Context) error {

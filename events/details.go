@@ -69,10 +69,14 @@ type ErrorInfo struct {
 	Kind    ErrorKind `json:"kind"`
 	Message string    `json:"message"`
 	// Subtype and TerminalReason are the CLI's own words for the failure.
-	Subtype        string   `json:"subtype,omitempty"`
-	TerminalReason string   `json:"terminal_reason,omitempty"`
-	APIErrorStatus int      `json:"api_error_status,omitempty"`
-	Errors         []string `json:"errors,omitempty"`
+	Subtype        string `json:"subtype,omitempty"`
+	TerminalReason string `json:"terminal_reason,omitempty"`
+	APIErrorStatus int    `json:"api_error_status,omitempty"`
+	// APIError and APIErrorCode are the CLI's names for an API error it recognised
+	// (usage_limit_reached, enforced_spend_limit_reached).
+	APIError     string   `json:"api_error,omitempty"`
+	APIErrorCode string   `json:"api_error_code,omitempty"`
+	Errors       []string `json:"errors,omitempty"`
 }
 
 // Rate-limit sources.
@@ -96,6 +100,30 @@ type RateLimit struct {
 	ResetsAt      int64   `json:"resets_at,omitempty"`
 	RateLimitType string  `json:"rate_limit_type,omitempty"`
 	Utilization   float64 `json:"utilization,omitempty"`
+	// OverageStatus and OverageDisabledReason describe the account's extra usage.
+	OverageStatus         string `json:"overage_status,omitempty"`
+	OverageDisabledReason string `json:"overage_disabled_reason,omitempty"`
+}
+
+// Wait phases.
+const (
+	WaitStarted = "started"
+	WaitEnded   = "ended"
+)
+
+// Wait details a wait event: the task's turn began, or ended, to wait for its account (its
+// usage limit, rate limit, spend cap or concurrency limit). Written by drover, not the CLI.
+type Wait struct {
+	Phase   string `json:"phase"`
+	Account string `json:"account"`
+	// Reason is usage_limit, rate_limit, spend_cap or concurrency.
+	Reason    string    `json:"reason"`
+	LimitType string    `json:"limit_type,omitempty"`
+	ResetsAt  time.Time `json:"resets_at,omitzero"`
+	RetryAt   time.Time `json:"retry_at,omitzero"`
+	Position  int       `json:"position,omitempty"`
+	// Waited is how long the wait lasted (phase ended).
+	WaitedMS int64 `json:"waited_ms,omitempty"`
 }
 
 // Permission details a permission_request or permission_denied event.

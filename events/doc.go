@@ -24,12 +24,13 @@
 //	                      input_tokens, output_tokens, cache_creation_input_tokens,
 //	                      cache_read_input_tokens, last_message_uuid, session_id, result_uuid,
 //	                      stop_reason, terminal_reason, subtype, is_error, models}
-//	error                 error {kind, message, subtype, terminal_reason, api_error_status, errors}
+//	error                 error {kind, message, subtype, terminal_reason, api_error_status, api_error,
+//	                      api_error_code, errors}
 //	                      kind: api_error | max_turns | max_budget | interrupted | resume_rejected |
 //	                      execution | protocol
 //	rate_limit            rate_limit_message, rate_limit {source, attempt, max_retries,
 //	                      retry_delay_ms, error_status, error, status, resets_at, rate_limit_type,
-//	                      utilization}
+//	                      utilization, overage_status, overage_disabled_reason}
 //	permission_request    pending_id, tool_call_id, tool_name, tool_title, normalized,
 //	                      permission {input, display_name, description, summary, diff, suggestions,
 //	                      allow_always, blocked_path, decision_reason, decision_reason_type, agent_id,
@@ -50,6 +51,9 @@
 //	                      summary, last_tool_name, usage}
 //	turn_retry            turn_retry {attempt, reason}: events before this one that belong to the
 //	                      failed attempt are partial output that readers drop
+//	wait                  wait {phase "started" | "ended", account, reason, limit_type, resets_at,
+//	                      retry_at, position, waited_ms}: the turn waits for its account (written
+//	                      by drover, not the CLI)
 //
 // Every event carries session_id once the session is known and parent_tool_call_id when it comes
 // from a subagent. "time" is present only when the producer was given a clock.

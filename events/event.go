@@ -26,6 +26,7 @@ const (
 	TypeInterrupted         Type = "interrupted"
 	TypeSubagentTask        Type = "subagent_task"
 	TypeTurnRetry           Type = "turn_retry"
+	TypeWait                Type = "wait"
 )
 
 // SessionStatus tells whether a session started fresh or continued an earlier one.
@@ -95,6 +96,7 @@ type AgentEvent struct {
 	Compaction *Compaction       `json:"compaction,omitempty"`
 	Subagent   *SubagentProgress `json:"subagent,omitempty"`
 	TurnRetry  *TurnRetry        `json:"turn_retry,omitempty"`
+	Wait       *Wait             `json:"wait,omitempty"`
 	Data       *Data             `json:"data,omitempty"`
 }
 

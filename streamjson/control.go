@@ -83,6 +83,7 @@ func (a *Adapter) handleRateLimitEvent(m *claudecode.RateLimitEvent) {
 	a.emit(events.AgentEvent{Type: events.TypeRateLimit, RateLimitMessage: msg, RateLimit: &events.RateLimit{
 		Source: events.RateLimitSourceEvent, Status: info.Status, ResetsAt: info.ResetsAt,
 		RateLimitType: info.RateLimitType, Utilization: info.Utilization,
+		OverageStatus: info.OverageStatus, OverageDisabledReason: info.OverageDisabledReason,
 	}})
 }
 

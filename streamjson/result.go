@@ -127,6 +127,7 @@ func (a *Adapter) completion(m *claudecode.ResultMessage) *events.Completion {
 func resultError(m *claudecode.ResultMessage) *events.ErrorInfo {
 	e := &events.ErrorInfo{
 		Subtype: m.Subtype, TerminalReason: m.TerminalReason, APIErrorStatus: int(m.APIErrorStatus), Errors: m.Errors,
+		APIError: m.APIError, APIErrorCode: m.APIErrorCode,
 	}
 	detail := firstNonEmpty(strings.TrimSpace(m.Result), firstUsefulError(m.Errors))
 	joined := strings.Join(m.Errors, "\n")

@@ -56,6 +56,9 @@ type Config struct {
 	// MaxConcurrentTurns bounds the turns this host runs at once. Defaults to
 	// DefaultMaxConcurrentTurns.
 	MaxConcurrentTurns int
+	// AccountMaxConcurrentTurns bounds the turns running at once on the host's account, over
+	// every host sharing it (engine.Config.AccountMaxConcurrentTurns). Zero: no bound.
+	AccountMaxConcurrentTurns int
 	// RegisterSearchAttributes adds drover's search attributes to the namespace
 	// when they are missing (needs operator rights). Defaults to true.
 	RegisterSearchAttributes *bool
@@ -203,18 +206,19 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 	}
 
 	w.engine, err = engine.New(engine.Config{
-		DB:            pool,
-		HostID:        cfg.HostID,
-		Claude:        cfg.Claude,
-		WorkspaceRoot: cfg.WorkspaceRoot,
-		KeepAlive:     cfg.KeepAlive,
-		StallTimeout:  cfg.StallTimeout,
-		MaxIdle:       cfg.MaxIdle,
-		MaxTurns:      cfg.MaxConcurrentTurns,
-		DebugDir:      cfg.DebugDir,
-		Notifier:      activities.Notifier{Temporal: c},
-		Logger:        log,
-		Metrics:       cfg.Metrics,
+		DB:                        pool,
+		HostID:                    cfg.HostID,
+		Claude:                    cfg.Claude,
+		WorkspaceRoot:             cfg.WorkspaceRoot,
+		KeepAlive:                 cfg.KeepAlive,
+		StallTimeout:              cfg.StallTimeout,
+		MaxIdle:                   cfg.MaxIdle,
+		MaxConcurrentTurns:        cfg.MaxConcurrentTurns,
+		AccountMaxConcurrentTurns: cfg.AccountMaxConcurrentTurns,
+		DebugDir:                  cfg.DebugDir,
+		Notifier:                  activities.Notifier{Temporal: c},
+		Logger:                    log,
+		Metrics:                   cfg.Metrics,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)

@@ -27,13 +27,15 @@ var (
 // fails a workflow task that upserts an unknown attribute.
 func SearchAttributes() map[string]enumspb.IndexedValueType {
 	return map[string]enumspb.IndexedValueType{
-		statusKey.GetName():    statusKey.GetValueType(),
-		costKey.GetName():      costKey.GetValueType(),
-		turnsKey.GetName():     turnsKey.GetValueType(),
-		modelKey.GetName():     modelKey.GetValueType(),
-		workspaceKey.GetName(): workspaceKey.GetValueType(),
-		awaitingKey.GetName():  awaitingKey.GetValueType(),
-		sinceKey.GetName():     sinceKey.GetValueType(),
+		statusKey.GetName():      statusKey.GetValueType(),
+		costKey.GetName():        costKey.GetValueType(),
+		turnsKey.GetName():       turnsKey.GetValueType(),
+		modelKey.GetName():       modelKey.GetValueType(),
+		workspaceKey.GetName():   workspaceKey.GetValueType(),
+		awaitingKey.GetName():    awaitingKey.GetValueType(),
+		sinceKey.GetName():       sinceKey.GetValueType(),
+		accountKey.GetName():     accountKey.GetValueType(),
+		limitResetsKey.GetName(): limitResetsKey.GetValueType(),
 	}
 }
 
@@ -101,6 +103,7 @@ func (s *taskState) publish(ctx workflow.Context) {
 		updates = append(updates, sinceKey.ValueUnset())
 		p.since = time.Time{}
 	}
+	updates = s.waitAttributes(updates)
 	if len(updates) == 0 {
 		return
 	}

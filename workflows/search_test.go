@@ -78,5 +78,7 @@ func TestSearchAttributesForRegistration(t *testing.T) {
 		task.SearchWorkspace:        enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 		task.SearchAwaitingApproval: enumspb.INDEXED_VALUE_TYPE_BOOL,
 		task.SearchAwaitingSince:    enumspb.INDEXED_VALUE_TYPE_DATETIME,
+		task.SearchAccount:          enumspb.INDEXED_VALUE_TYPE_KEYWORD,
+		task.SearchLimitResetsAt:    enumspb.INDEXED_VALUE_TYPE_DATETIME,
 	}, SearchAttributes())
 }

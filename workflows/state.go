@@ -71,6 +71,10 @@ type taskState struct {
 	budgeted   bool
 
 	published published
+
+	// wait is what the running turn waits for, while it waits for its account.
+	wait          *task.Wait
+	publishedWait publishedWait
 }
 
 func newTaskState(p task.Params, lim limits, taskID, firstRunID string) *taskState {
@@ -107,6 +111,8 @@ func (s *taskState) status() task.Status {
 	switch {
 	case s.final != "":
 		return s.final
+	case s.wait != nil:
+		return waitStatus(s.wait)
 	case s.running != 0:
 		return task.StatusRunning
 	case s.exhausted != nil:
@@ -136,7 +142,17 @@ func (s *taskState) snapshot() task.State {
 		Grants:          slices.Clone(s.grants),
 		Budget:          s.budget(),
 		BudgetExhausted: cloneExhausted(s.exhausted),
+		Wait:            s.waitSnapshot(),
 	}
+}
+
+// waitSnapshot is a copy of the running turn's wait for its account, nil when none.
+func (s *taskState) waitSnapshot() *task.Wait {
+	if s.wait == nil {
+		return nil
+	}
+	w := *s.wait
+	return &w
 }
 
 // carry is what the next run needs: small values and the waiting prompts.

@@ -69,6 +69,16 @@ func (s *taskState) runTurn(ctx workflow.Context, q task.QueuedPrompt) error {
 			onHost, onHostSince = s.hostQueue, workflow.Now(ctx)
 		}
 		res, err := s.executeRunTurn(ctx, q, attemptsBefore, lastHost != "" && s.hostQueue == lastHost)
+		if w, attempt, ok := s.accountWaitOf(ctx, err); ok {
+			// Not the turn's failure: it waits for its account, then runs again from its
+			// committed point, continuing the count of attempts.
+			if err := s.waitForAccount(ctx, q.Turn, w); err != nil {
+				return err
+			}
+			attemptsBefore = max(attempt, attemptsBefore+1)
+			reassigned--
+			continue
+		}
 		moved, movedAttempt := s.movedTurn(ctx, err)
 		switch {
 		case err == nil:

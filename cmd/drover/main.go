@@ -167,6 +167,7 @@ failed turn is retried by itself from its last committed message.`,
 		newServeCommand(a),
 		newMigrateCommand(a),
 		newTaskCommand(a),
+		newAccountCommand(a),
 		newNormalizeCommand(a),
 	)
 	return root

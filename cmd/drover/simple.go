@@ -68,7 +68,10 @@ func newWorkerCommand(a *app) *cobra.Command {
 	f.DurationVar(&cfg.KeepAlive, "keep-alive", 0, fmt.Sprintf("how long a task's CLI waits for its next turn (0: %s; negative: stop after each turn)", engine.DefaultKeepAlive))
 	f.IntVar(&cfg.MaxIdle, "max-idle", 0, fmt.Sprintf("CLI processes kept waiting for a next turn; the longest idle beyond it stop (0: %d)", engine.DefaultMaxIdle))
 	f.DurationVar(&cfg.StallTimeout, "stall-timeout", 0, fmt.Sprintf("stop and retry a turn whose CLI prints nothing for this long (0: %s)", engine.DefaultStallTimeout))
-	f.IntVar(&cfg.MaxConcurrentTurns, "max-turns", 0, fmt.Sprintf("turns this host runs at once (0: %d)", worker.DefaultMaxConcurrentTurns))
+	f.IntVar(&cfg.MaxConcurrentTurns, "max-concurrent-turns", 0, fmt.Sprintf("turns this host runs at once (0: %d)", worker.DefaultMaxConcurrentTurns))
+	f.IntVar(&cfg.MaxConcurrentTurns, "max-turns", 0, "turns this host runs at once")
+	_ = f.MarkDeprecated("max-turns", "use --max-concurrent-turns")
+	f.IntVar(&cfg.AccountMaxConcurrentTurns, "account-max-concurrent-turns", 0, "turns running at once on this host's account, over every host that shares it; the others queue (0: no bound)")
 	f.StringVar(&cfg.MetricsListen, "metrics-listen", worker.DefaultMetricsListen, "serve Prometheus metrics at http://ADDRESS/metrics (empty: none); beyond loopback it needs DROVER_METRICS_TOKEN")
 	f.DurationVar(&cfg.DrainTimeout, "drain-timeout", cfg.DrainTimeout, fmt.Sprintf("on SIGTERM, how long running turns may finish before they are stopped and continue on another host (0: %s)", worker.DefaultDrainTimeout))
 	return c

@@ -40,5 +40,7 @@ retry 60 temporal operator search-attribute create --address "$address" --namesp
   --name DroverModel --type Keyword \
   --name DroverWorkspace --type Keyword \
   --name DroverAwaitingApproval --type Bool \
-  --name DroverAwaitingSince --type Datetime
+  --name DroverAwaitingSince --type Datetime \
+  --name DroverAccount --type Keyword \
+  --name DroverLimitResetsAt --type Datetime
 echo "temporal namespace: $ns ready"
