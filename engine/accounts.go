@@ -85,8 +85,6 @@ type accountTurn struct {
 	// slot: the attempt holds one of the account's slots; stopRenew ends its renewal.
 	slot      bool
 	stopRenew func()
-	// waitRecorded: the attempt's wait is already in Postgres and its log.
-	waitRecorded bool
 }
 
 // gate decides, before the attempt starts the CLI or writes its prompt, whether its account
@@ -177,7 +175,7 @@ func (a *attempt) recordWait(ctx context.Context, f *Error, now, retry time.Time
 	w.Account, w.Turn, w.Since = a.acct.id, a.req.Turn, now.UTC()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.StopTimeout)
 	defer cancel()
-	row, before, err := store.RecordWait(ctx, e.cfg.DB, store.AccountWait{TaskID: a.req.TaskID, Account: w.Account, Turn: w.Turn,
+	row, before, isNew, err := store.RecordWait(ctx, e.cfg.DB, store.AccountWait{TaskID: a.req.TaskID, Account: w.Account, Turn: w.Turn,
 		Reason: string(w.Reason), LimitType: w.LimitType, ResetsAt: w.ResetsAt, RetryAt: retry})
 	if err != nil {
 		a.log.Warn("recording the task's wait for its account", "error", err)
@@ -194,8 +192,7 @@ func (a *attempt) recordWait(ctx context.Context, f *Error, now, retry time.Time
 	default:
 		w.RetryAt = now.Add(e.cfg.LimitRecheck + jitter(a.req.TaskID, e.cfg.LimitJitter)).UTC()
 	}
-	if !a.acct.waitRecorded {
-		a.acct.waitRecorded = true
+	if isNew || err != nil {
 		a.emit(events.AgentEvent{Type: events.TypeWait, Time: time.Now().UTC(), Wait: &events.Wait{
 			Phase: events.WaitStarted, Account: w.Account, Reason: string(w.Reason), LimitType: w.LimitType,
 			ResetsAt: w.ResetsAt, RetryAt: w.RetryAt, Position: w.Position}})

@@ -305,13 +305,27 @@ func TestEveryExitPath(t *testing.T) {
 			script: func(c *fakecli.CLI) {
 				c.Serve(func(c *fakecli.CLI, p fakecli.Line) {
 					c.Init()
-					c.APIRetry(429, 1500)
-					c.ErrorResult("success", "api_error", "API Error: 429 rate limited", 429, fakecli.Usage{})
+					c.APIRetry(529, 1500)
+					c.ErrorResult("success", "api_error", "API Error: 529 overloaded", 529, fakecli.Usage{})
 				})
 			},
 			check: func(t *testing.T, r *rig, e *engine.Error) {
 				if e.RetryAfter != 1500*time.Millisecond {
 					t.Errorf("RetryAfter = %s, want the API's 1.5s", e.RetryAfter)
+				}
+			}},
+		{name: "rate limit after the CLI's retries", wantType: task.ErrTypeAccountLimited, wantRow: store.ExecutorFailed, retryable: true,
+			script: func(c *fakecli.CLI) {
+				c.Serve(func(c *fakecli.CLI, p fakecli.Line) {
+					c.Init()
+					c.APIRetry(429, 1500)
+					c.ErrorResult("success", "api_error", "API Error: 429 rate limited", 429, fakecli.Usage{})
+				})
+			},
+			check: func(t *testing.T, r *rig, e *engine.Error) {
+				if e.Wait == nil || e.Wait.Reason != task.WaitRateLimit || e.Wait.Account == "" ||
+					e.Wait.ResetsAt.Sub(e.Wait.Since) > 3*time.Second || e.Wait.RetryAt.Before(e.Wait.ResetsAt) {
+					t.Errorf("wait %+v: want the account's rate limit, resetting after the API's 1.5s", e.Wait)
 				}
 			}},
 		{name: "CLI fails the turn", wantType: task.ErrTypeClaudeProtocol, wantRow: store.ExecutorFailed, retryable: true,

@@ -205,9 +205,9 @@ type AccountWait struct {
 }
 
 // RecordWait records that taskID's turn waits for its account (replacing what the task waited
-// for before), and returns the row as stored with how many tasks of the account waited before
-// this one (its place among them, from 0).
-func RecordWait(ctx context.Context, db DB, w AccountWait) (AccountWait, int, error) {
+// for before), and returns the row as stored, how many tasks of the account waited before this
+// one (its place among them, from 0), and whether the wait is new (the task was not waiting).
+func RecordWait(ctx context.Context, db DB, w AccountWait) (stored AccountWait, before int, isNew bool, err error) {
 	var resets, retry *time.Time
 	if !w.ResetsAt.IsZero() {
 		resets = &w.ResetsAt
@@ -215,8 +215,7 @@ func RecordWait(ctx context.Context, db DB, w AccountWait) (AccountWait, int, er
 	if !w.RetryAt.IsZero() {
 		retry = &w.RetryAt
 	}
-	var before int
-	err := db.QueryRow(ctx, `
+	err = db.QueryRow(ctx, `
 		WITH up AS (
 			INSERT INTO account_waits AS w (task_id, account_id, turn, reason, limit_type, resets_at, retry_at)
 			VALUES ($1, $2, $3, $4, nullif($5, ''), $6, $7)
@@ -224,14 +223,14 @@ func RecordWait(ctx context.Context, db DB, w AccountWait) (AccountWait, int, er
 				reason = excluded.reason, limit_type = excluded.limit_type, resets_at = excluded.resets_at,
 				retry_at = excluded.retry_at,
 				since = CASE WHEN w.account_id = excluded.account_id AND w.turn = excluded.turn THEN w.since ELSE now() END
-			RETURNING since)
-		SELECT since, (SELECT count(*) FROM account_waits o WHERE o.account_id = $2 AND o.task_id <> $1
+			RETURNING since, xmax = 0 AS inserted)
+		SELECT since, inserted, (SELECT count(*) FROM account_waits o WHERE o.account_id = $2 AND o.task_id <> $1
 			AND o.since <= (SELECT since FROM up)) FROM up`,
-		w.TaskID, w.Account, w.Turn, w.Reason, w.LimitType, resets, retry).Scan(&w.Since, &before)
+		w.TaskID, w.Account, w.Turn, w.Reason, w.LimitType, resets, retry).Scan(&w.Since, &isNew, &before)
 	if err != nil {
-		return AccountWait{}, 0, fmt.Errorf("recording the wait of task %s: %w", w.TaskID, err)
+		return AccountWait{}, 0, false, fmt.Errorf("recording the wait of task %s: %w", w.TaskID, err)
 	}
-	return w, before, nil
+	return w, before, isNew, nil
 }
 
 // EndWait forgets taskID's wait and returns it; ok is false when the task was not waiting.

@@ -42,8 +42,14 @@ func TestAccountLimitLetsOneTurnProbeAfterTheReset(t *testing.T) {
 		if g.Go || !g.ResetsAt.Equal(reset) || g.Reason != store.AccountUsageLimit {
 			t.Fatalf("%s before the reset: %+v, want held until %s", id, g, reset)
 		}
-		_, _, err = store.RecordWait(ctx, db, store.AccountWait{TaskID: id, Account: acct, Turn: 2, Reason: g.Reason, ResetsAt: g.ResetsAt})
+		w := store.AccountWait{TaskID: id, Account: acct, Turn: 2, Reason: g.Reason, ResetsAt: g.ResetsAt}
+		_, before, isNew, err := store.RecordWait(ctx, db, w)
 		must(t, err)
+		_, _, again, err := store.RecordWait(ctx, db, w)
+		must(t, err)
+		if !isNew || again || before != map[string]int{"t1": 0, "t2": 1}[id] {
+			t.Fatalf("%s's wait: new %v, again new %v, %d waiting before", id, isNew, again, before)
+		}
 	}
 	// A success of a turn that began before the limit lifts nothing.
 	if w, err := store.AccountGotThrough(ctx, db, acct); err != nil || w != nil {

@@ -57,8 +57,8 @@ func TestFlagsBeforeOrAfterArguments(t *testing.T) {
 			"--account-max-concurrent-turns", "2"}},
 			map[string]string{"keep-alive": "2m0s", "max-idle": "3", "stall-timeout": "5m0s", "max-concurrent-turns": "4", "host-id": "h1",
 				"account-max-concurrent-turns": "2"}, nil},
-		{"worker, deprecated --max-turns", [][]string{{"worker", "--max-turns", "4"}},
-			map[string]string{"max-turns": "4", "max-concurrent-turns": "4"}, nil},
+		{"worker (the deprecated --max-turns)", [][]string{{"worker", "--max-turns", "4"}},
+			map[string]string{"max-turns": "4"}, nil},
 		{"migrate", [][]string{{"migrate"}}, map[string]string{}, nil},
 		{"normalize", [][]string{{"normalize", "t.jsonl"}}, map[string]string{}, []string{"t.jsonl"}},
 		{"task start", [][]string{
