@@ -565,3 +565,31 @@ func TestInboxNotifies(t *testing.T) {
 	waitFor(t, p, `document.getElementById("inbox-count").textContent == "3"`)
 	screenshot(t, p, "inbox")
 }
+
+// TestLongTaskShowsEarlierOnRequest: a task of more stored events than the page shows at first
+// opens on its last ones; the earlier ones come, each once, when asked for.
+func TestLongTaskShowsEarlierOnRequest(t *testing.T) {
+	t.Parallel()
+	api, url := stack(t, fakeapi.Config{})
+	evs, err := fakeapi.Repeat(1500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	api.PutTask(fakeapi.Task{ID: "long", Status: "idle", CreatedAt: now, UpdatedAt: now})
+	if _, err := api.Append("long", 1, 1, evs...); err != nil {
+		t.Fatal(err)
+	}
+	p := page(t)
+	navigate(t, p, url+"/#/tasks/long")
+	waitFor(t, p, `document.body.dataset.lastSeq == "1500"`)
+	got := domSeqs(t, p)
+	if len(got) != 1000 || slices.Min(got) != 501 || slices.Max(got) != 1500 {
+		t.Fatalf("at first the page shows %d events, %d..%d; want the last 1000", len(got), slices.Min(got), slices.Max(got))
+	}
+	if err := p.Do(chromedp.Click(chromedp.CSS("button.earlier"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p, `document.querySelectorAll("#timeline [data-seq]").length >= 1500`)
+	checkSeqs(t, domSeqs(t, p), 1500)
+}

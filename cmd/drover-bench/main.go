@@ -35,6 +35,7 @@ func figures(stack *stackRunner) []bench.Figure {
 		stack.figure("P4", "turns/s, many tasks on one worker (drover ÷ bare CLIs)",
 			bench.RatioAtLeast(0.8), "BenchmarkFigureP4"),
 		d1(stack),
+		c1(),
 	}
 }
 

@@ -2,6 +2,8 @@
 // API may ask for. The token lives in sessionStorage and travels only in the Authorization header.
 
 const TOKEN_KEY = "drover.token";
+// PAGE is how many stored events one request reads: the API's largest page.
+const PAGE = 5000;
 let tokenPrompt = null;
 
 export function token() {
@@ -151,12 +153,22 @@ export class EventStream {
     if (out.length) this.onEvents(out);
   }
 
+  // backlog reads the stored events page by page and hands them over at once, so that the page
+  // lays out a long task once rather than once per page.
   async backlog() {
-    for (;;) {
-      const page = await getJSON(taskPath(this.taskID) + "/events?after=" + this.after + "&limit=1000");
-      const list = (page && page.events) || [];
-      this.deliver(list);
-      if (list.length < 1000) return;
+    const all = [];
+    try {
+      for (let after = this.after; ;) {
+        const page = await getJSON(taskPath(this.taskID) + "/events?after=" + after + "&limit=" + PAGE);
+        const list = (page && page.events) || [];
+        for (const raw of list) {
+          all.push(raw);
+          if (typeof raw.seq === "number" && raw.seq > after) after = raw.seq;
+        }
+        if (list.length < PAGE) return;
+      }
+    } finally {
+      this.deliver(all);
     }
   }
 

@@ -84,3 +84,17 @@ export function pretty(v) {
   }
   return JSON.stringify(v, null, 2);
 }
+
+// fold is a closed <details> whose content is built the first time it opens, so that a long
+// timeline holds only what a person unfolds.
+export function fold(summary, build, cls) {
+  const d = h("details", { className: cls || "" }, h("summary", null, summary));
+  let built = false;
+  d.addEventListener("toggle", () => {
+    if (d.open && !built) {
+      built = true;
+      append(d, [build()]);
+    }
+  });
+  return d;
+}

@@ -3,7 +3,7 @@
 // says which it has; events that change an earlier element (a tool's result, a decision) also
 // update that element.
 
-import { h, append, clear, money, tokens, pre, pretty } from "./dom.js";
+import { h, append, clear, money, tokens, pre, pretty, fold } from "./dom.js";
 
 export class Timeline {
   // root: the list element; hooks: {decide(pendingID, body) → Promise, onContext(cw),
@@ -19,9 +19,25 @@ export class Timeline {
     this.requests = new Map();  // pending_id → {el, actions, state}
     this.pending = new Map();   // request_id → PendingRequest from the API
     this.lastBlock = null;      // the element the last message chunk went to
+    this.attempts = new Map();  // "turn/attempt" → the elements of that attempt's events
   }
 
   has(seq) { return this.seen.has(seq); }
+
+  // skip counts an event as seen without showing it (an earlier part of a long task).
+  skip(r) {
+    this.seen.add(r.seq);
+    if (r.seq > this.lastSeq) this.lastSeq = r.seq;
+  }
+
+  // reset empties the timeline, to show it again from its first event.
+  reset() {
+    clear(this.root);
+    for (const m of [this.tools, this.messages, this.reasoning, this.requests, this.attempts]) m.clear();
+    this.seen.clear();
+    this.lastSeq = 0;
+    this.lastBlock = null;
+  }
 
   // add renders records it has not seen, in sequence order, and returns how many were new.
   add(records) {
@@ -62,6 +78,10 @@ export class Timeline {
   item(r, cls, ...children) {
     const el = h("li", { className: "ev ev-" + r.type + (cls ? " " + cls : ""), dataset: { seq: String(r.seq), turn: String(r.turn || 0), attempt: String(r.attempt || 0) } }, ...children);
     if (r.time) el.title = r.time;
+    const key = (r.turn || 0) + "/" + (r.attempt || 0);
+    let list = this.attempts.get(key);
+    if (!list) this.attempts.set(key, list = []);
+    list.push(el);
     return el;
   }
 
@@ -81,8 +101,8 @@ export class Timeline {
         break;
       case "available_commands": {
         const cmds = ev.available_commands || [];
-        this.put(r, this.item(r, "quiet", h("details", null, h("summary", null, cmds.length + " slash commands available"),
-          h("ul", { className: "plain" }, cmds.map((c) => h("li", null, h("code", null, "/" + c.name), c.description ? " — " + c.description : ""))))));
+        this.put(r, this.item(r, "quiet", fold(cmds.length + " slash commands available",
+          () => h("ul", { className: "plain" }, cmds.map((c) => h("li", null, h("code", null, "/" + c.name), c.description ? " — " + c.description : ""))))));
         break;
       }
       case "user_message":
@@ -167,7 +187,7 @@ export class Timeline {
         this.retry(r, ev);
         break;
       default:
-        this.put(r, this.item(r, "quiet", h("details", null, h("summary", null, "event " + type), pre(pretty(ev)))));
+        this.put(r, this.item(r, "quiet", fold("event " + type, () => pre(pretty(ev)))));
     }
   }
 
@@ -257,12 +277,7 @@ export class Timeline {
   retry(r, ev) {
     const tr = ev.turn_retry || {};
     // The failed attempt's events are partial output: fold them away, keep them in the page.
-    for (const el of this.root.querySelectorAll('li.ev[data-turn="' + (r.turn || 0) + '"][data-attempt="' + (tr.attempt || 0) + '"]')) {
-      el.classList.add("dropped");
-    }
-    if (this.frag) {
-      for (const el of this.frag.querySelectorAll('li.ev[data-turn="' + (r.turn || 0) + '"][data-attempt="' + (tr.attempt || 0) + '"]')) el.classList.add("dropped");
-    }
+    for (const el of this.attempts.get((r.turn || 0) + "/" + (tr.attempt || 0)) || []) el.classList.add("dropped");
     this.put(r, this.item(r, "warn", "Attempt " + (tr.attempt || "?") + " failed" + (tr.reason ? ": " + tr.reason : "") + " — the turn runs again from its last committed point; the partial output above is set aside"));
   }
 
@@ -406,7 +421,7 @@ export function renderPayload(n) {
         let info = o.line_count + " lines";
         if (o.total_lines) info += " of " + o.total_lines;
         if (o.truncated) info += ", truncated";
-        box.append(h("details", null, h("summary", null, info), pre(o.content || "", "file")));
+        box.append(fold(info, () => pre(o.content || "", "file")));
       }
       break;
     }
@@ -451,14 +466,14 @@ export function renderPayload(n) {
     case "http_request": {
       box.append(h("div", null, h("span", { className: "label" }, (v.method || (v.url ? "GET" : "Search")) + " "), h("code", null, v.url || v.query || "")));
       if (v.status_code) box.append(h("div", { className: v.is_error ? "exit bad" : "muted" }, "status " + v.status_code));
-      if (v.prompt) box.append(h("details", null, h("summary", null, "Prompt"), pre(v.prompt)));
-      if (v.response) box.append(h("details", null, h("summary", null, "Response"), pre(v.response)));
+      if (v.prompt) box.append(fold("Prompt", () => pre(v.prompt)));
+      if (v.response) box.append(fold("Response", () => pre(v.response)));
       break;
     }
     case "subagent_task": {
       box.append(h("div", null, h("span", { className: "label" }, "Subagent" + (v.subagent_type ? " (" + v.subagent_type + ")" : "") + " "), v.description || ""));
       if (v.status) box.append(h("div", { className: "muted" }, v.status));
-      if (v.prompt) box.append(h("details", null, h("summary", null, "Its prompt"), pre(v.prompt)));
+      if (v.prompt) box.append(fold("Its prompt", () => pre(v.prompt)));
       if (v.result) box.append(h("details", { open: true }, h("summary", null, "Its result"), pre(v.result)));
       break;
     }
@@ -476,7 +491,7 @@ export function renderPayload(n) {
     case "generic": {
       const name = v.server ? v.server + " · " + (v.tool || v.name) : v.name;
       box.append(h("div", null, h("span", { className: "label" }, "Tool "), h("code", null, name || "")));
-      if (v.input !== undefined) box.append(h("details", null, h("summary", null, "Input"), pre(pretty(v.input), "json")));
+      if (v.input !== undefined) box.append(fold("Input", () => pre(pretty(v.input), "json")));
       if (v.output) box.append(pre(v.output, v.is_error ? "stderr" : "stdout"));
       break;
     }

@@ -65,3 +65,36 @@ func Timeline() ([]json.RawMessage, error) {
 	}
 	return out, nil
 }
+
+// Repeat returns n events taken from Timeline over and over, each pass with ids of its own (tool
+// calls, messages, requests), so that a long task reads as many distinct calls and messages.
+func Repeat(n int) ([]json.RawMessage, error) {
+	base, err := Timeline()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]json.RawMessage, 0, n)
+	for pass := 0; len(out) < n; pass++ {
+		for _, raw := range base {
+			if len(out) == n {
+				break
+			}
+			var ev events.AgentEvent
+			if err := json.Unmarshal(raw, &ev); err != nil {
+				return nil, fmt.Errorf("repeating the timeline: %w", err)
+			}
+			suffix := fmt.Sprintf("~%d", pass)
+			for _, id := range []*string{&ev.ToolCallID, &ev.ParentToolCallID, &ev.MessageID, &ev.PendingID} {
+				if *id != "" {
+					*id += suffix
+				}
+			}
+			b, err := json.Marshal(ev)
+			if err != nil {
+				return nil, fmt.Errorf("repeating the timeline: %w", err)
+			}
+			out = append(out, b)
+		}
+	}
+	return out, nil
+}
