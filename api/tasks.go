@@ -171,7 +171,7 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			w.Header().Set("Idempotent-Replayed", "true")
-			s.writeCreated(w, r, acc)
+			s.writeCreated(w, r, acc, p)
 			return
 		}
 		updateID = createUpdatePrefix + key
@@ -189,12 +189,15 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 			s.cfg.Logger.WarnContext(ctx, "recording an idempotency key's answer failed", "task_id", id, "error", err)
 		}
 	}
-	s.writeCreated(w, r, out)
+	s.writeCreated(w, r, out, p)
 }
 
-// writeCreated answers a creation with the task as it now stands.
-func (s *Server) writeCreated(w http.ResponseWriter, r *http.Request, acc Accepted) {
-	t := Summary{ID: acc.TaskID, Status: task.StatusRunning}
+// writeCreated answers a creation with the task as it now stands: as the read side shows it,
+// or, before the task has recorded itself there, as p describes it.
+func (s *Server) writeCreated(w http.ResponseWriter, r *http.Request, acc Accepted, p task.Params) {
+	p = p.WithDefaults()
+	t := Summary{ID: acc.TaskID, Status: task.StatusRunning, Mode: p.Profile.PermissionMode, Model: p.Profile.Model,
+		Workspace: p.Workspace}
 	if d, err := s.cfg.Reader.Show(r.Context(), acc.TaskID); err == nil {
 		t = d.Summary
 	} else {
