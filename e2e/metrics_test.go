@@ -39,7 +39,7 @@ func collectPoints(t *testing.T, r *sdkmetric.ManualReader) points {
 	key := func(s attribute.Set) string {
 		var parts []string
 		for _, kv := range s.ToSlice() {
-			parts = append(parts, string(kv.Key)+"="+kv.Value.Emit())
+			parts = append(parts, string(kv.Key)+"="+kv.Value.String())
 		}
 		return strings.Join(parts, ",")
 	}

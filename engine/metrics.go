@@ -30,9 +30,11 @@ type attemptMeter struct {
 	// watching: the attempt ran a turn in a CLI (see watch).
 	watching  bool
 	firstSeen bool
-	// billed is what the turn's results billed, by model; total sums them.
-	billed map[string]metrics.Usage
-	total  metrics.Usage
+	// usage is what the attempt's results billed, by model; total sums them. counted: it was
+	// counted (see countBilled).
+	usage   map[string]metrics.Usage
+	total   metrics.Usage
+	counted bool
 }
 
 // meterAttempt counts the attempt's start: a turn's first attempt starts the turn, any other
@@ -42,7 +44,7 @@ func (e *Engine) meterAttempt(ctx context.Context, req Request) *attemptMeter {
 	if model == "" {
 		model = defaultModel
 	}
-	a := &attemptMeter{m: e.cfg.Metrics, ctx: ctx, req: req, model: model, start: time.Now(), billed: map[string]metrics.Usage{}}
+	a := &attemptMeter{m: e.cfg.Metrics, ctx: ctx, req: req, model: model, start: time.Now(), usage: map[string]metrics.Usage{}}
 	if req.Attempt <= 1 {
 		a.m.TurnStarted(ctx, model)
 	} else {
@@ -101,7 +103,7 @@ func (a *attemptMeter) add(c *events.Completion) {
 }
 
 func (a *attemptMeter) addUsage(u metrics.Usage) {
-	a.billed[u.Model] = sumUsage(a.billed[u.Model], u)
+	a.usage[u.Model] = sumUsage(a.usage[u.Model], u)
 	a.total = sumUsage(a.total, u)
 }
 
@@ -135,17 +137,38 @@ func (a *attemptMeter) ended(res task.RunTurnResult, err *Error) {
 		return
 	}
 	a.m.TurnFinished(ctx, a.model, string(res.Status), took)
+	if a.counted {
+		return
+	}
+	a.counted = true
 	if a.total.InputTokens != res.InputTokens || a.total.OutputTokens != res.OutputTokens || math.Abs(a.total.CostUSD-res.CostUSD) > 1e-9 {
 		a.m.Billed(ctx, metrics.Usage{Model: a.model, InputTokens: res.InputTokens, OutputTokens: res.OutputTokens, CostUSD: res.CostUSD})
 		return
 	}
-	names := make([]string, 0, len(a.billed))
-	for name := range a.billed {
+	a.countLocked(ctx)
+}
+
+// countBilled counts, once, what the attempt's results billed so far, by model (drover.tokens,
+// drover.cost). A committed turn is counted when its attempt ends; the accounting of an attempt
+// that failed after a billed answer calls this to count that answer.
+func (a *attemptMeter) countBilled() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.counted {
+		return
+	}
+	a.counted = true
+	a.countLocked(context.WithoutCancel(a.ctx))
+}
+
+func (a *attemptMeter) countLocked(ctx context.Context) {
+	names := make([]string, 0, len(a.usage))
+	for name := range a.usage {
 		names = append(names, name)
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		a.m.Billed(ctx, a.billed[name])
+		a.m.Billed(ctx, a.usage[name])
 	}
 }
 

@@ -37,7 +37,7 @@ func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]map[string]floa
 	key := func(s attribute.Set) string {
 		var parts []string
 		for _, kv := range s.ToSlice() {
-			parts = append(parts, string(kv.Key)+"="+kv.Value.Emit())
+			parts = append(parts, string(kv.Key)+"="+kv.Value.String())
 		}
 		return strings.Join(parts, ",")
 	}

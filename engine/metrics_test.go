@@ -1,0 +1,93 @@
+package engine
+
+import (
+	"context"
+	"testing"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/drover-run/drover/events"
+	"github.com/drover-run/drover/metrics"
+	"github.com/drover-run/drover/streamjson"
+	"github.com/drover-run/drover/task"
+)
+
+// billedCost sums drover.cost by model.
+func billedCost(t *testing.T, r *sdkmetric.ManualReader) map[string]float64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := r.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if s, ok := m.Data.(metricdata.Sum[float64]); ok && m.Name == metrics.Cost {
+				for _, p := range s.DataPoints {
+					model, _ := p.Attributes.Value(metrics.AttrModel)
+					out[model.AsString()] += p.Value
+				}
+			}
+		}
+	}
+	return out
+}
+
+func newMeteredEngine(t *testing.T) (*Engine, *sdkmetric.ManualReader) {
+	t.Helper()
+	r := sdkmetric.NewManualReader()
+	m, err := metrics.New(sdkmetric.NewMeterProvider(sdkmetric.WithReader(r)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Engine{cfg: Config{Metrics: m}}, r
+}
+
+func complete(c events.Completion) events.AgentEvent {
+	return events.AgentEvent{Type: events.TypeComplete, Data: &events.Data{Completion: &c}}
+}
+
+// A committed turn's usage counts by model as its results reported it; results a subagent
+// reported inside the turn do not count apart; when the per-model figures do not add up to what
+// was committed, the committed totals count under the turn's model.
+func TestAttemptMeterCountsWhatWasCommitted(t *testing.T) {
+	e, r := newMeteredEngine(t)
+	req := Request{TaskID: "t", Turn: 1, Attempt: 1, Profile: task.Profile{Model: "opus"}}
+	a := e.meterAttempt(context.Background(), req)
+	sink := a.watch(streamjson.SinkFunc(func(events.AgentEvent) {}))
+	sink.Emit(complete(events.Completion{CostUSD: 0.3, InputTokens: 10, OutputTokens: 5, Models: map[string]events.ModelUsage{
+		"opus": {CostUSD: 0.25, InputTokens: 8, OutputTokens: 4}, "haiku": {CostUSD: 0.05, InputTokens: 2, OutputTokens: 1},
+	}}))
+	sub := complete(events.Completion{CostUSD: 9})
+	sub.ParentToolCallID = "toolu_1"
+	sink.Emit(sub)
+	a.ended(task.RunTurnResult{Status: task.TurnCompleted, CostUSD: 0.3, InputTokens: 10, OutputTokens: 5}, nil)
+	if got := billedCost(t, r); len(got) != 2 || got["opus"] != 0.25 || got["haiku"] != 0.05 {
+		t.Errorf("cost by model = %v", got)
+	}
+
+	e, r = newMeteredEngine(t)
+	a = e.meterAttempt(context.Background(), req)
+	a.watch(streamjson.SinkFunc(func(events.AgentEvent) {})).Emit(complete(events.Completion{CostUSD: 0.1, Models: map[string]events.ModelUsage{"haiku": {CostUSD: 0.1}}}))
+	a.ended(task.RunTurnResult{Status: task.TurnCompleted, CostUSD: 0.4}, nil)
+	if got := billedCost(t, r); len(got) != 1 || got["opus"] != 0.4 {
+		t.Errorf("cost by model when the figures disagree = %v, want the committed 0.4 under opus", got)
+	}
+}
+
+// A failed attempt's billed answer counts only when its accounting asks, and once.
+func TestAttemptMeterCountsAFailedAttemptOnRequest(t *testing.T) {
+	e, r := newMeteredEngine(t)
+	a := e.meterAttempt(context.Background(), Request{TaskID: "t", Turn: 1, Attempt: 1, MaxAttempts: 3})
+	a.watch(streamjson.SinkFunc(func(events.AgentEvent) {})).Emit(complete(events.Completion{CostUSD: 0.2, IsError: true}))
+	a.ended(task.RunTurnResult{}, &Error{Type: task.ErrTypeModelAPI})
+	if got := billedCost(t, r); len(got) != 0 {
+		t.Errorf("a failed attempt counted %v by itself", got)
+	}
+	a.countBilled()
+	a.countBilled()
+	if got := billedCost(t, r); len(got) != 1 || got[defaultModel] != 0.2 {
+		t.Errorf("cost after countBilled = %v, want 0.2 under %s once", got, defaultModel)
+	}
+}
