@@ -381,7 +381,7 @@ export class Timeline {
       req.actions.append(b);
     }
     req.actions.append(reason);
-    if (pend && pend.deadline) req.actions.append(h("span", { className: "muted" }, " deadline " + new Date(pend.deadline).toLocaleString()));
+    if (pend && pend.deadline && !p.deadline) req.actions.append(h("span", { className: "muted" }, " denied automatically at " + new Date(pend.deadline).toLocaleString()));
   }
 }
 
