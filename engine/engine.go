@@ -64,6 +64,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	e.decisions = newDecisions(cfg.DB, func(msg string, args ...any) { cfg.Logger.Warn(msg, args...) })
 	e.stopMetering = e.meterProcesses()
+	e.meterWaiting()
 	return e, nil
 }
 

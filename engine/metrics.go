@@ -198,3 +198,21 @@ func (e *Engine) meterProcesses() (stop func()) {
 	}
 	return stop
 }
+
+// waitingTimeout bounds counting the waiting tasks at a collection.
+const waitingTimeout = 5 * time.Second
+
+// meterWaiting makes the tasks waiting for their account, counted in Postgres over the whole
+// fleet, the source of drover.tasks.waiting.
+func (e *Engine) meterWaiting() {
+	e.cfg.Metrics.SetWaitingSource(func() map[string]int64 {
+		ctx, cancel := context.WithTimeout(context.Background(), waitingTimeout)
+		defer cancel()
+		n, err := e.TasksWaiting(ctx)
+		if err != nil {
+			e.cfg.Logger.Warn("the waiting tasks will not be measured this time", "error", err)
+			return nil
+		}
+		return n
+	})
+}

@@ -2,13 +2,17 @@ package engine
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"testing"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/drover-run/drover/events"
+	"github.com/drover-run/drover/internal/pgtest"
 	"github.com/drover-run/drover/metrics"
+	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/streamjson"
 	"github.com/drover-run/drover/task"
 )
@@ -89,5 +93,38 @@ func TestAttemptMeterCountsAFailedAttemptOnRequest(t *testing.T) {
 	a.countBilled()
 	if got := billedCost(t, r); len(got) != 1 || got[defaultModel] != 0.2 {
 		t.Errorf("cost after countBilled = %v, want 0.2 under %s once", got, defaultModel)
+	}
+}
+
+// drover.tasks.waiting counts the tasks waiting for their account, by reason, as Postgres
+// records them.
+func TestTasksWaitingFromPostgres(t *testing.T) {
+	ctx := context.Background()
+	db := pgtest.NewPool(t)
+	e, r := newMeteredEngine(t)
+	e.cfg.DB, e.cfg.Logger = db, slog.New(slog.DiscardHandler)
+	e.meterWaiting()
+	for i, reason := range []string{store.AccountUsageLimit, store.AccountUsageLimit, string(task.WaitConcurrency)} {
+		if _, _, _, err := store.RecordWait(ctx, db, store.AccountWait{TaskID: fmt.Sprint("t", i), Account: "acct-x", Turn: 1, Reason: reason}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rm metricdata.ResourceMetrics
+	if err := r.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if g, ok := m.Data.(metricdata.Gauge[int64]); ok && m.Name == metrics.TasksWaiting {
+				for _, p := range g.DataPoints {
+					reason, _ := p.Attributes.Value(metrics.AttrReason)
+					got[reason.AsString()] = p.Value
+				}
+			}
+		}
+	}
+	if len(got) != 2 || got[store.AccountUsageLimit] != 2 || got[string(task.WaitConcurrency)] != 1 {
+		t.Errorf("tasks waiting = %v, want 2 for the usage limit and 1 for concurrency", got)
 	}
 }
