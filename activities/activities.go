@@ -43,6 +43,7 @@ func (a *Activities) RegisterShared(w worker.ActivityRegistry) {
 	w.RegisterActivityWithOptions(a.HostTakesWork, activity.RegisterOptions{Name: task.ActivityHostTakesWork})
 	w.RegisterActivityWithOptions(a.DeliverDecision, activity.RegisterOptions{Name: task.ActivityDeliverDecision})
 	w.RegisterActivityWithOptions(a.RecordDeadline, activity.RegisterOptions{Name: task.ActivityRecordDeadline})
+	w.RegisterActivityWithOptions(a.RecordState, activity.RegisterOptions{Name: task.ActivityRecordState})
 }
 
 // RegisterHost registers what runs on this host's own queue.

@@ -50,3 +50,11 @@ func (a *Activities) RecordDeadline(ctx context.Context, m task.DeadlineMoved) e
 	}
 	return nil
 }
+
+// RecordState records a task's state where the read side reads it (any worker may run it).
+func (a *Activities) RecordState(ctx context.Context, rec task.StateRecord) error {
+	if err := a.engine.RecordState(ctx, rec); err != nil {
+		return toTemporal(engine.AsError(err, task.ErrTypeStoreUnavailable), task.ReassignDetails{})
+	}
+	return nil
+}

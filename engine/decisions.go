@@ -183,3 +183,19 @@ func (e *Engine) RecordDeadline(ctx context.Context, m task.DeadlineMoved) error
 	}
 	return &Error{Type: task.ErrTypeStoreUnavailable, Err: err}
 }
+
+// RecordState records a task's state where the read side reads it.
+func (e *Engine) RecordState(ctx context.Context, rec task.StateRecord) error {
+	state, err := json.Marshal(rec.State)
+	if err != nil {
+		return &Error{Type: task.ErrTypeInternal, Err: fmt.Errorf("encoding the state of task %s: %w", rec.TaskID, err)}
+	}
+	err = store.RecordTaskState(ctx, e.cfg.DB, rec.TaskID, string(rec.State.Status), state, rec.At, rec.Seq)
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return contextFailure(ctx)
+	}
+	return &Error{Type: task.ErrTypeStoreUnavailable, Err: err}
+}

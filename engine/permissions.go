@@ -410,7 +410,7 @@ func suggestions(r *claudecode.CanUseTool) []task.Suggestion {
 	out := make([]task.Suggestion, 0, len(updates))
 	for i, u := range updates {
 		raw, _ := json.Marshal(u.InSession())
-		out = append(out, task.Suggestion{Key: strconv.Itoa(i + 1), Label: suggestionLabel(raw), Raw: raw})
+		out = append(out, task.Suggestion{Key: strconv.Itoa(i + 1), Label: task.SuggestionLabel(raw), Raw: raw})
 	}
 	return out
 }
@@ -425,40 +425,6 @@ func suggestionsJSON(sgs []task.Suggestion) json.RawMessage {
 	}
 	b, _ := json.Marshal(raws)
 	return b
-}
-
-// suggestionLabel says what a suggestion grants: "Bash(npm test:*)", "add directory /tmp", …
-func suggestionLabel(raw json.RawMessage) string {
-	var s struct {
-		Type  string `json:"type"`
-		Rules []struct {
-			ToolName    string `json:"toolName"`
-			RuleContent string `json:"ruleContent"`
-		} `json:"rules"`
-		Directories []string `json:"directories"`
-		Mode        string   `json:"mode"`
-		Behavior    string   `json:"behavior"`
-	}
-	if json.Unmarshal(raw, &s) != nil {
-		return string(compact(raw))
-	}
-	switch s.Type {
-	case "addRules", "replaceRules":
-		var rules []string
-		for _, r := range s.Rules {
-			if r.RuleContent != "" {
-				rules = append(rules, r.ToolName+"("+r.RuleContent+")")
-			} else {
-				rules = append(rules, r.ToolName)
-			}
-		}
-		return strings.TrimSpace(s.Behavior + " " + strings.Join(rules, ", "))
-	case "addDirectories":
-		return "add directories " + strings.Join(s.Directories, ", ")
-	case "setMode":
-		return "switch to " + s.Mode + " mode"
-	}
-	return string(compact(raw))
 }
 
 // questions reads the questions of an AskUserQuestion request.

@@ -70,20 +70,35 @@ type PermissionRequest struct {
 	DecidedAt      time.Time // zero while pending
 	Deadline       time.Time
 	CreatedAt      time.Time
+	// Requested is a person's decision (a task.Decision as JSON) recorded while the request was
+	// pending and not yet applied by the task's workflow; nil when none was recorded.
+	Requested   json.RawMessage
+	RequestedBy string
+	RequestedAt time.Time // zero when no decision was recorded
 }
 
 const permissionColumns = `task_id, request_id, turn, attempt, cli_request_id, kind, tool_name, tool_use_id,
 	input, input_hash, summary, suggestions, blocked_path, cli_reason, reasked, status, decision,
-	decided_by, decision_reason, decided_at, deadline, created_at`
+	decided_by, decision_reason, decided_at, deadline, created_at, requested_decision, requested_by, requested_at`
 
 func scanPermission(row pgx.Row) (PermissionRequest, error) {
+	return scanPermissionInto(row)
+}
+
+// scanPermissionInto scans the permissionColumns, and then into extra.
+func scanPermissionInto(row pgx.Row, extra ...any) (PermissionRequest, error) {
 	var r PermissionRequest
-	var decidedAt *time.Time
-	err := row.Scan(&r.TaskID, &r.RequestID, &r.Turn, &r.Attempt, &r.CLIRequestID, &r.Kind, &r.ToolName,
+	var decidedAt, requestedAt *time.Time
+	dest := []any{&r.TaskID, &r.RequestID, &r.Turn, &r.Attempt, &r.CLIRequestID, &r.Kind, &r.ToolName,
 		&r.ToolUseID, &r.Input, &r.InputHash, &r.Summary, &r.Suggestions, &r.BlockedPath, &r.CLIReason,
-		&r.Reasked, &r.Status, &r.Decision, &r.DecidedBy, &r.DecisionReason, &decidedAt, &r.Deadline, &r.CreatedAt)
+		&r.Reasked, &r.Status, &r.Decision, &r.DecidedBy, &r.DecisionReason, &decidedAt, &r.Deadline, &r.CreatedAt,
+		&r.Requested, &r.RequestedBy, &requestedAt}
+	err := row.Scan(append(dest, extra...)...)
 	if decidedAt != nil {
 		r.DecidedAt = *decidedAt
+	}
+	if requestedAt != nil {
+		r.RequestedAt = *requestedAt
 	}
 	return r, err
 }
@@ -236,15 +251,7 @@ func cancelPermissions(ctx context.Context, db DB, taskID, requestID string, tur
 		return nil, fmt.Errorf("cancelling permission requests of task %s: %w", taskID, err)
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (PermissionRequest, error) {
-		var r PermissionRequest
-		var decidedAt *time.Time
-		err := row.Scan(&r.TaskID, &r.RequestID, &r.Turn, &r.Attempt, &r.CLIRequestID, &r.Kind, &r.ToolName,
-			&r.ToolUseID, &r.Input, &r.InputHash, &r.Summary, &r.Suggestions, &r.BlockedPath, &r.CLIReason,
-			&r.Reasked, &r.Status, &r.Decision, &r.DecidedBy, &r.DecisionReason, &decidedAt, &r.Deadline, &r.CreatedAt, nil)
-		if decidedAt != nil {
-			r.DecidedAt = *decidedAt
-		}
-		return r, err
+		return scanPermissionInto(row, nil)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cancelling permission requests of task %s: %w", taskID, err)
@@ -277,14 +284,15 @@ func GetPermission(ctx context.Context, db DB, taskID, requestID string) (Permis
 }
 
 // ListPendingPermissions returns the requests waiting for a decision, across tasks (taskID "")
-// or of one task, oldest first, at most limit (0: all).
+// or of one task, oldest first, at most limit (0: all). A request with a recorded decision
+// that its task has not applied yet waits for no person and is left out.
 func ListPendingPermissions(ctx context.Context, db DB, taskID string, limit int) ([]PermissionRequest, error) {
 	var lim *int
 	if limit > 0 {
 		lim = &limit
 	}
 	rows, err := db.Query(ctx, `SELECT `+permissionColumns+` FROM permission_requests
-		WHERE status = 'pending' AND ($1 = '' OR task_id = $1)
+		WHERE status = 'pending' AND requested_at IS NULL AND ($1 = '' OR task_id = $1)
 		ORDER BY created_at, task_id, request_id LIMIT $2`, taskID, lim)
 	if err != nil {
 		return nil, fmt.Errorf("listing pending permission requests: %w", err)
@@ -308,4 +316,32 @@ func ListTaskPermissions(ctx context.Context, db DB, taskID string) ([]Permissio
 		return nil, fmt.Errorf("listing permission requests of task %s: %w", taskID, err)
 	}
 	return out, nil
+}
+
+// ErrAlreadyDecided reports a decision on a request that has one recorded already, or is no
+// longer pending. Nothing was changed.
+var ErrAlreadyDecided = errors.New("the permission request is decided already")
+
+// RecordDecision records a person's decision (decision: a task.Decision as JSON) on a pending
+// request that has none, by compare-and-set, and returns the request as it now stands. A
+// request that is not pending, or has a decision recorded, is returned as it stands with
+// ErrAlreadyDecided; an unknown one gets ErrNotFound. The task's workflow applies the
+// recorded decision when its worker runs.
+func RecordDecision(ctx context.Context, db DB, taskID, requestID string, decision json.RawMessage, by string) (PermissionRequest, error) {
+	r, err := scanPermission(db.QueryRow(ctx, `
+		UPDATE permission_requests SET requested_decision = $3, requested_by = $4, requested_at = now(),
+			updated_at = now()
+		WHERE task_id = $1 AND request_id = $2 AND status = 'pending' AND requested_at IS NULL
+		RETURNING `+permissionColumns, taskID, requestID, decision, by))
+	if err == nil {
+		return r, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return r, fmt.Errorf("recording a decision on request %s of task %s: %w", requestID, taskID, err)
+	}
+	cur, err := GetPermission(ctx, db, taskID, requestID)
+	if err != nil {
+		return cur, fmt.Errorf("recording a decision: %w", err)
+	}
+	return cur, fmt.Errorf("recording a decision on request %s of task %s (%s): %w", requestID, taskID, cur.Status, ErrAlreadyDecided)
 }

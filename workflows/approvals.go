@@ -158,7 +158,7 @@ func (s *taskState) validateDecision(ctx workflow.Context, d task.Decision) erro
 		}
 	}
 	if r.Kind == task.KindQuestion && d.Allow {
-		if err := checkAnswers(r.Questions, d.Answers); err != nil {
+		if err := task.CheckAnswers(r.Questions, d.Answers); err != nil {
 			return rejection(ErrTypeInvalidDecision, err.Error())
 		}
 	} else if len(d.Answers) > 0 {
@@ -182,41 +182,6 @@ func suggestionKeys(sgs []task.Suggestion) string {
 		out += fmt.Sprintf("%s (%s)", sg.Key, sg.Label)
 	}
 	return out
-}
-
-// checkAnswers checks a question request's answers: every question answered, with its options.
-func checkAnswers(qs []task.Question, answers map[string][]string) error {
-	for _, q := range qs {
-		chosen := answers[q.Question]
-		if len(chosen) == 0 {
-			return fmt.Errorf("question %q has no answer; choose from %q", q.Question, q.Options)
-		}
-		if len(chosen) > 1 && !q.MultiSelect {
-			return fmt.Errorf("question %q takes one answer", q.Question)
-		}
-		for _, c := range chosen {
-			if !slices.Contains(q.Options, c) {
-				return fmt.Errorf("%q is not an option of question %q; choose from %q", c, q.Question, q.Options)
-			}
-		}
-	}
-	// Every answer names a question: count the distinct questions answered, without ranging
-	// over the map (its order differs from run to run).
-	var asked []string
-	answered := 0
-	for _, q := range qs {
-		if slices.Contains(asked, q.Question) {
-			continue
-		}
-		asked = append(asked, q.Question)
-		if _, ok := answers[q.Question]; ok {
-			answered++
-		}
-	}
-	if len(answers) > answered {
-		return fmt.Errorf("the answers name a question that was not asked; the questions are %q", asked)
-	}
-	return nil
 }
 
 // decide is the handler of UpdateDecide: it records the decision, remembers a grant, moves a

@@ -69,6 +69,7 @@ func (s *taskState) seedPublished(ctx workflow.Context) {
 // publish upserts the search attributes whose values changed. An empty model
 // (the CLI's default) is not published.
 func (s *taskState) publish(ctx workflow.Context) {
+	s.stateChanged()
 	p := &s.published
 	var updates []temporal.SearchAttributeUpdate
 	if st := string(s.status()); !p.hasStatus || p.status != st {

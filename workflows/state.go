@@ -75,6 +75,8 @@ type taskState struct {
 	// wait is what the running turn waits for, while it waits for its account.
 	wait          *task.Wait
 	publishedWait publishedWait
+	// rs is what the run knows of its records for the read side.
+	rs readSide
 }
 
 func newTaskState(p task.Params, lim limits, taskID, firstRunID string) *taskState {

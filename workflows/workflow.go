@@ -44,6 +44,7 @@ func runTask(ctx workflow.Context, p task.Params, lim limits) (task.State, error
 		return s.snapshot(), temporal.NewNonRetryableApplicationError(msg, ErrTypeInvalidParams, nil)
 	}
 	s.seedPublished(ctx)
+	s.startRecording(ctx)
 	s.watchRequests(ctx)
 	s.watchHosts(ctx)
 	return s.loop(ctx)
@@ -142,6 +143,7 @@ func (s *taskState) completed(ctx workflow.Context) (task.State, error) {
 	s.final = task.StatusCompleted
 	s.closeTurnRequests(ctx, 0, "the task ended")
 	s.publish(ctx)
+	s.recordFinal(ctx)
 	s.stopExecutor(ctx)
 	workflow.GetLogger(ctx).Info("task completed", "turns", s.totals.Turns, "failed_turns", s.totals.FailedTurns)
 	return s.snapshot(), nil
@@ -158,11 +160,13 @@ func (s *taskState) cancelled(ctx workflow.Context, err error) (task.State, erro
 		s.final = task.StatusFailed
 		s.setLastError(fmt.Sprintf("task failed: %v", err))
 		s.publish(dctx)
+		s.recordFinal(dctx)
 		return s.snapshot(), fmt.Errorf("running task: %w", err)
 	}
 	s.final = task.StatusCancelled
 	s.closeTurnRequests(dctx, 0, "the task was cancelled")
 	s.publish(dctx)
+	s.recordFinal(dctx)
 	s.stopExecutor(dctx)
 	workflow.GetLogger(ctx).Info("task cancelled", "turns", s.totals.Turns)
 	return s.snapshot(), temporal.NewCanceledError()

@@ -86,8 +86,8 @@ func TestFlagsBeforeOrAfterArguments(t *testing.T) {
 			map[string]string{"output": "json"}, []string{"t1"}},
 		{"task close", [][]string{{"task", "close", "t1"}}, map[string]string{}, []string{"t1"}},
 		{"task cancel", [][]string{{"task", "cancel", "t1"}}, map[string]string{}, []string{"t1"}},
-		{"task list", [][]string{{"task", "list", "--query", `DroverStatus = "idle"`, "--limit", "5", "-o", "json"}},
-			map[string]string{"query": `DroverStatus = "idle"`, "limit": "5", "output": "json"}, nil},
+		{"task list", [][]string{{"task", "list", "--status", "idle", "--text", "x", "--limit", "5", "-o", "json"}},
+			map[string]string{"status": "idle", "text": "x", "limit": "5", "output": "json"}, nil},
 		{"task show", [][]string{{"task", "show", "--json", "t1"}, {"task", "show", "t1", "--json"}},
 			map[string]string{"json": "true"}, []string{"t1"}},
 		{"task show -o", [][]string{{"task", "show", "-o", "json", "t1"}, {"task", "show", "t1", "--output", "json"}},
@@ -245,19 +245,22 @@ func TestInvalidInputIsAnsweredBeforeDialling(t *testing.T) {
 		})
 	}
 
-	// The witness: valid input does dial, and fails on the unreachable
-	// address, so the cases above would have shown it.
+	// The witness: valid input does dial (Temporal to write, Postgres to read), and fails on
+	// the unreachable address, so the cases above would have shown it.
 	t.Run("valid input dials", func(t *testing.T) {
-		for _, args := range [][]string{
-			{"task", "start", "hello", "--prompt-file", ""},
-			{"task", "start", "--prompt-file", ok},
-			{"task", "show", "t1", "-o", "json"},
+		for _, c := range []struct {
+			args []string
+			says string
+		}{
+			{[]string{"task", "start", "hello", "--prompt-file", ""}, "connecting to temporal at 127.0.0.1:1"},
+			{[]string{"task", "start", "--prompt-file", ok}, "connecting to temporal at 127.0.0.1:1"},
+			{[]string{"task", "show", "t1", "-o", "json"}, "connecting to postgres at 127.0.0.1:1"},
 		} {
 			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-			err := run(ctx, args, strings.NewReader(""), io.Discard, io.Discard)
+			err := run(ctx, c.args, strings.NewReader(""), io.Discard, io.Discard)
 			cancel()
-			if err == nil || !strings.Contains(err.Error(), "connecting to temporal at 127.0.0.1:1") {
-				t.Errorf("%q: err = %v, want a failure to connect", args, err)
+			if err == nil || !strings.Contains(err.Error(), c.says) {
+				t.Errorf("%q: err = %v, want a failure to connect", c.args, err)
 			}
 		}
 	})

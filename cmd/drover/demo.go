@@ -14,9 +14,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-run/drover/internal/fakeanthropic"
-	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/taskclient"
+	"github.com/drover-run/drover/taskview"
 )
 
 // The demo's two prompts, and what the offline model answers to them.
@@ -96,8 +96,8 @@ func runDemo(ctx context.Context, a *app, o demoOptions) error {
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		_ = store.WatchEvents(watchCtx, s.worker.Pool(), taskID, 0, func(ev store.Event) error {
-			renderEvent(stdout, ev)
+		_ = taskview.New(s.worker.Pool()).Watch(watchCtx, taskID, 0, func(ev taskview.Event) error {
+			renderEvent(stdout, taskID, ev)
 			return nil
 		})
 	})

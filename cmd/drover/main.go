@@ -36,6 +36,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-run/drover/claudecode"
+	"github.com/drover-run/drover/taskerr"
 )
 
 const envHelp = `
@@ -136,7 +137,30 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		// Name the command: its flags are what the message talks about.
 		return &usageError{command: c.CommandPath(), err: err}
 	}
-	return err
+	var ue *usageError
+	if err == nil || errors.As(err, &ue) {
+		return err
+	}
+	// What a person reads is the message; a program reading -o json gets the code too.
+	d := taskerr.Describe(err)
+	if wantsJSON(c) {
+		_ = writeJSON(stdout, struct {
+			Error *taskerr.Error `json:"error"`
+		}{d})
+	}
+	return d
+}
+
+// wantsJSON reports whether c was asked for JSON output.
+func wantsJSON(c *cobra.Command) bool {
+	if c == nil {
+		return false
+	}
+	if f := c.Flags().Lookup("output"); f != nil && f.Value.String() == string(outputJSON) {
+		return true
+	}
+	f := c.Flags().Lookup("json")
+	return f != nil && f.Value.String() == "true"
 }
 
 // newRootCommand builds the command tree; run executes it.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -9,7 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/taskclient"
+	"github.com/drover-run/drover/taskview"
 	"github.com/drover-run/drover/worker"
 )
 
@@ -77,6 +80,16 @@ func (a *app) withClient(ctx context.Context, fn func(*taskclient.Client) error)
 	}
 	defer c.Close()
 	return fn(&taskclient.Client{Temporal: c, TaskQueue: a.env.taskQueue})
+}
+
+// withView opens the read side on Postgres for the duration of fn.
+func (a *app) withView(ctx context.Context, fn func(*taskview.View) error) error {
+	pool, err := store.Connect(ctx, a.env.databaseURL)
+	if err != nil {
+		return fmt.Errorf("reading tasks: %w", err)
+	}
+	defer pool.Close()
+	return fn(taskview.New(pool))
 }
 
 // quiet keeps the SDK's connection chatter out of interactive commands.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/taskclient"
+	"github.com/drover-run/drover/taskview"
 )
 
 // deliverWait is how long approve and deny wait for the decision to reach the waiting agent
@@ -57,28 +58,17 @@ may be left out when the task has exactly one request waiting.`,
 		if by == "" {
 			by = currentUser()
 		}
+		reqID := ""
+		if len(args) == 2 {
+			reqID = args[1]
+		} else if err := a.withView(ctx, func(v *taskview.View) error {
+			r, err := v.OnlyPending(ctx, id)
+			reqID = r.RequestID
+			return err
+		}); err != nil {
+			return err
+		}
 		return a.withClient(ctx, func(tc *taskclient.Client) error {
-			reqID := ""
-			if len(args) == 2 {
-				reqID = args[1]
-			} else {
-				st, err := tc.State(ctx, id)
-				if err != nil {
-					return err
-				}
-				switch len(st.Awaiting) {
-				case 0:
-					return fmt.Errorf("task %s has no request waiting for a decision", id)
-				case 1:
-					reqID = st.Awaiting[0].RequestID
-				default:
-					var ids []string
-					for _, r := range st.Awaiting {
-						ids = append(ids, r.RequestID+" ("+r.Tool+")")
-					}
-					return fmt.Errorf("task %s has %d requests waiting; name one: %s", id, len(ids), strings.Join(ids, ", "))
-				}
-			}
 			d := task.Decision{RequestID: reqID, Allow: allow, Reason: reason, By: by, Always: always, Answers: parsed}
 			rec, delivered, err := tc.Decide(ctx, id, d, deliverWait)
 			if err != nil {

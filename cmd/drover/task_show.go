@@ -1,73 +1,81 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/drover-run/drover/store"
-	"github.com/drover-run/drover/taskclient"
+	"github.com/drover-run/drover/task"
+	"github.com/drover-run/drover/taskview"
 )
 
 func newTaskShowCommand(a *app) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "show TASK",
-		Short: "Print a task's state, cost and turns",
-		Args:  taskArg,
+		Short: "Print a task's state, cost, turns and waiting requests",
+		Long: `Print a task's state, cost, turns and waiting requests, from Postgres: no worker
+needs to run. The status, mode and queued prompts are what the task's workflow last
+recorded.`,
+		Args: taskArg,
 	}
 	out := addOutputFlags(c, true)
 	c.RunE = func(c *cobra.Command, args []string) error {
 		id, ctx := args[0], c.Context()
-		return a.withClient(ctx, func(tc *taskclient.Client) error {
-			st, err := tc.State(ctx, id)
+		return a.withView(ctx, func(v *taskview.View) error {
+			d, err := v.Show(ctx, id)
 			if err != nil {
 				return err
 			}
 			if out.isJSON() {
-				return writeJSON(a.stdout, st)
+				return writeJSON(a.stdout, d)
 			}
 			w := a.stdout
 			fmt.Fprintf(w, "task        %s\nstatus      %s\nworkspace   %s\nmode        %s\nmodel       %s\n",
-				id, st.Status, st.Workspace, st.PermissionMode, dash(st.Model))
-			fmt.Fprintf(w, "turns       %d (failed %d)\ncost        $%.6f\ntokens      in %d, out %d\n",
-				st.Totals.Turns, st.Totals.FailedTurns, st.Totals.CostUSD, st.Totals.InputTokens, st.Totals.OutputTokens)
-			fmt.Fprintf(w, "session     %s\nresume at   %s\nhost queue  %s\n", dash(st.SessionID), dash(st.LastMessageUUID), dash(st.HostQueue))
-			if st.RunningTurn > 0 {
-				fmt.Fprintf(w, "running     turn %d\n", st.RunningTurn)
+				id, d.Status, dash(d.Workspace), dash(string(d.Mode)), dash(d.Model))
+			fmt.Fprintf(w, "turns       %d (failed %d)\ncost        $%.6f\ntokens      in %d, out %d, cache read %d, cache written %d\n",
+				d.Summary.Turns, d.FailedTurns, d.CostUSD, d.Tokens.Input, d.Tokens.Output, d.Tokens.CacheRead, d.Tokens.CacheCreation)
+			if cw := d.ContextWindow; cw != nil {
+				fmt.Fprintf(w, "context     %d of %d tokens\n", cw.Used, cw.Limit)
 			}
-			for _, p := range st.Pending {
+			fmt.Fprintf(w, "session     %s\nresume at   %s\nhost        %s\n", dash(d.SessionID), dash(d.ResumeAt), dash(d.Host))
+			if d.RunningTurn > 0 {
+				fmt.Fprintf(w, "running     turn %d\n", d.RunningTurn)
+			}
+			for _, p := range d.Queued {
 				fmt.Fprintf(w, "queued      turn %d: %s\n", p.Turn, clip(p.Prompt.Text, 60))
 			}
-			showBudget(w, st)
-			if st.LastError != "" {
-				fmt.Fprintf(w, "last error  %s\n", st.LastError)
+			if d.Totals != nil {
+				st := task.State{Totals: *d.Totals, BudgetExhausted: d.BudgetExhausted}
+				if d.Budget != nil {
+					st.Budget = *d.Budget
+				}
+				showBudget(w, st)
 			}
-			return showTurns(ctx, a.env, id, w)
+			if d.Wait != nil {
+				fmt.Fprintf(w, "waits       for account %s (%s) since %s\n", d.Wait.Account, d.Wait.Reason, d.Wait.Since.Local().Format(time.DateTime))
+			}
+			for _, p := range d.Pending {
+				fmt.Fprintf(w, "waits for   a decision on request %s (%s: %s) since %s\n", p.RequestID, p.Tool, clip(p.Summary, 50),
+					p.Since.Local().Format(time.DateTime))
+			}
+			if d.LastError != "" {
+				fmt.Fprintf(w, "last error  %s\n", d.LastError)
+			}
+			tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "\nTURN\tSTATUS\tATTEMPTS\tCOST USD\tIN\tOUT\tPROMPT")
+			for _, t := range d.Turns {
+				fmt.Fprintf(tw, "%d\t%s\t%d\t%.6f\t%d\t%d\t%s\n", t.Turn, t.Status, t.Attempts, t.CostUSD, t.Tokens.Input, t.Tokens.Output, clip(t.Prompt, 50))
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if len(d.Pending) > 0 {
+				fmt.Fprintf(w, "\nanswer with: drover task approve %s REQUEST   or   drover task deny %s REQUEST --reason WHY\n", id, id)
+			}
+			return nil
 		})
 	}
 	return c
-}
-
-// showTurns prints the task's accounting rows when the database is reachable.
-func showTurns(ctx context.Context, e env, id string, stdout io.Writer) error {
-	pool, err := store.Connect(ctx, e.databaseURL)
-	if err != nil {
-		fmt.Fprintf(stdout, "(turn records unavailable: %v)\n", err)
-		return nil
-	}
-	defer pool.Close()
-	turns, err := store.ListTurns(ctx, pool, id)
-	if err != nil {
-		fmt.Fprintf(stdout, "(turn records unavailable: %v)\n", err)
-		return nil
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "\nTURN\tSTATUS\tATTEMPTS\tCOST USD\tIN\tOUT\tPROMPT")
-	for _, t := range turns {
-		fmt.Fprintf(tw, "%d\t%s\t%d\t%.6f\t%d\t%d\t%s\n", t.Turn, t.Status, t.Attempts, t.CostUSD, t.InputTokens, t.OutputTokens, clip(t.Prompt, 50))
-	}
-	return tw.Flush()
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-run/drover/events"
-	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/taskview"
 )
 
 func newTaskWatchCommand(a *app) *cobra.Command {
@@ -47,55 +47,43 @@ and event.`,
 // watchTask prints the events of task id after the sequence number after,
 // and with follow the new ones until ctx ends.
 func watchTask(ctx context.Context, a *app, id string, after int64, follow, asJSON bool) error {
-	pool, err := store.Connect(ctx, a.env.databaseURL)
-	if err != nil {
-		return fmt.Errorf("task watch: %w", err)
-	}
-	defer pool.Close()
-	print := func(ev store.Event) error {
-		if asJSON {
-			return writeEventJSON(a.stdout, ev)
-		}
-		renderEvent(a.stdout, ev)
-		return nil
-	}
-	if !follow {
-		cursor := after
-		for {
-			evs, err := store.ListEvents(ctx, pool, id, cursor, 1000)
-			if err != nil {
-				return fmt.Errorf("task watch: %w", err)
+	return a.withView(ctx, func(v *taskview.View) error {
+		print := func(ev taskview.Event) error {
+			if asJSON {
+				return writeEventJSON(a.stdout, ev)
 			}
-			for _, ev := range evs {
-				if err := print(ev); err != nil {
-					return err
+			renderEvent(a.stdout, id, ev)
+			return nil
+		}
+		if !follow {
+			cursor := after
+			for {
+				evs, err := v.Events(ctx, id, cursor, 1000)
+				if err != nil {
+					return fmt.Errorf("task watch: %w", err)
 				}
-				cursor = ev.Seq
-			}
-			if len(evs) < 1000 {
-				return nil
+				for _, ev := range evs {
+					if err := print(ev); err != nil {
+						return err
+					}
+					cursor = ev.Seq
+				}
+				if len(evs) < 1000 {
+					return nil
+				}
 			}
 		}
-	}
-	err = store.WatchEvents(ctx, pool, id, after, print)
-	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
-		return nil
-	}
-	return err
+		err := v.Watch(ctx, id, after, print)
+		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+			return nil
+		}
+		return err
+	})
 }
 
-// eventLine is the JSON form of one logged event.
-type eventLine struct {
-	Seq     int64           `json:"seq"`
-	Time    time.Time       `json:"time"`
-	Turn    int             `json:"turn"`
-	Attempt int             `json:"attempt"`
-	Type    string          `json:"type"`
-	Event   json.RawMessage `json:"event"`
-}
-
-func writeEventJSON(w io.Writer, ev store.Event) error {
-	b, err := json.Marshal(eventLine{Seq: ev.Seq, Time: ev.CreatedAt, Turn: ev.Turn, Attempt: ev.Attempt, Type: ev.Type, Event: ev.Payload})
+// writeEventJSON prints one event as a line of JSON: seq, time, turn, attempt, type, event.
+func writeEventJSON(w io.Writer, ev taskview.Event) error {
+	b, err := json.Marshal(ev)
 	if err != nil {
 		return err
 	}
@@ -104,15 +92,15 @@ func writeEventJSON(w io.Writer, ev store.Event) error {
 }
 
 // renderEvent prints one event as a line a person reads.
-func renderEvent(w io.Writer, ev store.Event) {
+func renderEvent(w io.Writer, taskID string, ev taskview.Event) {
 	var a events.AgentEvent
-	if err := json.Unmarshal(ev.Payload, &a); err != nil {
+	if err := json.Unmarshal(ev.Event, &a); err != nil {
 		fmt.Fprintf(w, "%6d t%d.%d %-18s (unreadable: %v)\n", ev.Seq, ev.Turn, ev.Attempt, ev.Type, err)
 		return
 	}
 	fmt.Fprintf(w, "%6d t%d.%d %-18s %s\n", ev.Seq, ev.Turn, ev.Attempt, ev.Type, describe(a))
 	if a.Type == events.TypePermissionRequest {
-		for _, l := range requestDetails(ev.TaskID, a) {
+		for _, l := range requestDetails(taskID, a) {
 			fmt.Fprintf(w, "%s%s\n", detailIndent, l)
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/drover-run/drover/events"
-	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/taskview"
 )
 
 func render(t *testing.T, a events.AgentEvent) string {
@@ -18,7 +18,7 @@ func render(t *testing.T, a events.AgentEvent) string {
 		t.Fatal(err)
 	}
 	var b bytes.Buffer
-	renderEvent(&b, store.Event{TaskID: "t1", Seq: 7, Turn: 2, Attempt: 1, Type: string(a.Type), Payload: payload})
+	renderEvent(&b, "t1", taskview.Event{Seq: 7, Turn: 2, Attempt: 1, Type: string(a.Type), Event: payload})
 	return b.String()
 }
 
