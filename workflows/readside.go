@@ -42,11 +42,15 @@ func (s *taskState) startRecording(ctx workflow.Context) {
 	s.stateChanged()
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
-			if err := workflow.Await(ctx, func() bool { return s.rs.changed != s.rs.recorded }); err != nil {
-				return
+			if err := workflow.Await(ctx, func() bool { return s.rs.changed != s.rs.recorded }); err != nil || ctx.Err() != nil {
+				return // cancelled: the task records its final state itself
 			}
 			if err := s.recordState(ctx, 0); err != nil && ctx.Err() == nil {
+				// Retried as the activity is; an error that comes back at once must not spin.
 				workflow.GetLogger(ctx).Warn("recording the task's state for the read side", "error", err)
+				if workflow.Sleep(ctx, s.lim.retryMax) != nil {
+					return
+				}
 			}
 		}
 	})

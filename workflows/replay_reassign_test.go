@@ -14,6 +14,7 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
@@ -46,6 +47,8 @@ func TestReplayReassignedTurn(t *testing.T) {
 		}
 		return live, nil
 	}, activity.RegisterOptions{Name: task.ActivityAssignHost})
+	sw.RegisterActivityWithOptions(func(context.Context, task.StateRecord) error { return nil },
+		activity.RegisterOptions{Name: task.ActivityRecordState})
 	lw := worker.New(c, lost, worker.Options{})
 	lw.RegisterActivityWithOptions(func(context.Context, task.RunTurnInput) (task.RunTurnResult, error) {
 		return task.RunTurnResult{}, reassignError(task.ErrTypeHostLost, 1)
@@ -97,18 +100,24 @@ func TestReplayReassignedTurn(t *testing.T) {
 		hist.Events = append(hist.Events, ev)
 	}
 	var markers int
+	var versions []string
 	var turnQueues []string
 	var priorities []int32
 	for _, ev := range hist.Events {
-		if ev.GetMarkerRecordedEventAttributes() != nil {
-			markers++
+		if m := ev.GetMarkerRecordedEventAttributes(); m != nil {
+			var change string
+			require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(m.GetDetails()["change-id"], &change))
+			versions = append(versions, change)
+			if change == "reassign-lost-host" {
+				markers++
+			}
 		}
 		if a := ev.GetActivityTaskScheduledEventAttributes(); a.GetActivityType().GetName() == task.ActivityRunTurn {
 			turnQueues = append(turnQueues, a.GetTaskQueue().GetName())
 			priorities = append(priorities, a.GetPriority().GetPriorityKey())
 		}
 	}
-	assert.Equal(t, 1, markers, "the move is recorded under its version")
+	assert.Equal(t, 1, markers, "the move is recorded under its version (versions: %q)", versions)
 	assert.Equal(t, []string{lost, live, live}, turnQueues)
 	assert.Equal(t, []int32{0, 0, warmTurnPriority}, priorities,
 		"the first turn and the moved one at the default priority; the next turn on the same host first")
