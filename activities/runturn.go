@@ -33,6 +33,8 @@ func (a *Activities) RunTurn(ctx context.Context, in task.RunTurnInput) (task.Ru
 		LastMessageUUID: in.LastMessageUUID,
 		Grants:          in.Grants,
 		ApprovalTimeout: in.ApprovalTimeout,
+		Budget:          in.Budget,
+		Spent:           in.Spent,
 		Heartbeat:       func(lastSeq int64) { activity.RecordHeartbeat(ctx, lastSeq) },
 	}
 	if p := info.RetryPolicy; p != nil && p.MaximumAttempts > 0 {
@@ -123,6 +125,9 @@ func toTemporal(e *engine.Error, reassign task.ReassignDetails) error {
 		// another host, continuing the attempts' count.
 		opts.NonRetryable = true
 		opts.Details = []any{reassign}
+	}
+	if len(e.Details) > 0 && !task.Reassign(e.Type) {
+		opts.Details = e.Details
 	}
 	if e.RetryAfter > 0 && e.Retryable() {
 		opts.NextRetryDelay = e.RetryAfter

@@ -52,7 +52,12 @@ func (e *Engine) RunTurn(ctx context.Context, req Request) (task.RunTurnResult, 
 
 	a := &attempt{e: e, req: req, log: log, meter: e.meterAttempt(ctx, req)}
 	stopHeartbeat := a.heartbeat(ctx)
-	res, err := e.settle(ctx, a, a.run(ctx))
+	o := a.run(ctx)
+	a.spend.finish(ctx, a.ex)
+	res, err := e.settle(ctx, a, o)
+	if err == nil {
+		res = a.budgetResult(ctx, res)
+	}
 	a.meter.ended(res, err)
 	a.close(ctx)
 	stopHeartbeat()
@@ -91,6 +96,8 @@ type attempt struct {
 	inTurn bool
 	// acct is what the attempt holds of its account (see gate).
 	acct accountTurn
+	// spend meters what the API bills the attempt (see budget.go); nil until it may run.
+	spend *budgetMeter
 }
 
 // outcome is how an attempt's run ended: exactly one of fail, commit and answered is set.
@@ -126,6 +133,9 @@ func (a *attempt) run(ctx context.Context) (o outcome) {
 	images, err := loadAttachments(workspace, req.Prompt.Attachments)
 	if err != nil {
 		return failed(&Error{Type: task.ErrTypeInvalidInput, Err: err})
+	}
+	if a.spend, ferr = a.startBudget(ctx); ferr != nil {
+		return failed(ferr)
 	}
 
 	// A warm process of the task claims the row as running; whether it stands at the turn's
@@ -193,6 +203,7 @@ func (a *attempt) run(ctx context.Context) (o outcome) {
 	}
 	a.inTurn = true
 	ex.approvals.Store(newTurnApprovals(e, ex, req, a.sink, a.log))
+	a.spend.arm(ex, a.cutTurn(ex))
 	if ex.supervisable {
 		// The CLI's own plan mode, or bypass with drover's hooks deciding: as the turn's mode says.
 		if err := ex.proc.Client().SetPermissionMode(ctx, cliPermissionMode(req.Profile.PermissionMode)); err != nil {
@@ -463,7 +474,7 @@ func (e *Engine) endAttempt(ctx context.Context, req Request, f *Error) {
 func (a *attempt) executor(ctx context.Context, workspace, sessionID, resumeAt string, priorCost float64) (ex *executor, fresh bool, ferr *Error) {
 	e, req := a.e, a.req
 	if ex := e.pool.get(req.TaskID); ex != nil {
-		if ex.reusableAt(sessionID, resumeAt) && (ex.supervisable || !supervisable(req.Profile.PermissionMode)) {
+		if ex.reusableAt(sessionID, resumeAt) && (ex.supervisable || !a.hooked()) {
 			a.log.Debug("reusing the running claude process", "pid", ex.pid())
 			return ex, false, nil
 		}
@@ -471,8 +482,11 @@ func (a *attempt) executor(ctx context.Context, workspace, sessionID, resumeAt s
 	}
 
 	spec := executorSpec{hostID: e.cfg.HostID, stopTimeout: e.cfg.StopTimeout, backgroundWait: e.cfg.BackgroundWait,
-		supervisable: supervisable(req.Profile.PermissionMode)}
+		supervisable: a.hooked()}
 	spec.cmd = e.command(req.Profile, workspace)
+	if spec.supervisable {
+		hookedForBudget(&spec.cmd)
+	}
 	if sessionID != "" && resumeAt != "" && e.cfg.Claude.ConfigDir != "" {
 		// The session may have last run on another host, or this host's copy may hold what a
 		// lost attempt wrote: make it the mirror's before the CLI reads it.

@@ -16,6 +16,7 @@ import (
 	"github.com/drover-run/drover/metrics"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/streamjson"
+	"github.com/drover-run/drover/task"
 )
 
 // The defaults of Config. They are defined here and nowhere else: the worker's configuration,
@@ -140,6 +141,9 @@ type Config struct {
 	StopTimeout time.Duration
 	// DebugDir, when set, receives raw and normalized JSONL captures of every CLI run.
 	DebugDir string
+	// DefaultBudget bounds what a task's own budget leaves unset, for the turns this host runs
+	// (see task.Budget). Zero bounds nothing.
+	DefaultBudget task.Budget
 	// Launcher starts CLI processes. Nil runs Claude.Bin.
 	Launcher Launcher
 	// Notifier hears about permission requests (supervised and plan modes). Nil: nobody is

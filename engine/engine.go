@@ -106,6 +106,11 @@ type Request struct {
 	// ApprovalTimeout is how long a permission request waits for a person. Defaults to
 	// task.DefaultApprovalTimeout.
 	ApprovalTimeout time.Duration
+	// Budget is the task's own budget (the host's Config.DefaultBudget completes it), and Spent
+	// what the task spent before the turn; nil Spent (a workflow from before budgets) bounds
+	// nothing. The attempt's cost is recorded either way.
+	Budget task.Budget
+	Spent  *task.Totals
 	// Heartbeat, when set, is called from the start of the attempt to its end, every
 	// Config.HeartbeatInterval, with the sequence number of the last event stored.
 	Heartbeat func(lastSeq int64)

@@ -24,6 +24,9 @@ type Error struct {
 	// Wait, for an error of a type that makes the turn wait for its account (task.Waits), says
 	// what for and until when.
 	Wait *task.Wait
+	// Details, when set, travel with the error across the Temporal edge (the application
+	// error's details).
+	Details []any
 }
 
 func (e *Error) Error() string { return e.Err.Error() }

@@ -50,6 +50,8 @@ type executor struct {
 	supervisable bool
 	// approvals answers the control requests of the running turn; nil between turns.
 	approvals atomic.Pointer[turnApprovals]
+	// spend meters what the running turn's attempt is billed; nil between turns.
+	spend atomic.Pointer[budgetMeter]
 
 	mu        sync.Mutex
 	sink      streamjson.Sink     // the running turn's; nil between turns
@@ -197,6 +199,9 @@ func (ex *executor) loop() {
 			return
 		}
 		ex.lastSeen.Store(time.Now().UnixNano())
+		if m := ex.spend.Load(); m != nil {
+			m.observe(msg)
+		}
 		ex.adapter.Handle(msg)
 	}
 }

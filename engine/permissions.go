@@ -75,6 +75,9 @@ func newTurnApprovals(e *Engine, ex *executor, req Request, sink streamjson.Sink
 //     modes; a plan-mode task's other calls are denied; a supervised task's calls go to a person;
 //     in autonomous mode a plan is approved and a question is answered by the agent itself.
 func (t *turnApprovals) HandleControl(ctx context.Context, cr *claudecode.ControlRequest) (any, error) {
+	if answer, ok := t.ex.budgetDenial(ctx, cr); ok {
+		return answer, nil
+	}
 	mode := t.currentMode()
 	switch {
 	case cr.HookCallback != nil:

@@ -251,3 +251,18 @@ type TurnRetry struct {
 	Attempt int    `json:"attempt"`
 	Reason  string `json:"reason,omitempty"`
 }
+
+// BudgetSpent is the detail of a budget_exhausted event: which bound of its task's budget the
+// turn reached, what the task had spent then, and whether the turn was cut for it.
+type BudgetSpent struct {
+	// Bound is max_cost_usd, max_turns or max_duration.
+	Bound          string  `json:"bound"`
+	CostUSD        float64 `json:"cost_usd"`
+	MaxCostUSD     float64 `json:"max_cost_usd,omitempty"`
+	Turns          int     `json:"turns"`
+	MaxTurns       int     `json:"max_turns,omitempty"`
+	WorkDurationMS int64   `json:"work_duration_ms"`
+	MaxDurationMS  int64   `json:"max_duration_ms,omitempty"`
+	// Cut says the turn was interrupted for the budget; otherwise it ended at the bound.
+	Cut bool `json:"cut,omitempty"`
+}

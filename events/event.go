@@ -27,6 +27,8 @@ const (
 	TypeSubagentTask        Type = "subagent_task"
 	TypeTurnRetry           Type = "turn_retry"
 	TypeWait                Type = "wait"
+	// TypeBudgetExhausted: the turn spent what was left of its task's budget (Budget says how).
+	TypeBudgetExhausted Type = "budget_exhausted"
 )
 
 // SessionStatus tells whether a session started fresh or continued an earlier one.
@@ -97,6 +99,7 @@ type AgentEvent struct {
 	Subagent   *SubagentProgress `json:"subagent,omitempty"`
 	TurnRetry  *TurnRetry        `json:"turn_retry,omitempty"`
 	Wait       *Wait             `json:"wait,omitempty"`
+	Budget     *BudgetSpent      `json:"budget,omitempty"`
 	Data       *Data             `json:"data,omitempty"`
 }
 

@@ -149,6 +149,11 @@ func CommitTurn(ctx context.Context, db TxDB, c TurnCommit) (applied bool, err e
 		}
 		if tag.RowsAffected() == 1 {
 			applied = true
+			// This attempt's cost is now the turn's, not a failed attempt's.
+			if _, err := tx.Exec(ctx, `UPDATE task_attempt_costs SET committed = true, updated_at = now()
+				WHERE task_id = $1 AND attempt_id = $2`, c.TaskID, c.AttemptID); err != nil {
+				return err
+			}
 			return insertMirror(ctx, tx, c.TaskID, c.Turn, c.SessionID, c.Mirror)
 		}
 		if _, err := GetTurn(ctx, tx, c.TaskID, c.Turn); err != nil {

@@ -82,6 +82,9 @@ type Config struct {
 	MetricsHandler http.Handler
 	// Metrics measures the host's turns. Defaults to metrics.Global().
 	Metrics *metrics.Metrics
+	// DefaultBudget bounds what the budget of a task whose turns run here leaves unset (see
+	// task.Budget). Zero bounds nothing.
+	DefaultBudget task.Budget
 	// Logger receives drover's and the Temporal SDK's logs. Nil means silent.
 	Logger *slog.Logger
 }
@@ -132,6 +135,9 @@ func (c *Config) validate() error {
 		return errors.New("worker: a metrics endpoint needs a handler")
 	case c.MetricsListen != "":
 		return checkMetricsListen(c.MetricsListen, c.MetricsToken)
+	}
+	if err := (task.Params{Workspace: "/", Budget: c.DefaultBudget}).Validate(); err != nil {
+		return fmt.Errorf("worker: the default budget: %w", err)
 	}
 	return nil
 }
@@ -219,6 +225,7 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 		Notifier:                  activities.Notifier{Temporal: c},
 		Logger:                    log,
 		Metrics:                   cfg.Metrics,
+		DefaultBudget:             cfg.DefaultBudget,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("worker: %w", err)

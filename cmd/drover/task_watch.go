@@ -280,6 +280,15 @@ func describe(a events.AgentEvent) string {
 		if a.Compaction != nil {
 			return a.Compaction.Phase
 		}
+	case events.TypeBudgetExhausted:
+		if b := a.Budget; b != nil {
+			how := "reached"
+			if b.Cut {
+				how = "reached; the turn was cut"
+			}
+			return fmt.Sprintf("the task's budget is spent (%s %s): $%.6f, %d turns, %s; raise it with drover task budget",
+				b.Bound, how, b.CostUSD, b.Turns, time.Duration(b.WorkDurationMS)*time.Millisecond)
+		}
 	}
 	return ""
 }
