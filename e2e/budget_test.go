@@ -285,24 +285,29 @@ func TestBudgetTurnsFromTheWorkerAndDuration(t *testing.T) {
 	if st, err := e.tc.State(e.ctx, id); err != nil || st.Status != task.StatusBudgetExhausted {
 		t.Fatalf("removing the task's own bound leaves the worker's: %+v %v", st, err)
 	}
-	b, err := e.tc.UpdateBudget(e.ctx, id, task.BudgetChange{MaxTurns: ptr(5), MaxDuration: ptr(3 * time.Second)})
-	if err != nil || b != (task.Budget{MaxCostUSD: 100, MaxTurns: 5, MaxDuration: 3 * time.Second}) {
+	b, err := e.tc.UpdateBudget(e.ctx, id, task.BudgetChange{MaxTurns: ptr(5)})
+	if err != nil || b != (task.Budget{MaxCostUSD: 100, MaxTurns: 5}) {
 		t.Fatalf("raising the budget: %+v %v", b, err)
 	}
 	if _, err := e.tc.Prompt(e.ctx, id, task.Prompt{Text: "two"}, ""); err != nil {
 		t.Fatal(err)
 	}
-	if st := e.waitTurns(id, 2); st.Status != task.StatusIdle {
+	st = e.waitTurns(id, 2)
+	if st.Status != task.StatusIdle {
 		t.Fatalf("after the raise: %+v", st)
 	}
 
 	// The next turn's tool sleeps past the duration left.
+	limit := st.Totals.WorkDuration + 4*time.Second
+	if _, err := e.tc.UpdateBudget(e.ctx, id, task.BudgetChange{MaxDuration: &limit}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := e.tc.Prompt(e.ctx, id, task.Prompt{Text: "sleep"}, ""); err != nil {
 		t.Fatal(err)
 	}
 	st = e.waitSpent(id)
 	x = st.BudgetExhausted
-	if x == nil || x.Bound != task.BoundDuration || !x.Cut || x.Turn != 3 || x.WorkDuration <= 0 {
+	if x == nil || x.Bound != task.BoundDuration || !x.Cut || x.Turn != 3 || x.Budget.MaxDuration != limit {
 		t.Fatalf("the spent budget: %+v", x)
 	}
 	if rec, err := store.GetTurn(e.ctx, e.db(), id, 3); err != nil || rec.Status != store.TurnInterrupted {
