@@ -593,3 +593,49 @@ func TestLongTaskShowsEarlierOnRequest(t *testing.T) {
 	waitFor(t, p, `document.querySelectorAll("#timeline [data-seq]").length >= 1500`)
 	checkSeqs(t, domSeqs(t, p), 1500)
 }
+
+// TestPromptAndInterrupt: a prompt sent while a turn runs is said to be queued; Interrupt sends
+// the interrupt; Approve in the inbox sends the decision. The fake API's ledger is the witness.
+func TestPromptAndInterrupt(t *testing.T) {
+	t.Parallel()
+	api, url := stack(t, fakeapi.Config{})
+	now := time.Now().UTC()
+	api.PutTask(fakeapi.Task{ID: "busy", Status: "running", Mode: "supervised", CreatedAt: now, UpdatedAt: now, PendingApprovals: 1,
+		Pending: []fakeapi.PendingRequest{{TaskID: "busy", RequestID: "req-1", Kind: "tool", Tool: "Bash", Summary: "make test",
+			Since: now, Deadline: now.Add(time.Hour)}}})
+	p := page(t)
+	navigate(t, p, url+"/#/tasks/busy")
+	waitFor(t, p, `document.querySelector(".prompt-note").textContent.includes("queued")`)
+	if err := p.Do(chromedp.SendKeys(chromedp.CSS("form.prompt textarea"), "and then <b>this</b>"),
+		chromedp.Click(chromedp.CSS("form.prompt button[type=submit]"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p, `document.querySelector(".prompt-note").textContent.startsWith("Queued: 1 ahead")`)
+	waitFor(t, p, `!document.querySelector("form.prompt button.deny").disabled`)
+	if err := p.Do(chromedp.Click(chromedp.CSS("form.prompt button.deny"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p, `document.querySelector(".prompt-note").textContent == "Interrupt sent."`)
+	navigate(t, p, url+"/#/inbox")
+	waitFor(t, p, `document.querySelector('.inbox-item[data-request-id="req-1"] button.approve')`)
+	if err := p.Do(chromedp.Click(chromedp.CSS(`.inbox-item[data-request-id="req-1"] button.approve`))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p, `!document.querySelector('.inbox-item[data-request-id="req-1"]')`)
+	want := map[string]string{
+		"/api/v1/tasks/busy/prompts":         `{"text":"and then <b>this</b>"}`,
+		"/api/v1/tasks/busy/interrupt":       `{}`,
+		"/api/v1/tasks/busy/approvals/req-1": `{"decision":"allow"}`,
+	}
+	got := map[string]string{}
+	for _, c := range api.Calls() {
+		if c.Method == "POST" {
+			got[c.Path] += string(c.Body)
+		}
+	}
+	for path, body := range want {
+		if got[path] != body {
+			t.Errorf("POST %s: sent %q, want %q", path, got[path], body)
+		}
+	}
+}
