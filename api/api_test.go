@@ -19,8 +19,8 @@ import (
 
 	"github.com/drover-run/drover/api"
 	"github.com/drover-run/drover/internal/pgtest"
-	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
+	"github.com/drover-run/drover/taskview"
 )
 
 func TestMain(m *testing.M) {
@@ -84,22 +84,22 @@ func (r *recorder) Decide(_ context.Context, id string, d task.Decision, _ time.
 // reader knows one task, "known", with one pending request "req-1" offering one suggestion.
 type reader struct{}
 
-func (reader) List(context.Context, api.Filter) ([]api.Summary, error) {
-	return []api.Summary{{ID: "known", Status: task.StatusIdle}}, nil
+func (reader) List(context.Context, taskview.Filter) ([]taskview.Summary, error) {
+	return []taskview.Summary{{ID: "known", Status: task.StatusIdle}}, nil
 }
 
-func (reader) Show(_ context.Context, id string) (api.Detail, error) {
+func (reader) Show(_ context.Context, id string) (taskview.Detail, error) {
 	if id != "known" {
-		return api.Detail{}, fmt.Errorf("showing %s: %w", id, store.ErrNotFound)
+		return taskview.Detail{}, fmt.Errorf("showing %s: %w", id, &taskview.NotFoundError{TaskID: id})
 	}
-	return api.Detail{Summary: api.Summary{ID: id, Status: task.StatusIdle}}, nil
+	return taskview.Detail{Summary: taskview.Summary{ID: id, Status: task.StatusIdle}}, nil
 }
 
-func (reader) Pending(_ context.Context, id string, _ int) ([]api.PendingRequest, error) {
+func (reader) Pending(_ context.Context, id string, _ int) ([]taskview.PendingRequest, error) {
 	if id != "" && id != "known" {
 		return nil, nil
 	}
-	return []api.PendingRequest{{TaskID: "known", RequestID: "req-1", Tool: "Bash",
+	return []taskview.PendingRequest{{TaskID: "known", RequestID: "req-1", Tool: "Bash",
 		Suggestions: []task.Suggestion{{Key: "1", Label: "Bash(ls:*)"}}}}, nil
 }
 
@@ -198,36 +198,36 @@ func TestBadInputIsRefusedBeforeAnythingIsSent(t *testing.T) {
 		{"bad duration", "POST", "/api/v1/tasks", `{"prompt":"a","workspace":"` + ws + `","idle_timeout":"soon"}`, nil, 400, api.CodeInvalidJSON},
 		{"oversize body", "POST", "/api/v1/tasks", big, nil, 413, api.CodeBodyTooLarge},
 		{"not json", "POST", "/api/v1/tasks", `prompt=a`, []string{"Content-Type", "application/x-www-form-urlencoded"}, 415, api.CodeUnsupportedMedia},
-		{"empty prompt", "POST", "/api/v1/tasks", `{"prompt":"  ","workspace":"` + ws + `"}`, nil, 422, api.CodeInvalidInput},
-		{"no workspace", "POST", "/api/v1/tasks", `{"prompt":"a"}`, nil, 422, api.CodeInvalidInput},
-		{"relative workspace", "POST", "/api/v1/tasks", `{"prompt":"a","workspace":"src"}`, nil, 422, api.CodeInvalidInput},
-		{"attachment outside", "POST", "/api/v1/tasks", `{"prompt":"a","workspace":"` + ws + `","attachments":["../../etc/passwd"]}`, nil, 422, api.CodeInvalidInput},
-		{"absolute attachment", "POST", "/api/v1/tasks", `{"prompt":"a","workspace":"` + ws + `","attachments":["/etc/passwd"]}`, nil, 422, api.CodeInvalidInput},
-		{"unknown mode", "POST", "/api/v1/tasks", `{"prompt":"a","workspace":"` + ws + `","mode":"yolo"}`, nil, 422, api.CodeInvalidInput},
-		{"negative max turns", "POST", "/api/v1/tasks", `{"prompt":"a","workspace":"` + ws + `","max_turns":-1}`, nil, 422, api.CodeInvalidInput},
-		{"negative budget", "POST", "/api/v1/tasks", `{"prompt":"a","workspace":"` + ws + `","budget":{"max_cost_usd":-1}}`, nil, 422, api.CodeInvalidInput},
-		{"bad task id", "POST", "/api/v1/tasks", `{"id":"-x","prompt":"a","workspace":"` + ws + `"}`, nil, 422, api.CodeInvalidInput},
+		{"empty prompt", "POST", "/api/v1/tasks", `{"prompt":"  ","workspace":"` + ws + `"}`, nil, 400, api.CodeInvalidInput},
+		{"no workspace", "POST", "/api/v1/tasks", `{"prompt":"a"}`, nil, 400, api.CodeInvalidInput},
+		{"relative workspace", "POST", "/api/v1/tasks", `{"prompt":"a","workspace":"src"}`, nil, 400, api.CodeInvalidInput},
+		{"attachment outside", "POST", "/api/v1/tasks", `{"prompt":"a","workspace":"` + ws + `","attachments":["../../etc/passwd"]}`, nil, 400, api.CodeInvalidInput},
+		{"absolute attachment", "POST", "/api/v1/tasks", `{"prompt":"a","workspace":"` + ws + `","attachments":["/etc/passwd"]}`, nil, 400, api.CodeInvalidInput},
+		{"unknown mode", "POST", "/api/v1/tasks", `{"prompt":"a","workspace":"` + ws + `","mode":"yolo"}`, nil, 400, api.CodeInvalidInput},
+		{"negative max turns", "POST", "/api/v1/tasks", `{"prompt":"a","workspace":"` + ws + `","max_turns":-1}`, nil, 400, api.CodeInvalidInput},
+		{"negative budget", "POST", "/api/v1/tasks", `{"prompt":"a","workspace":"` + ws + `","budget":{"max_cost_usd":-1}}`, nil, 400, api.CodeInvalidInput},
+		{"bad task id", "POST", "/api/v1/tasks", `{"id":"-x","prompt":"a","workspace":"` + ws + `"}`, nil, 400, api.CodeInvalidInput},
 		{"control key", "POST", "/api/v1/tasks", `{"prompt":"a","workspace":"` + ws + `"}`, []string{"Idempotency-Key", "a\tb"}, 400, api.CodeInvalidInput},
 		{"long key", "POST", "/api/v1/tasks", `{"prompt":"a","workspace":"` + ws + `"}`, []string{"Idempotency-Key", strings.Repeat("k", 300)}, 400, api.CodeInvalidInput},
 		{"bad id in path", "POST", "/api/v1/tasks/-x/prompts", `{"text":"a"}`, nil, 400, api.CodeInvalidID},
 		{"id with a space", "GET", "/api/v1/tasks/a%20b", ``, nil, 400, api.CodeInvalidID},
 		{"prompt unknown field", "POST", "/api/v1/tasks/known/prompts", `{"prompt":"a"}`, nil, 400, api.CodeUnknownField},
-		{"prompt empty", "POST", "/api/v1/tasks/known/prompts", `{"text":""}`, nil, 422, api.CodeInvalidInput},
-		{"prompt attachment outside", "POST", "/api/v1/tasks/known/prompts", `{"text":"a","attachments":["../x.png"]}`, nil, 422, api.CodeInvalidInput},
+		{"prompt empty", "POST", "/api/v1/tasks/known/prompts", `{"text":""}`, nil, 400, api.CodeInvalidInput},
+		{"prompt attachment outside", "POST", "/api/v1/tasks/known/prompts", `{"text":"a","attachments":["../x.png"]}`, nil, 400, api.CodeInvalidInput},
 		{"control with a body", "POST", "/api/v1/tasks/known/cancel", `{"now":true}`, nil, 400, api.CodeUnknownField},
-		{"unknown task", "GET", "/api/v1/tasks/nobody", ``, nil, 404, api.CodeTaskNotFound},
-		{"events of an unknown task", "GET", "/api/v1/tasks/nobody/events", ``, nil, 404, api.CodeTaskNotFound},
+		{"unknown task", "GET", "/api/v1/tasks/nobody", ``, nil, 404, api.CodeNotFound},
+		{"events of an unknown task", "GET", "/api/v1/tasks/nobody/events", ``, nil, 404, api.CodeNotFound},
 		{"bad Last-Event-ID", "GET", "/api/v1/tasks/known/events", ``, []string{"Last-Event-ID", "abc"}, 400, api.CodeInvalidInput},
 		{"negative after", "GET", "/api/v1/tasks/known/events?after=-1", ``, nil, 400, api.CodeInvalidInput},
 		{"bad limit", "GET", "/api/v1/tasks/known/events?limit=0", ``, []string{"Accept", "application/json"}, 400, api.CodeInvalidInput},
 		{"bad status", "GET", "/api/v1/tasks?status=sleeping", ``, nil, 400, api.CodeInvalidInput},
 		{"bad awaiting", "GET", "/api/v1/tasks?awaiting_approval=maybe", ``, nil, 400, api.CodeInvalidInput},
-		{"unknown decision", "POST", "/api/v1/tasks/known/approvals/req-1", `{"decision":"perhaps"}`, nil, 422, api.CodeInvalidInput},
-		{"deny without message", "POST", "/api/v1/tasks/known/approvals/req-1", `{"decision":"deny"}`, nil, 422, api.CodeInvalidInput},
-		{"always without allow_always", "POST", "/api/v1/tasks/known/approvals/req-1", `{"decision":"allow","always":"1"}`, nil, 422, api.CodeInvalidInput},
+		{"unknown decision", "POST", "/api/v1/tasks/known/approvals/req-1", `{"decision":"perhaps"}`, nil, 400, api.CodeInvalidInput},
+		{"deny without message", "POST", "/api/v1/tasks/known/approvals/req-1", `{"decision":"deny"}`, nil, 400, api.CodeInvalidInput},
+		{"always without allow_always", "POST", "/api/v1/tasks/known/approvals/req-1", `{"decision":"allow","always":"1"}`, nil, 400, api.CodeInvalidInput},
 		{"allow_always of a request not pending", "POST", "/api/v1/tasks/known/approvals/req-9", `{"decision":"allow_always"}`, nil, 409, api.CodeNotPending},
-		{"empty budget change", "POST", "/api/v1/tasks/known/budget", `{}`, nil, 422, api.CodeInvalidInput},
-		{"negative budget change", "POST", "/api/v1/tasks/known/budget", `{"max_turns":-2}`, nil, 422, api.CodeInvalidInput},
+		{"empty budget change", "POST", "/api/v1/tasks/known/budget", `{}`, nil, 400, api.CodeInvalidInput},
+		{"negative budget change", "POST", "/api/v1/tasks/known/budget", `{"max_turns":-2}`, nil, 400, api.CodeInvalidInput},
 		{"budget change unknown field", "POST", "/api/v1/tasks/known/budget", `{"max_tokens":2}`, nil, 400, api.CodeUnknownField},
 		{"unknown route", "GET", "/api/v1/nothing", ``, nil, 404, api.CodeNotFound},
 		{"wrong method", "DELETE", "/api/v1/tasks", ``, nil, 405, api.CodeMethodNotAllowed},
@@ -459,5 +459,26 @@ func TestBrowsersOfOtherOriginsAreRefused(t *testing.T) {
 	}
 	if a := do(t, ts, "POST", "/api/v1/tasks/known/cancel", ``, "Origin", "http://"+host); a.status != 202 {
 		t.Errorf("the same origin: %d %s", a.status, a.body)
+	}
+}
+
+// With the Temporal UI's address, every task names its page there.
+func TestTemporalURL(t *testing.T) {
+	t.Parallel()
+	ts, _ := newServer(t, api.Config{TemporalUI: "http://127.0.0.1:8233/", Namespace: "prod"})
+	var list struct {
+		Tasks []struct {
+			ID          string `json:"id"`
+			TemporalURL string `json:"temporal_url"`
+		} `json:"tasks"`
+	}
+	a := do(t, ts, "GET", "/api/v1/tasks", "")
+	if err := json.Unmarshal(a.body, &list); err != nil || len(list.Tasks) != 1 ||
+		list.Tasks[0].TemporalURL != "http://127.0.0.1:8233/namespaces/prod/workflows/known" {
+		t.Fatalf("%s: %v", a.body, err)
+	}
+	a = do(t, ts, "GET", "/api/v1/tasks/known", "")
+	if !strings.Contains(string(a.body), `"temporal_url":"http://127.0.0.1:8233/namespaces/prod/workflows/known"`) {
+		t.Fatalf("show: %s", a.body)
 	}
 }

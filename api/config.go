@@ -63,6 +63,11 @@ type Config struct {
 	Tokens []string
 	// Console is served at "/" (the API's routes take precedence). Nil means none.
 	Console http.Handler
+	// TemporalUI is the address of the Temporal UI (http://127.0.0.1:8233): tasks then carry
+	// their page there as temporal_url. Empty means none.
+	TemporalUI string
+	// Namespace is the tasks' Temporal namespace, for those pages. Defaults to "default".
+	Namespace string
 	// MaxBodyBytes bounds a request's body. Defaults to DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 	// RequestTimeout bounds reading a request and writing its answer, streams excepted.

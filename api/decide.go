@@ -71,19 +71,19 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 		d.Allow, d.Always = true, body.Always
 	case DecisionDeny:
 		if strings.TrimSpace(body.Message) == "" {
-			s.writeError(w, r, &Error{status: http.StatusUnprocessableEntity, Code: CodeInvalidInput,
+			s.writeError(w, r, &Error{status: http.StatusBadRequest, Code: CodeInvalidInput,
 				Message:  "message: a denial needs a message; it is what the agent reads",
 				Problems: []Problem{{Field: "message", Reason: "is required to deny"}}})
 			return
 		}
 	default:
-		s.writeError(w, r, &Error{status: http.StatusUnprocessableEntity, Code: CodeInvalidInput,
+		s.writeError(w, r, &Error{status: http.StatusBadRequest, Code: CodeInvalidInput,
 			Message:  fmt.Sprintf("decision: %q is unknown; use allow, deny or allow_always", body.Decision),
 			Problems: []Problem{{Field: "decision", Reason: "use allow, deny or allow_always"}}})
 		return
 	}
 	if body.Always != "" && body.Decision != DecisionAllowAlways {
-		s.writeError(w, r, errorf(http.StatusUnprocessableEntity, CodeInvalidInput, "always goes with the decision allow_always"))
+		s.writeError(w, r, errorf(http.StatusBadRequest, CodeInvalidInput, "always goes with the decision allow_always"))
 		return
 	}
 	if d.By == "" {
@@ -121,7 +121,7 @@ func (s *Server) onlySuggestion(ctx context.Context, taskID, reqID string) (stri
 		}
 		switch len(p.Suggestions) {
 		case 0:
-			return "", errorf(http.StatusUnprocessableEntity, CodeInvalidDecision, "the request offers nothing to allow always; allow it once")
+			return "", errorf(http.StatusBadRequest, CodeInvalidInput, "the request offers nothing to allow always; allow it once")
 		case 1:
 			return p.Suggestions[0].Key, nil
 		}
@@ -129,7 +129,7 @@ func (s *Server) onlySuggestion(ctx context.Context, taskID, reqID string) (stri
 		for _, sg := range p.Suggestions {
 			keys = append(keys, sg.Key+" ("+sg.Label+")")
 		}
-		return "", errorf(http.StatusUnprocessableEntity, CodeInvalidDecision, "the request offers several grants; name one in always: "+strings.Join(keys, ", "))
+		return "", errorf(http.StatusBadRequest, CodeInvalidInput, "the request offers several grants; name one in always: "+strings.Join(keys, ", "))
 	}
 	return "", errorf(http.StatusConflict, CodeNotPending, fmt.Sprintf("request %s is not pending in task %s; see GET /api/v1/approvals", reqID, taskID))
 }

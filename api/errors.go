@@ -1,43 +1,35 @@
 package api
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 
-	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/sdk/temporal"
-
-	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
+	"github.com/drover-run/drover/taskerr"
 )
 
 // Error codes of the API: stable, for clients to branch on. The message beside a code is for a
-// person and may change.
+// person and may change. The codes of what the tasks answer (not_found, not_pending,
+// already_decided, invalid_input, task_closed, queue_full, budget_exhausted, account_limited,
+// unavailable, internal) are taskerr's; these are the API's own, about the request itself.
 const (
 	CodeInvalidJSON          = "invalid_json"
 	CodeUnknownField         = "unknown_field"
 	CodeBodyTooLarge         = "body_too_large"
 	CodeUnsupportedMedia     = "unsupported_media_type"
-	CodeInvalidInput         = "invalid_input"
 	CodeInvalidID            = "invalid_id"
-	CodeTaskNotFound         = "task_not_found"
-	CodeNotFound             = "not_found"
 	CodeMethodNotAllowed     = "method_not_allowed"
 	CodeUnauthorized         = "unauthorized"
 	CodeForbiddenHost        = "forbidden_host"
 	CodeForbiddenOrigin      = "forbidden_origin"
 	CodeIdempotencyKeyReused = "idempotency_key_reused"
-	CodeNotPending           = "not_pending"
-	CodeInvalidDecision      = "invalid_decision"
-	CodeTaskClosed           = "task_closed"
-	CodeQueueFull            = "queue_full"
-	CodeBudgetExhausted      = "budget_exhausted"
-	CodeInterruptFailed      = "interrupt_failed"
-	CodeUnavailable          = "unavailable"
-	CodeTimeout              = "timeout"
-	CodeInternal             = "internal"
+
+	// Codes the API shares with taskerr.
+	CodeInvalidInput = taskerr.CodeInvalidInput
+	CodeNotFound     = taskerr.CodeNotFound
+	CodeNotPending   = taskerr.CodeNotPending
+	CodeInternal     = taskerr.CodeInternal
 )
 
 // Error is the body of every error answer: {"error": Error}.
@@ -105,7 +97,7 @@ func invalidInput(err error) *Error {
 	if len(ps) == 1 {
 		msg = ps[0].Field + ": " + ps[0].Reason
 	}
-	return &Error{status: http.StatusUnprocessableEntity, Code: CodeInvalidInput, Message: msg, Problems: ps}
+	return &Error{status: http.StatusBadRequest, Code: CodeInvalidInput, Message: msg, Problems: ps}
 }
 
 // flatten lists the errors that err joins, at any depth.
@@ -121,23 +113,8 @@ func flatten(err error) []error {
 	return out
 }
 
-// appErrorCodes maps the types of the workflow's refusals to the API's answers.
-var appErrorCodes = map[string]struct {
-	status int
-	code   string
-}{
-	"NotPending":                {http.StatusConflict, CodeNotPending},
-	"InvalidDecision":           {http.StatusUnprocessableEntity, CodeInvalidDecision},
-	"TaskClosed":                {http.StatusConflict, CodeTaskClosed},
-	"QueueFull":                 {http.StatusTooManyRequests, CodeQueueFull},
-	"InvalidPrompt":             {http.StatusUnprocessableEntity, CodeInvalidInput},
-	"InvalidParams":             {http.StatusUnprocessableEntity, CodeInvalidInput},
-	"InterruptFailed":           {http.StatusServiceUnavailable, CodeInterruptFailed},
-	"InvalidBudget":             {http.StatusUnprocessableEntity, CodeInvalidInput},
-	task.ErrTypeBudgetExhausted: {http.StatusConflict, CodeBudgetExhausted},
-}
-
-// fromError turns an error of the write or read side into an answer.
+// fromError turns an error of the write or read side into an answer, as taskerr names it. A
+// fault of the server is answered without its details, which go to the log.
 func fromError(err error) *Error {
 	var e *Error
 	if errors.As(err, &e) {
@@ -147,29 +124,10 @@ func fromError(err error) *Error {
 	if errors.As(err, &ie) {
 		return invalidInput(err)
 	}
-	var nf *serviceerror.NotFound
-	if errors.As(err, &nf) || errors.Is(err, errTaskNotFound) || errors.Is(err, store.ErrNotFound) {
-		return &Error{status: http.StatusNotFound, Code: CodeTaskNotFound,
-			Message: "no such task; list the tasks with GET /api/v1/tasks", cause: err}
+	d := taskerr.Describe(err)
+	msg := d.Message
+	if d.Code == taskerr.CodeInternal {
+		msg = "the server failed; its log says why"
 	}
-	var app *temporal.ApplicationError
-	if errors.As(err, &app) {
-		if c, ok := appErrorCodes[app.Type()]; ok {
-			return &Error{status: c.status, Code: c.code, Message: app.Message(), cause: err}
-		}
-	}
-	var unavailable *serviceerror.Unavailable
-	if errors.As(err, &unavailable) {
-		return &Error{status: http.StatusServiceUnavailable, Code: CodeUnavailable,
-			Message: "Temporal cannot be reached; try again shortly", cause: err}
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return &Error{status: http.StatusGatewayTimeout, Code: CodeTimeout,
-			Message: "the task did not answer in time; try again, or check that a worker runs", cause: err}
-	}
-	return &Error{status: http.StatusInternalServerError, Code: CodeInternal,
-		Message: "the server failed; its log says why", cause: err}
+	return &Error{status: d.Status, Code: d.Code, Message: msg, cause: err}
 }
-
-// errTaskNotFound says the task asked for does not exist.
-var errTaskNotFound = errors.New("task not found")

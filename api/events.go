@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/taskerr"
 )
 
 // Event is one event of a task's log, as the API sends it: in a page of events and as the
@@ -75,7 +76,7 @@ func (s *Server) exists(ctx context.Context, id string) error {
 		return nil
 	}
 	_, err = s.cfg.Reader.Show(ctx, id)
-	if err != nil && s.cfg.Exists != nil && fromError(err).Code == CodeTaskNotFound {
+	if err != nil && s.cfg.Exists != nil && fromError(err).Code == CodeNotFound {
 		return s.cfg.Exists(ctx, id)
 	}
 	return err
@@ -210,7 +211,7 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 			watchErr <- err // for the deferred wait
 			if ctx.Err() == nil {
 				s.cfg.Logger.ErrorContext(ctx, "watching events failed", "task_id", id, "error", err)
-				_ = write("event: error\ndata: %s\n\n", mustJSON(map[string]string{"code": CodeUnavailable,
+				_ = write("event: error\ndata: %s\n\n", mustJSON(map[string]string{"code": taskerr.CodeUnavailable,
 					"message": "the event log cannot be read; reconnect with Last-Event-ID to resume"}))
 			}
 			return

@@ -2,82 +2,52 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/drover-run/drover/task"
+	"github.com/drover-run/drover/taskview"
 )
 
 // Reader is the read side the API lists and shows tasks and their requests from: a
 // *taskview.View.
 type Reader interface {
-	// List lists tasks, newest first, as f filters them.
-	List(ctx context.Context, f Filter) ([]Summary, error)
-	// Show is one task with its turns, tokens, context window and pending requests; an unknown
-	// task is an error that fromError maps to task_not_found.
-	Show(ctx context.Context, taskID string) (Detail, error)
-	// Pending lists the requests waiting for a person, of one task or of all (""), oldest
-	// first, at most limit (0: all).
-	Pending(ctx context.Context, taskID string, limit int) ([]PendingRequest, error)
+	List(ctx context.Context, f taskview.Filter) ([]taskview.Summary, error)
+	Show(ctx context.Context, taskID string) (taskview.Detail, error)
+	Pending(ctx context.Context, taskID string, limit int) ([]taskview.PendingRequest, error)
 }
 
-// Filter selects tasks in a listing.
-type Filter struct {
-	Status           task.Status
-	AwaitingApproval bool
-	Text             string
-	Limit            int
+// Task is one task as the API shows it: the read side's summary, with the task's page in the
+// Temporal UI when the server knows the UI's address.
+type Task struct {
+	taskview.Summary
+	TemporalURL string `json:"temporal_url,omitempty"`
 }
 
-// Summary is one task in a listing.
-type Summary struct {
-	ID               string                `json:"id"`
-	Status           task.Status           `json:"status"`
-	Mode             task.PermissionMode   `json:"mode,omitempty"`
-	Model            string                `json:"model,omitempty"`
-	Workspace        string                `json:"workspace,omitempty"`
-	CreatedAt        time.Time             `json:"created_at"`
-	UpdatedAt        time.Time             `json:"updated_at"`
-	Turns            int                   `json:"turns"`
-	CostUSD          float64               `json:"cost_usd"`
-	PendingApprovals int                   `json:"pending_approvals"`
-	WaitingSince     *time.Time            `json:"waiting_since,omitempty"`
-	LastError        string                `json:"last_error,omitempty"`
-	Wait             *task.Wait            `json:"wait,omitempty"`
-	Budget           *task.Budget          `json:"budget,omitempty"`
-	BudgetExhausted  *task.BudgetExhausted `json:"budget_exhausted,omitempty"`
+// TaskDetail is one task shown whole.
+type TaskDetail struct {
+	taskview.Detail
+	TemporalURL string `json:"temporal_url,omitempty"`
 }
 
-// Detail is one task shown whole.
-type Detail struct {
-	Summary
-	Turns         []json.RawMessage `json:"turns"`
-	Tokens        json.RawMessage   `json:"tokens"`
-	ContextWindow json.RawMessage   `json:"context_window,omitempty"`
-	Pending       []PendingRequest  `json:"pending"`
-}
-
-// PendingRequest is a permission request waiting for a person, with its task.
-type PendingRequest struct {
-	TaskID      string            `json:"task_id"`
-	RequestID   string            `json:"request_id"`
-	Turn        int               `json:"turn"`
-	Kind        task.RequestKind  `json:"kind"`
-	Tool        string            `json:"tool"`
-	Summary     string            `json:"summary"`
-	Suggestions []task.Suggestion `json:"suggestions,omitempty"`
-	Since       time.Time         `json:"since"`
-	Deadline    time.Time         `json:"deadline"`
+// temporalURL is the task's page in the Temporal UI, or "" when the UI's address is unknown.
+func (s *Server) temporalURL(taskID string) string {
+	if s.cfg.TemporalUI == "" {
+		return ""
+	}
+	ns := s.cfg.Namespace
+	if ns == "" {
+		ns = "default"
+	}
+	return strings.TrimRight(s.cfg.TemporalUI, "/") + "/namespaces/" + url.PathEscape(ns) + "/workflows/" + url.PathEscape(taskID)
 }
 
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := Filter{Status: task.Status(q.Get("status")), Text: q.Get("q")}
+	f := taskview.Filter{Status: task.Status(q.Get("status")), Text: q.Get("q")}
 	if f.Status != "" && !knownStatus(f.Status) {
 		s.writeError(w, r, errorf(http.StatusBadRequest, CodeInvalidInput,
 			fmt.Sprintf("status %q is unknown; use one of %s", f.Status, statusList())))
@@ -100,10 +70,11 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fromError(err))
 		return
 	}
-	if ts == nil {
-		ts = []Summary{}
+	out := make([]Task, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, Task{Summary: t, TemporalURL: s.temporalURL(t.ID)})
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tasks": ts})
+	writeJSON(w, http.StatusOK, map[string]any{"tasks": out})
 }
 
 func knownStatus(st task.Status) bool {
@@ -134,7 +105,7 @@ func (s *Server) showTask(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fromError(err))
 		return
 	}
-	writeJSON(w, http.StatusOK, d)
+	writeJSON(w, http.StatusOK, TaskDetail{Detail: d, TemporalURL: s.temporalURL(id)})
 }
 
 func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
@@ -144,7 +115,7 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ps == nil {
-		ps = []PendingRequest{}
+		ps = []taskview.PendingRequest{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"approvals": ps})
 }

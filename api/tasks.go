@@ -16,6 +16,7 @@ import (
 
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
+	"github.com/drover-run/drover/taskview"
 )
 
 const maxPromptBytes = task.MaxPromptBytes
@@ -116,7 +117,7 @@ func accepted(id string, a task.PromptAccepted) Accepted {
 
 // Created is the answer to POST /api/v1/tasks: the task, and its first prompt's place.
 type Created struct {
-	Task   Summary  `json:"task"`
+	Task   Task     `json:"task"`
 	Prompt Accepted `json:"prompt"`
 }
 
@@ -196,14 +197,15 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 // or, before the task has recorded itself there, as p describes it.
 func (s *Server) writeCreated(w http.ResponseWriter, r *http.Request, acc Accepted, p task.Params) {
 	p = p.WithDefaults()
-	t := Summary{ID: acc.TaskID, Status: task.StatusRunning, Mode: p.Profile.PermissionMode, Model: p.Profile.Model,
-		Workspace: p.Workspace}
+	t := Task{Summary: taskview.Summary{ID: acc.TaskID, Status: task.StatusRunning, Mode: p.Profile.PermissionMode,
+		Model: p.Profile.Model, Workspace: p.Workspace}}
 	if d, err := s.cfg.Reader.Show(r.Context(), acc.TaskID); err == nil {
-		t = d.Summary
+		t.Summary = d.Summary
 	} else {
 		// The task was created; say so even if the read side has not recorded it yet.
 		s.cfg.Logger.DebugContext(r.Context(), "reading a created task failed", "task_id", acc.TaskID, "error", err)
 	}
+	t.TemporalURL = s.temporalURL(acc.TaskID)
 	w.Header().Set("Location", "/api/v1/tasks/"+pathEscape(acc.TaskID))
 	writeJSON(w, http.StatusCreated, Created{Task: t, Prompt: acc})
 }

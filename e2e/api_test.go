@@ -493,16 +493,16 @@ func TestAPIBadInput(t *testing.T) {
 	}{
 		{"POST", "/api/v1/tasks", `{"id":"` + id + `","prompt":`, 400, "invalid_json"},
 		{"POST", "/api/v1/tasks", `{"id":"` + id + `","prompt":"a","workspace":"` + e.workspace + `","admin":true}`, 400, "unknown_field"},
-		{"POST", "/api/v1/tasks", `{"id":"` + id + `","prompt":"a","workspace":"` + e.workspace + `","attachments":["../../etc/passwd"]}`, 422, "invalid_input"},
+		{"POST", "/api/v1/tasks", `{"id":"` + id + `","prompt":"a","workspace":"` + e.workspace + `","attachments":["../../etc/passwd"]}`, 400, "invalid_input"},
 		{"POST", "/api/v1/tasks", `{"id":"` + id + `","prompt":"` + strings.Repeat("x", task.MaxPromptBytes+100<<10) + `","workspace":"/w"}`, 413, "body_too_large"},
-		{"POST", "/api/v1/tasks", `{"id":"` + id + `","prompt":"` + strings.Repeat("\\\\", task.MaxPromptBytes/2+10) + `","workspace":"/w"}`, 422, "invalid_input"},
+		{"POST", "/api/v1/tasks", `{"id":"` + id + `","prompt":"` + strings.Repeat("\\\\", task.MaxPromptBytes/2+10) + `","workspace":"/w"}`, 400, "invalid_input"},
 		{"POST", "/api/v1/tasks/-bad/prompts", `{"text":"a"}`, 400, "invalid_id"},
-		{"POST", "/api/v1/tasks/" + id + "/prompts", `{"text":"a"}`, 404, "task_not_found"},
-		{"POST", "/api/v1/tasks/" + id + "/interrupt", ``, 404, "task_not_found"},
-		{"POST", "/api/v1/tasks/" + id + "/cancel", ``, 404, "task_not_found"},
-		{"GET", "/api/v1/tasks/" + id, ``, 404, "task_not_found"},
-		{"GET", "/api/v1/tasks/" + id + "/events", ``, 404, "task_not_found"},
-		{"POST", "/api/v1/tasks/" + id + "/approvals/req", `{"decision":"allow"}`, 404, "task_not_found"},
+		{"POST", "/api/v1/tasks/" + id + "/prompts", `{"text":"a"}`, 404, "not_found"},
+		{"POST", "/api/v1/tasks/" + id + "/interrupt", ``, 404, "not_found"},
+		{"POST", "/api/v1/tasks/" + id + "/cancel", ``, 404, "not_found"},
+		{"GET", "/api/v1/tasks/" + id, ``, 404, "not_found"},
+		{"GET", "/api/v1/tasks/" + id + "/events", ``, 404, "not_found"},
+		{"POST", "/api/v1/tasks/" + id + "/approvals/req", `{"decision":"allow"}`, 404, "not_found"},
 	} {
 		r := s.call(c.method, c.path, c.body)
 		if r.status != c.status || r.errCode() != c.code {

@@ -231,7 +231,11 @@ func runDev(ctx context.Context, a *app, o stackOptions, listen string) error {
 	if listen != "" {
 		actx, stopAPI := context.WithCancel(ctx)
 		defer stopAPI()
-		if srv, err = startAPI(actx, a, listen, s.cfg.TemporalAddress, s.cfg.DatabaseURL); err != nil {
+		o := apiOptions{listen: listen, temporalAddress: s.cfg.TemporalAddress, databaseURL: s.cfg.DatabaseURL}
+		if s.temporal != nil {
+			o.temporalUI = s.temporal.UIAddress()
+		}
+		if srv, err = startAPI(actx, a, o); err != nil {
 			return err
 		}
 		defer func() { stopAPI(); _ = srv.wait() }()

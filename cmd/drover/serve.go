@@ -12,11 +12,12 @@ import (
 	"github.com/drover-run/drover/api"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/taskclient"
+	"github.com/drover-run/drover/taskview"
 	"github.com/drover-run/drover/worker"
 )
 
 func newServeCommand(a *app) *cobra.Command {
-	var listen string
+	var o apiOptions
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the HTTP API (and the web console) until Ctrl-C",
@@ -29,7 +30,8 @@ bearer tokens every request must carry.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			ctx := c.Context()
-			srv, err := startAPI(ctx, a, listen, a.env.temporalAddress, a.env.databaseURL)
+			o.temporalAddress, o.databaseURL = a.env.temporalAddress, a.env.databaseURL
+			srv, err := startAPI(ctx, a, o)
 			if err != nil {
 				return err
 			}
@@ -37,7 +39,8 @@ bearer tokens every request must carry.`,
 			return srv.wait()
 		},
 	}
-	c.Flags().StringVar(&listen, "listen", api.DefaultListen, "address to listen on (host:port); beyond loopback, tokens are required")
+	c.Flags().StringVar(&o.listen, "listen", api.DefaultListen, "address to listen on (host:port); beyond loopback, tokens are required")
+	c.Flags().StringVar(&o.temporalUI, "temporal-ui", "", "address of the Temporal UI (http://HOST:PORT), for each task's temporal_url")
 	return c
 }
 
@@ -50,10 +53,18 @@ type apiServer struct {
 // wait returns once the server has stopped (its context ended) and released what it held.
 func (s *apiServer) wait() error { return <-s.done }
 
-// startAPI starts the HTTP API on listen, talking to Temporal at temporalAddress and to the
-// database at databaseURL (migrated first), until ctx ends.
-func startAPI(ctx context.Context, a *app, listen, temporalAddress, databaseURL string) (*apiServer, error) {
+// apiOptions say where the API listens and what it talks to.
+type apiOptions struct {
+	listen, temporalAddress, databaseURL string
+	// temporalUI is the Temporal UI's address, for the tasks' temporal_url; empty means none.
+	temporalUI string
+}
+
+// startAPI starts the HTTP API on o.listen, talking to Temporal at o.temporalAddress and to
+// the database at o.databaseURL (migrated first), until ctx ends.
+func startAPI(ctx context.Context, a *app, o apiOptions) (*apiServer, error) {
 	e := a.env
+	listen, temporalAddress, databaseURL := o.listen, o.temporalAddress, o.databaseURL
 	if e.apiTokensErr != nil {
 		return nil, e.apiTokensErr
 	}
@@ -90,16 +101,18 @@ func startAPI(ctx context.Context, a *app, listen, temporalAddress, databaseURL 
 	tasks := &taskclient.Client{Temporal: tc, TaskQueue: e.taskQueue}
 	srv, err := api.New(api.Config{
 		Tasks:   tasks,
-		Reader:  newReader(tasks, pool),
+		Reader:  taskview.New(pool),
 		Decider: tasks,
 		Exists: func(ctx context.Context, id string) error {
 			_, err := tc.DescribeWorkflowExecution(ctx, id, "")
 			return err
 		},
-		DB:      pool,
-		Tokens:  e.apiTokens,
-		Console: consoleHandler(),
-		Logger:  a.log.With("component", "api"),
+		DB:         pool,
+		Tokens:     e.apiTokens,
+		Console:    consoleHandler(),
+		TemporalUI: o.temporalUI,
+		Namespace:  e.namespace,
+		Logger:     a.log.With("component", "api"),
 	})
 	if err != nil {
 		return nil, err
