@@ -1,0 +1,359 @@
+package e2e
+
+import (
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/drover-run/drover/events"
+	fa "github.com/drover-run/drover/internal/fakeanthropic"
+	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/task"
+)
+
+// testOAuthToken is the claude.ai token limit tests hand the CLI: a subscription, whose usage
+// limits the CLI reports in rate_limit_event. No log may show it.
+const testOAuthToken = "sk-ant-oat01-e2e-limits-secret"
+
+// startSubscriptionWorker runs `drover worker` as host hostID with the CLI on the subscription
+// testOAuthToken instead of an API key.
+func (e *env) startSubscriptionWorker(hostID string, extraArgs ...string) *workerProc {
+	e.t.Helper()
+	cmd := exec.Command(suite.drover, append([]string{"worker", "--keep-alive", "2m"}, extraArgs...)...)
+	environ := slices.DeleteFunc(e.workerEnv(hostID, "debug"), func(kv string) bool { return strings.HasPrefix(kv, "ANTHROPIC_API_KEY=") })
+	cmd.Env = append(environ, "CLAUDE_CODE_OAUTH_TOKEN="+testOAuthToken)
+	w := launchWorker(e.t, e.t, hostID, cmd)
+	e.t.Cleanup(func() {
+		if strings.Contains(w.log.String(), testOAuthToken) {
+			e.t.Errorf("worker %s logged the OAuth token", hostID)
+		}
+	})
+	return w
+}
+
+// messages are the Messages requests of cs (count_tokens, which no limit refuses and nothing
+// bills, left out).
+func messages(cs fa.Calls) fa.Calls {
+	return cs.Class(fa.ClassMain, fa.ClassSubagent, fa.ClassCompact, fa.ClassAuxiliary)
+}
+
+// subscription is the fake API's account of testOAuthToken.
+var subscription = fa.OAuthAccount(testOAuthToken)
+
+// startTasks starts one task per prompt and returns their ids.
+func (e *env) startTasks(name string, prompts ...string) []string {
+	e.t.Helper()
+	ids := make([]string, len(prompts))
+	for i, p := range prompts {
+		ids[i] = e.taskID(fmt.Sprintf("%s-%d", name, i))
+		if _, err := e.tc.Start(e.ctx, ids[i], e.params(), task.Prompt{Text: p}, ""); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	return ids
+}
+
+// waitStatus waits until the task shows status and returns its state.
+func (e *env) waitStatus(id string, status task.Status) task.State {
+	e.t.Helper()
+	var st task.State
+	e.waitFor(fmt.Sprintf("task %s to show %s", id, status), func() bool {
+		var err error
+		st, err = e.tc.State(e.ctx, id)
+		return err == nil && st.Status == status
+	})
+	return st
+}
+
+// waitEvents returns the task's wait events.
+func waitEvents(evs []loggedEvent) []events.Wait {
+	var out []events.Wait
+	for _, ev := range evs {
+		if ev.Agent.Type == events.TypeWait && ev.Agent.Wait != nil {
+			out = append(out, *ev.Agent.Wait)
+		}
+	}
+	return out
+}
+
+// A subscription's five-hour limit, reached by one task's turn, pauses every task of the
+// account: the task waits (waiting_for_limit, the reset in its state and its log), the other
+// tasks' turns wait before they call the API, and nothing reaches the API until the reset. Then
+// every turn finishes by itself, spread out, its prompt once in the conversation and its cost
+// counted once.
+func TestUsageLimitPausesTheAccountUntilItsReset(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.startSubscriptionWorker("host-" + e.queue)
+	const n = 5
+	warm := make([]string, n)
+	for i := range warm {
+		warm[i] = fmt.Sprintf("warm up %d", i)
+	}
+	ids := e.startTasks("usage", warm...)
+	for _, id := range ids {
+		e.waitTurns(id, 1)
+	}
+
+	reset := time.Now().Add(12 * time.Second).Truncate(time.Second)
+	e.fake.SetLimit(subscription, fa.UsageLimit(fa.WindowFiveHour, reset))
+	limitedFrom := time.Now()
+	if _, err := e.tc.Prompt(e.ctx, ids[0], task.Prompt{Text: "second prompt 0"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	st := e.waitStatus(ids[0], task.StatusWaitingForLimit)
+	if st.Wait == nil || st.Wait.Reason != task.WaitUsageLimit || !st.Wait.ResetsAt.Equal(reset) || st.Wait.LimitType != "five_hour" ||
+		st.Wait.Turn != 2 || st.Wait.RetryAt.Before(reset) {
+		t.Fatalf("the limited task's wait: %+v; want usage_limit five_hour until %s", st.Wait, reset)
+	}
+	for i := 1; i < n; i++ {
+		if _, err := e.tc.Prompt(e.ctx, ids[i], task.Prompt{Text: fmt.Sprintf("second prompt %d", i)}, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range ids[1:] {
+		if st := e.waitStatus(id, task.StatusWaitingForLimit); !st.Wait.ResetsAt.Equal(reset) {
+			t.Fatalf("task %s waits until %s, want the account's reset %s", id, st.Wait.ResetsAt, reset)
+		}
+	}
+	if time.Now().After(reset) {
+		t.Fatal("the tasks took until the reset to pause; the test proves nothing")
+	}
+	for _, id := range ids {
+		e.waitTurns(id, 2)
+	}
+
+	// The fake's own log: one request refused, none other until the reset.
+	calls := messages(e.fake.Calls().Of(subscription))
+	if before := calls.Started(limitedFrom, reset); len(before) != 1 || before[0].Limit != fa.LimitUsage {
+		t.Fatalf("requests between the limit and its reset: %+v; want the one refused", before)
+	}
+	if got := len(calls.Limited()); got != 1 {
+		t.Errorf("%d requests refused by the limit, want 1", got)
+	}
+	if got := calls.MaxPerReset(); got != 1 {
+		t.Errorf("the announced reset was asked about %d times, want once", got)
+	}
+	after := calls.Started(reset, time.Now().Add(time.Hour)).Class(fa.ClassMain)
+	if len(after) < n {
+		t.Fatalf("%d main requests after the reset, want one per task", len(after))
+	}
+	if spread := after[len(after)-1].Start.Sub(after[0].Start); spread < time.Second {
+		t.Errorf("the tasks resumed within %s of each other, want them spread out", spread)
+	}
+	var cost float64
+	for i, id := range ids {
+		st, err := e.tc.State(e.ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Totals.FailedTurns != 0 || st.LastError != "" || st.Status != task.StatusIdle {
+			t.Errorf("task %s after the limit: %+v", id, st)
+		}
+		cost += st.Totals.CostUSD
+		chain := chainTo(e.transcriptEntries(st.SessionID), st.LastMessageUUID)
+		if got := promptCount(chain, fmt.Sprintf("second prompt %d", i)); got != 1 {
+			t.Errorf("task %s: the second prompt is %d times in the conversation, want once", id, got)
+		}
+	}
+	if billed := e.fake.LedgerTotals().CostUSD; fmt.Sprintf("%.9f", billed) != fmt.Sprintf("%.9f", cost) {
+		t.Errorf("the tasks count %.9f USD, the API billed %.9f", cost, billed)
+	}
+	// The task that met the limit logged its wait, with the reason and the reset, and its end.
+	logged := e.events(ids[0])
+	for _, ev := range logged {
+		if ev.Turn == 2 && ev.Agent.Type != events.TypeMessageChunk {
+			t.Logf("turn %d attempt %d seq %d: %s", ev.Turn, ev.Attempt, ev.Seq, ev.Payload)
+		}
+	}
+	waits := waitEvents(logged)
+	if len(waits) != 2 || waits[0].Phase != events.WaitStarted || waits[0].Reason != string(task.WaitUsageLimit) ||
+		!waits[0].ResetsAt.Equal(reset) || waits[1].Phase != events.WaitEnded {
+		t.Errorf("wait events of the limited task: %+v", waits)
+	}
+}
+
+// A weekly limit days away: every task of the account waits for it, no task is failed, and
+// across all of them the account asks the API about that reset once. When an operator knows it
+// is over (drover account resume) they all finish.
+func TestWeeklyLimitWaitsWithoutAsking(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.startSubscriptionWorker("host-" + e.queue)
+	reset := time.Now().Add(3 * 24 * time.Hour).Truncate(time.Second)
+	e.fake.SetLimit(subscription, fa.UsageLimit(fa.WindowSevenDay, reset).HeldPastReset())
+	first := e.startTasks("weekly-first", "first of the week")
+	st := e.waitStatus(first[0], task.StatusWaitingForLimit)
+	if st.Wait.LimitType != "seven_day" || !st.Wait.ResetsAt.Equal(reset) {
+		t.Fatalf("wait: %+v", st.Wait)
+	}
+	others := e.startTasks("weekly", "second of the week", "third of the week")
+	for _, id := range others {
+		e.waitStatus(id, task.StatusWaitingForLimit)
+	}
+	time.Sleep(3 * time.Second) // long enough for a retry the workflows must not make
+	calls := messages(e.fake.Calls().Of(subscription))
+	if len(calls) != 1 || calls.MaxPerReset() != 1 {
+		t.Fatalf("requests while the weekly limit holds: %d (at most %d per reset); want the one refused", len(calls), calls.MaxPerReset())
+	}
+	ids := append(first, others...)
+	for _, id := range ids {
+		st, err := e.tc.State(e.ctx, id)
+		if err != nil || st.Status != task.StatusWaitingForLimit || st.Totals.FailedTurns != 0 {
+			t.Fatalf("task %s while the limit holds: %+v, %v", id, st, err)
+		}
+	}
+	accts, err := store.ListAccounts(e.ctx, e.db())
+	if err != nil || len(accts) != 1 || accts[0].Reason != store.AccountUsageLimit || accts[0].Waiting != 3 {
+		t.Fatalf("accounts: %+v, %v", accts, err)
+	}
+	e.fake.LiftLimit(subscription)
+	e.mustDrover("account", "resume", accts[0].AccountID, "--spread", "200ms")
+	for _, id := range ids {
+		if st := e.waitTurns(id, 1); st.Totals.FailedTurns != 0 {
+			t.Errorf("task %s: %+v", id, st)
+		}
+	}
+	if got := messages(e.fake.Calls().Of(subscription)).MaxPerReset(); got != 1 {
+		t.Errorf("the weekly reset was asked about %d times", got)
+	}
+}
+
+// A spend cap: the task waits for an operator (waiting_for_spend_cap) without asking the API
+// again, and finishes once `drover account resume` says the cap was raised.
+func TestSpendCapWaitsForTheOperator(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.startSubscriptionWorker("host-" + e.queue)
+	e.fake.SetLimit(subscription, fa.SpendCapLimit(""))
+	ids := e.startTasks("spend-cap", "spend some")
+	st := e.waitStatus(ids[0], task.StatusWaitingForSpendCap)
+	if st.Wait == nil || st.Wait.Reason != task.WaitSpendCap || !st.Wait.RetryAt.IsZero() {
+		t.Fatalf("wait: %+v", st.Wait)
+	}
+	time.Sleep(2 * time.Second)
+	if calls := messages(e.fake.Calls().Of(subscription)); len(calls) != 1 {
+		t.Fatalf("%d requests while the spend cap holds, want the one refused", len(calls))
+	}
+	out := e.mustDrover("account", "list")
+	if !strings.Contains(out, "spend_cap") {
+		t.Fatalf("account list does not show the cap:\n%s", out)
+	}
+	accts, err := store.ListAccounts(e.ctx, e.db())
+	if err != nil || len(accts) != 1 {
+		t.Fatalf("accounts: %+v, %v", accts, err)
+	}
+	e.fake.LiftLimit(subscription)
+	e.mustDrover("account", "resume", accts[0].AccountID)
+	if st := e.waitTurns(ids[0], 1); st.Totals.FailedTurns != 0 || st.Status != task.StatusIdle {
+		t.Fatalf("after resume: %+v", st)
+	}
+}
+
+// Six tasks on an account of two turns at once, over two hosts: the API never has more than two
+// of the account's requests in flight, and the others queue (queued_for_account, with their
+// place). A host killed while it holds a slot does not keep it: once its lease has run out, the
+// account runs two turns at once again, although the task that held the slot never comes back.
+func TestAccountConcurrencyCapAcrossHosts(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.setResponder(func(r *fa.Request) (fa.Response, bool) {
+		return fa.Reply(fa.Text("done")).WithDelay(1500 * time.Millisecond), true
+	})
+	hostA := "host-a-" + e.queue
+	a := e.startSubscriptionWorker(hostA, "--account-max-concurrent-turns", "2")
+	prompts := make([]string, 6)
+	for i := range prompts {
+		prompts[i] = fmt.Sprintf("job %d", i)
+	}
+	var (
+		mu     sync.Mutex
+		queued []task.Wait
+	)
+	stop := make(chan struct{})
+	var watch sync.WaitGroup
+	ids := e.startTasks("cap", prompts...)
+	watch.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			for _, id := range ids {
+				if st, err := e.tc.State(e.ctx, id); err == nil && st.Status == task.StatusQueuedForAccount && st.Wait != nil {
+					mu.Lock()
+					queued = append(queued, *st.Wait)
+					mu.Unlock()
+				}
+			}
+		}
+	})
+	var held []string
+	e.waitFor("host a to hold a slot", func() bool {
+		rows, err := e.db().Query(e.ctx, `SELECT task_id FROM account_slots WHERE host_id = $1`, hostA)
+		if err != nil {
+			return false
+		}
+		held, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err == nil && len(held) > 0
+	})
+	// Host a took every task; b takes them over when a dies.
+	e.startSubscriptionWorker("host-b-"+e.queue, "--account-max-concurrent-turns", "2")
+	a.kill()
+	// The tasks whose slots the dead host held never come back for them.
+	for _, id := range held {
+		if err := e.tc.Cancel(e.ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rest []string
+	for _, id := range ids {
+		if !slices.Contains(held, id) {
+			rest = append(rest, id)
+			if st := e.waitTurns(id, 1); st.Totals.FailedTurns != 0 {
+				t.Errorf("task %s: %+v", id, st)
+			}
+		}
+	}
+	close(stop)
+	watch.Wait()
+	accts, err := store.ListAccounts(e.ctx, e.db())
+	if err != nil || len(accts) != 1 {
+		t.Fatalf("accounts: %+v, %v", accts, err)
+	}
+	e.waitFor("the dead host's leases to run out", func() bool {
+		ac, err := store.GetAccount(e.ctx, e.db(), accts[0].AccountID)
+		return err == nil && ac.Running == 0
+	})
+	again := time.Now()
+	for _, id := range rest {
+		if _, err := e.tc.Prompt(e.ctx, id, task.Prompt{Text: "once more"}, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range rest {
+		if st := e.waitTurns(id, 2); st.Totals.FailedTurns != 0 {
+			t.Errorf("task %s: %+v", id, st)
+		}
+	}
+
+	main := e.fake.Calls().Of(subscription).Class(fa.ClassMain)
+	if got := main.MaxInFlight(); got > 2 {
+		t.Errorf("%d of the account's requests in flight at once, over its 2", got)
+	}
+	if got := main.Started(again, time.Now().Add(time.Hour)).MaxInFlight(); got != 2 {
+		t.Errorf("after the dead host's leases ran out, %d requests in flight at most; want the account's 2", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(queued) == 0 || queued[0].Reason != task.WaitConcurrency || queued[0].Position < 1 {
+		t.Errorf("no task was seen queued for its account with a position: %+v", queued)
+	}
+}
