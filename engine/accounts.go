@@ -141,6 +141,16 @@ func (a *attempt) gate(ctx context.Context) *Error {
 	return nil
 }
 
+// waitedFor says, when the task's turn waits for its account, that the previous attempt ended
+// for that wait; "" otherwise.
+func (a *attempt) waitedFor(ctx context.Context) string {
+	w, ok, err := store.GetWait(ctx, a.e.cfg.DB, a.req.TaskID)
+	if err != nil || !ok || w.Turn != a.req.Turn {
+		return ""
+	}
+	return fmt.Sprintf("the previous attempt waited for the account (%s)", w.Reason)
+}
+
 // renewSlot renews the attempt's slot until the returned function is called.
 func (a *attempt) renewSlot(ctx context.Context) (stop func()) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))

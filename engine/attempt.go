@@ -181,6 +181,9 @@ func (a *attempt) run(ctx context.Context) (o outcome) {
 	}
 	if req.Attempt > 1 {
 		reason := req.PreviousFailure
+		if w := a.waitedFor(ctx); w != "" {
+			reason = w
+		}
 		if reason == "" {
 			reason = "the previous attempt failed"
 		}

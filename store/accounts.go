@@ -246,6 +246,22 @@ func EndWait(ctx context.Context, db DB, taskID string) (w AccountWait, ok bool,
 	return ws[0], true, nil
 }
 
+// GetWait returns taskID's wait for its account; ok is false when it does not wait.
+func GetWait(ctx context.Context, db DB, taskID string) (w AccountWait, ok bool, err error) {
+	rows, err := db.Query(ctx, `SELECT `+waitColumns+` FROM account_waits WHERE task_id = $1`, taskID)
+	if err != nil {
+		return AccountWait{}, false, fmt.Errorf("reading the wait of task %s: %w", taskID, err)
+	}
+	ws, err := pgx.CollectRows(rows, scanWait)
+	if err != nil {
+		return AccountWait{}, false, fmt.Errorf("reading the wait of task %s: %w", taskID, err)
+	}
+	if len(ws) == 0 {
+		return AccountWait{}, false, nil
+	}
+	return ws[0], true, nil
+}
+
 const waitColumns = `task_id, account_id, turn, reason, coalesce(limit_type, ''), since,
 	coalesce(resets_at, 'epoch'), coalesce(retry_at, 'epoch')`
 
