@@ -151,6 +151,16 @@ func (a *attempt) waitedFor(ctx context.Context) string {
 	return fmt.Sprintf("the previous attempt waited for the account (%s)", w.Reason)
 }
 
+// forgetAccountWait forgets the wait of a task that stopped (it ended, or was cancelled while it
+// waited) and its place in its account's queue.
+func (e *Engine) forgetAccountWait(ctx context.Context, taskID string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.StopTimeout)
+	defer cancel()
+	if err := store.ForgetTaskWait(ctx, e.cfg.DB, taskID); err != nil {
+		e.cfg.Logger.Warn("forgetting the stopped task's wait for its account", "task_id", taskID, "error", err)
+	}
+}
+
 // renewSlot renews the attempt's slot until the returned function is called.
 func (a *attempt) renewSlot(ctx context.Context) (stop func()) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))

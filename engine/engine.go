@@ -186,6 +186,7 @@ func (e *Engine) StopTask(ctx context.Context, taskID string) {
 	if ex := e.pool.remove(taskID); ex != nil {
 		e.retire(ctx, ex, "task stopped")
 	}
+	e.forgetAccountWait(ctx, taskID)
 	// Nothing asks any more: what still waits for a person is closed.
 	if _, err := store.CancelPermissions(context.WithoutCancel(ctx), e.cfg.DB, taskID, "", "the task stopped"); err != nil {
 		e.cfg.Logger.Warn("closing the stopped task's permission requests", "task_id", taskID, "error", err)

@@ -449,6 +449,17 @@ func LeaveQueue(ctx context.Context, db DB, account, taskID string) error {
 	return nil
 }
 
+// ForgetTaskWait forgets everything taskID waits for on any account: its wait and its places in
+// the accounts' queues (the task ended).
+func ForgetTaskWait(ctx context.Context, db DB, taskID string) error {
+	if _, err := db.Exec(ctx, `
+		WITH q AS (DELETE FROM account_queue WHERE task_id = $1)
+		DELETE FROM account_waits WHERE task_id = $1`, taskID); err != nil {
+		return fmt.Errorf("forgetting the waits of task %s: %w", taskID, err)
+	}
+	return nil
+}
+
 // inTx runs fn in a transaction of db (a savepoint when db is a transaction).
 func inTx(ctx context.Context, db TxDB, fn func(pgx.Tx) error) error {
 	tx, err := db.Begin(ctx)
