@@ -144,6 +144,9 @@ func TestUsageLimitPausesTheAccountUntilItsReset(t *testing.T) {
 	if len(after) < n {
 		t.Fatalf("%d main requests after the reset, want one per task", len(after))
 	}
+	if !after[0].End.After(after[0].Start) || after[1].Start.Before(after[0].End) {
+		t.Errorf("after the reset, the first request (%s–%s) did not go alone: the next began %s", after[0].Start, after[0].End, after[1].Start)
+	}
 	if spread := after[len(after)-1].Start.Sub(after[0].Start); spread < time.Second {
 		t.Errorf("the tasks resumed within %s of each other, want them spread out", spread)
 	}

@@ -77,6 +77,8 @@ func (s *taskState) waitForAccount(ctx workflow.Context, turn int, w task.Wait) 
 			}
 		}
 	}
+	s.wait = nil
+	s.publish(ctx) // running again
 	return nil
 }
 
