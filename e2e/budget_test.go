@@ -169,14 +169,16 @@ func TestBudgetCutsTheTurnThatCrossesIt(t *testing.T) {
 
 // An attempt that fails after the API billed an answer is retried; what it was billed counts in
 // the task's total, which equals the fake API's ledger: whether the CLI reported it (an API
-// error ends the attempt) or was killed before it could (the host prices what the stream said).
+// error ends the attempt), was killed before it could (the host prices what the stream said),
+// or died with its worker (what the attempt had recorded in Postgres stays).
 func TestBudgetCountsFailedAttempts(t *testing.T) {
 	t.Parallel()
-	for _, how := range []string{"api-error", "killed"} {
+	for _, how := range []string{"api-error", "killed", "worker-killed"} {
 		t.Run(how, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
-			e.startWorker("host-" + e.queue)
+			host := "host-" + e.queue
+			w := e.startWorker(host)
 			var failed atomic.Bool
 			followed := make(chan struct{})
 			var once atomic.Bool
@@ -206,7 +208,7 @@ func TestBudgetCountsFailedAttempts(t *testing.T) {
 			if _, err := e.tc.Start(e.ctx, id, e.params(), task.Prompt{Text: "work"}, ""); err != nil {
 				t.Fatal(err)
 			}
-			if how == "killed" {
+			if how != "api-error" {
 				select {
 				case <-followed:
 				case <-e.ctx.Done():
@@ -217,7 +219,11 @@ func TestBudgetCountsFailedAttempts(t *testing.T) {
 					t.Fatal("no claude process recorded")
 				}
 				failed.Store(true)
-				if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				if how == "worker-killed" {
+					w.kill()
+					e.waitFor("the claude process to die with its worker", func() bool { return !alive(pid) })
+					e.startWorker(host)
+				} else if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 					t.Fatal(err)
 				}
 			}
