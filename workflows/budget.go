@@ -54,6 +54,8 @@ func (s *taskState) validateBudget(ctx workflow.Context, c task.BudgetChange) er
 // and a turn cut for the budget is continued by a prompt of its own, first in the queue. A
 // running turn keeps the budget it started with.
 func (s *taskState) updateBudget(ctx workflow.Context, c task.BudgetChange) (task.Budget, error) {
+	// The status may change without a turn: an idle task that had spent its budget is idle again.
+	defer s.publish(ctx)
 	s.p.Budget = c.Apply(s.p.Budget)
 	b := s.budget()
 	log := workflow.GetLogger(ctx)

@@ -2,10 +2,12 @@ package workflows
 
 import (
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
@@ -201,4 +203,34 @@ func TestBudgetSpentCarriesOverContinueAsNew(t *testing.T) {
 	require.NotNil(t, next.Carry.BudgetExhausted)
 	assert.Equal(t, task.BoundTurns, next.Carry.BudgetExhausted.Bound)
 	assert.Equal(t, task.Budget{MaxTurns: 1}, next.Budget)
+}
+
+// A raise that lets an idle task go on publishes its status at once, without waiting for a turn.
+func TestBudgetRaisePublishesTheStatus(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, defaultLimits)
+	standard(env)
+	var mu sync.Mutex
+	var statuses []string
+	env.OnUpsertTypedSearchAttributes(mock.Anything).Run(func(args mock.Arguments) {
+		if v, ok := args.Get(0).(temporal.SearchAttributes).GetKeyword(statusKey); ok {
+			mu.Lock()
+			statuses = append(statuses, v)
+			mu.Unlock()
+		}
+	}).Return(nil)
+	var idle []string
+	env.RegisterDelayedCallback(func() { sendPrompt(env, "p1", "one") }, 0)
+	env.RegisterDelayedCallback(func() {
+		sendUpdate(env, task.UpdateBudget, "b1", task.BudgetChange{MaxTurns: ptr(2)})
+	}, time.Minute)
+	env.RegisterDelayedCallback(func() {
+		mu.Lock()
+		idle = dedup(statuses)
+		mu.Unlock()
+		sendUpdate(env, task.UpdateClose, "close")
+	}, time.Hour)
+	env.ExecuteWorkflow(task.WorkflowName, budgetParams(task.Budget{MaxTurns: 1}))
+	result(t, env)
+	assert.Equal(t, []string{"running", "budget_exhausted", "idle"}, idle)
 }
