@@ -69,14 +69,14 @@ func TestApprovalCommands(t *testing.T) {
 	if out, err := e.droverCLI("task", "deny", id); err == nil || !strings.Contains(out, "--reason is required") {
 		t.Errorf("a denial without a reason: %v\n%s", err, out)
 	}
-	if out, err := e.droverCLI("task", "approve", id, "no-such-request"); err == nil || !strings.Contains(out, "not pending") {
+	if out, err := e.droverCLI("task", "approve", id, "no-such-request"); err == nil || !strings.Contains(out, `has no permission request "no-such-request"; run drover task pending `+id) {
 		t.Errorf("approving a request that does not wait: %v\n%s", err, out)
 	}
 	if row := e.row(id, r.RequestID); row.Status != store.RequestPending {
 		t.Fatalf("refused commands changed the request: %s", row.Status)
 	}
 	mark := len(e.fake.MainRequests())
-	out = e.mustDrover("task", "deny", id, r.RequestID, "--reason", why, "--by", "erin")
+	out = e.mustDrover("task", "deny", id, r.RequestID, "--reason", why, "--by", "erin", "--wait", "1m")
 	if !strings.Contains(out, "request "+r.RequestID+" denied by erin") {
 		t.Errorf("drover task deny said %q", out)
 	}
@@ -90,7 +90,7 @@ func TestApprovalCommands(t *testing.T) {
 		Delivered bool                `json:"delivered"`
 		Decision  task.DecisionRecord `json:"decision"`
 	}
-	out = e.mustDrover("task", "approve", id, "--output", "json", "--by", "frank")
+	out = e.mustDrover("task", "approve", id, "--output", "json", "--by", "frank", "--wait", "1m")
 	if err := json.Unmarshal([]byte(out), &decided); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}

@@ -90,7 +90,7 @@ func TestPlanModeEndToEnd(t *testing.T) {
 		t.Errorf("after the denial the task runs in %q, want plan", st.PermissionMode)
 	}
 	mark = len(e.fake.MainRequests())
-	if out := e.mustDrover("task", "approve", id); !strings.Contains(out, "continues in autonomous mode") {
+	if out := e.mustDrover("task", "approve", id, "--wait", "1m"); !strings.Contains(out, "continues in autonomous mode") {
 		t.Errorf("drover task approve said %q", out)
 	}
 	st := e.waitTurns(id, 1)
@@ -133,7 +133,7 @@ func TestPlanModeEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitAsked(sup, "plan: Add the report")
-	if out := e.mustDrover("task", "approve", sup); !strings.Contains(out, "continues in supervised mode") {
+	if out := e.mustDrover("task", "approve", sup, "--wait", "1m"); !strings.Contains(out, "continues in supervised mode") {
 		t.Errorf("drover task approve said %q", out)
 	}
 	tool := e.waitAsked(sup, "echo one")
@@ -232,7 +232,7 @@ func TestAllowAlways(t *testing.T) {
 	if out, err := e.droverCLI("task", "approve", id, r.RequestID, "--always", "9"); err == nil || !strings.Contains(out, "offers no suggestion") {
 		t.Errorf("a suggestion the request does not offer: %v\n%s", err, out)
 	}
-	out := e.mustDrover("task", "approve", id, r.RequestID, "--always", "1")
+	out := e.mustDrover("task", "approve", id, r.RequestID, "--always", "1", "--wait", "1m")
 	if !strings.Contains(out, "granted for the rest of the task: "+r.Suggestions[0].Label) {
 		t.Errorf("drover task approve --always said %q", out)
 	}

@@ -85,7 +85,7 @@ func TestApprovalSurvivesWorkerKill(t *testing.T) {
 	decided := time.Now()
 	out := e.mustDrover("task", "approve", id, first.RequestID, "--by", "carol", "--reason", "fine")
 	t.Logf("drover task approve with no worker (%s): %s", time.Since(decided).Round(time.Millisecond), strings.TrimSpace(out))
-	if !strings.Contains(out, "recorded") || !strings.Contains(out, "when a worker runs") {
+	if !strings.Contains(out, "recorded") || !strings.Contains(out, "when the task's worker runs") {
 		t.Errorf("drover task approve with no worker said %q", out)
 	}
 	e.startWorker(host)
@@ -215,7 +215,7 @@ func TestApprovalSurvivesTemporalRestart(t *testing.T) {
 	if aw[0].RequestID != r.RequestID {
 		t.Fatalf("after the restart the task waits for %+v, want %s", aw[0], r.RequestID)
 	}
-	out := e.mustDrover("task", "approve", id, "--by", "dora")
+	out := e.mustDrover("task", "approve", id, "--by", "dora", "--wait", "1m")
 	if !strings.Contains(out, r.RequestID+" allowed by dora") {
 		t.Errorf("drover task approve said %q", out)
 	}

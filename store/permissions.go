@@ -345,3 +345,16 @@ func RecordDecision(ctx context.Context, db DB, taskID, requestID string, decisi
 	}
 	return cur, fmt.Errorf("recording a decision on request %s of task %s (%s): %w", requestID, taskID, cur.Status, ErrAlreadyDecided)
 }
+
+// WithdrawDecision removes the decision recorded at the time at on a request still pending: the
+// task could not be told of it. A request decided since, or with another decision, is left
+// alone.
+func WithdrawDecision(ctx context.Context, db DB, taskID, requestID string, at time.Time) error {
+	_, err := db.Exec(ctx, `UPDATE permission_requests SET requested_decision = NULL, requested_by = '',
+			requested_at = NULL, updated_at = now()
+		WHERE task_id = $1 AND request_id = $2 AND status = 'pending' AND requested_at = $3`, taskID, requestID, at)
+	if err != nil {
+		return fmt.Errorf("withdrawing the decision on request %s of task %s: %w", requestID, taskID, err)
+	}
+	return nil
+}

@@ -285,16 +285,25 @@ func pendingOf(r store.PermissionRequest) PendingRequest {
 		Tool: r.ToolName, Summary: r.Summary, Input: r.Input, Reasked: r.Reasked, Since: r.CreatedAt,
 		Deadline: r.Deadline}
 	p.Suggestions = SuggestionsOf(r.Suggestions)
-	if p.Kind == task.KindQuestion {
-		for _, q := range claudecode.QuestionsOf(r.Input) {
-			tq := task.Question{Question: q.Question, Header: q.Header, MultiSelect: q.MultiSelect}
-			for _, o := range q.Options {
-				tq.Options = append(tq.Options, o.Label)
-			}
-			p.Questions = append(p.Questions, tq)
-		}
-	}
+	p.Questions = QuestionsOf(r)
 	return p
+}
+
+// QuestionsOf reads the questions of a question request, with their options' labels; nil for
+// another kind.
+func QuestionsOf(r store.PermissionRequest) []task.Question {
+	if task.RequestKind(r.Kind) != task.KindQuestion {
+		return nil
+	}
+	var out []task.Question
+	for _, q := range claudecode.QuestionsOf(r.Input) {
+		tq := task.Question{Question: q.Question, Header: q.Header, MultiSelect: q.MultiSelect}
+		for _, o := range q.Options {
+			tq.Options = append(tq.Options, o.Label)
+		}
+		out = append(out, tq)
+	}
+	return out
 }
 
 // SuggestionsOf reads a request's stored suggestions (a JSON array, in the order the CLI gave

@@ -227,6 +227,7 @@ func (s *taskState) decideLater(ctx workflow.Context, d task.Decision) {
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		defer func() { s.delivering-- }()
 		log := workflow.GetLogger(ctx)
+		s.awaitAsked(ctx, d.RequestID)
 		if err := s.validateDecision(ctx, d); err != nil || s.final != "" {
 			log.Info("a decision sent while no worker ran is not applied", "request_id", d.RequestID, "by", d.By, "error", err)
 			return
@@ -236,6 +237,34 @@ func (s *taskState) decideLater(ctx workflow.Context, d task.Decision) {
 		}
 	})
 }
+
+// awaitAsked waits, on runs from decideUnaskedVersion on, for a request that a decision names
+// but this task has not heard of yet to be asked: a person reads requests from Postgres, where
+// the engine records one before it tells the task, and a worker lost in between tells it only
+// when its turn's retry asks again. It waits at most the approval timeout: by then the request
+// would have expired.
+func (s *taskState) awaitAsked(ctx workflow.Context, requestID string) {
+	if _, decided := s.decision(requestID); decided || s.awaitingIndex(requestID) >= 0 || s.final != "" {
+		return
+	}
+	if workflow.GetVersion(ctx, decideUnaskedVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return
+	}
+	timeout := s.p.ApprovalTimeout
+	if timeout <= 0 {
+		timeout = task.DefaultApprovalTimeout
+	}
+	_, _ = workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
+		Timeout: timeout, TimerOptions: workflow.TimerOptions{Summary: "decision on a request not asked yet"},
+	}, func() bool {
+		_, decided := s.decision(requestID)
+		return decided || s.awaitingIndex(requestID) >= 0 || s.final != ""
+	})
+}
+
+// decideUnaskedVersion marks the runs whose decisions sent while no worker ran wait for a
+// request the task has not heard of yet (awaitAsked).
+const decideUnaskedVersion = "decide-unasked"
 
 func (s *taskState) grant(g task.Grant) {
 	if slices.ContainsFunc(s.grants, func(h task.Grant) bool {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/drover-run/drover/task"
 )
@@ -162,5 +163,59 @@ func TestGrantCarriedAcrossContinueAsNew(t *testing.T) {
 	calls := rec2.runCalls()
 	if assert.Len(t, calls, 1) {
 		assert.Equal(t, want, calls[0].In.Grants, "the next run's turn gets the grant")
+	}
+}
+
+// A decision that arrives before the task hears of its request (a person reads requests from
+// Postgres; the worker that recorded one may be lost before it told the task) is applied once
+// the request is asked; on a run from before, it is dropped as it was.
+func TestDecisionBeforeItsRequest(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name    string
+		version workflow.Version
+		applied bool
+	}{{"waits for the ask", 1, true}, {"replayed from before", workflow.DefaultVersion, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			env := newEnv(t, defaultLimits)
+			if c.version == workflow.DefaultVersion {
+				env.OnGetVersion(decideUnaskedVersion, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+			}
+			rec := &recorder{}
+			rec.mockHosts(env, hostA)
+			rec.mockControl(env)
+			rec.mockRunTurn(env, completeTurn).After(time.Hour)
+			rec.mockDeliver(env, 0)
+			var waiting task.State
+			env.RegisterDelayedCallback(func() { sendPrompt(env, "p1", "deploy") }, 0)
+			env.RegisterDelayedCallback(func() {
+				env.SignalWorkflow(task.SignalDecide, task.Decision{RequestID: "r1", Allow: true, By: "carol"})
+			}, time.Minute)
+			env.RegisterDelayedCallback(func() {
+				ask(env, toolAsk("r1", 1, env.Now()))
+			}, 10*time.Minute)
+			env.RegisterDelayedCallback(func() {
+				waiting = query(t, env)
+				sendUpdate(env, task.UpdateClose, "close")
+			}, 11*time.Minute)
+			env.ExecuteWorkflow(task.WorkflowName, params())
+			result(t, env)
+
+			delivered := rec.delivered()
+			if c.applied {
+				assert.Empty(t, waiting.Awaiting, "the request was decided as soon as it was asked")
+				if assert.Len(t, delivered, 1) {
+					assert.Equal(t, "r1", delivered[0].RequestID)
+					assert.Equal(t, task.OutcomeAllowed, delivered[0].Outcome)
+					assert.Equal(t, "carol", delivered[0].By)
+				}
+				return
+			}
+			assert.Len(t, waiting.Awaiting, 1, "the decision was dropped, the request waits")
+			for _, d := range delivered {
+				assert.NotEqual(t, task.OutcomeAllowed, d.Outcome, "nothing was allowed")
+			}
+		})
 	}
 }

@@ -13,10 +13,6 @@ import (
 	"github.com/drover-run/drover/taskview"
 )
 
-// deliverWait is how long approve and deny wait for the decision to reach the waiting agent
-// before they report it recorded but not delivered yet (no worker runs).
-const deliverWait = 10 * time.Second
-
 // newTaskDecideCommand makes approve or deny.
 func newTaskDecideCommand(a *app, allow bool) *cobra.Command {
 	verb, short := "deny", "Deny a pending permission request; the agent reads the reason"
@@ -29,7 +25,11 @@ func newTaskDecideCommand(a *app, allow bool) *cobra.Command {
 		Long: short + `.
 
 REQUEST is the request's id, as drover task pending and drover task watch show it; it
-may be left out when the task has exactly one request waiting.`,
+may be left out when the task has exactly one request waiting.
+
+The decision is recorded in Postgres and sent to the task; no worker needs to run. The
+command returns once it is recorded, and the task applies it when its worker runs. With
+--wait it waits that long for the task to apply it, and prints what was applied.`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) < 1 || len(args) > 2 {
 				return usageErrorf(c, "want TASK and, optionally, REQUEST; got %d argument(s)", len(args))
@@ -38,9 +38,11 @@ may be left out when the task has exactly one request waiting.`,
 		},
 	}
 	var reason, always, by string
+	var wait time.Duration
 	var answers []string
 	c.Flags().StringVar(&reason, "reason", "", "why (a denial's reason is what the agent reads; required to deny)")
 	c.Flags().StringVar(&by, "by", "", "who decides (default: your user name)")
+	c.Flags().DurationVar(&wait, "wait", 0, "wait up to this long for the task to apply the decision (0: return once it is recorded)")
 	if allow {
 		c.Flags().StringVar(&always, "always", "", "also grant, for the rest of the task, the request's suggestion with this key (see drover task pending)")
 		c.Flags().StringArrayVar(&answers, "answer", nil, `for a question: "QUESTION=OPTION" (repeat for each question, or for each option of a multi-select one)`)
@@ -48,6 +50,9 @@ may be left out when the task has exactly one request waiting.`,
 	out := addOutputFlags(c, false)
 	c.RunE = func(c *cobra.Command, args []string) error {
 		id, ctx := args[0], c.Context()
+		if wait < 0 {
+			return usageErrorf(c, "--wait: %s is negative", wait)
+		}
 		if !allow && strings.TrimSpace(reason) == "" {
 			return usageErrorf(c, "--reason is required to deny: it is what the agent reads")
 		}
@@ -61,39 +66,45 @@ may be left out when the task has exactly one request waiting.`,
 		reqID := ""
 		if len(args) == 2 {
 			reqID = args[1]
-		} else if err := a.withView(ctx, func(v *taskview.View) error {
-			r, err := v.OnlyPending(ctx, id)
-			reqID = r.RequestID
-			return err
-		}); err != nil {
-			return err
 		}
 		return a.withClient(ctx, func(tc *taskclient.Client) error {
-			d := task.Decision{RequestID: reqID, Allow: allow, Reason: reason, By: by, Always: always, Answers: parsed}
-			rec, delivered, err := tc.Decide(ctx, id, d, deliverWait)
-			if err != nil {
-				return err
-			}
-			if out.isJSON() {
-				return writeJSON(a.stdout, struct {
-					TaskID    string               `json:"task_id"`
-					RequestID string               `json:"request_id"`
-					Delivered bool                 `json:"delivered"`
-					Decision  *task.DecisionRecord `json:"decision,omitempty"`
-				}{id, reqID, delivered, recordOrNil(rec, delivered)})
-			}
-			if !delivered {
-				fmt.Fprintf(a.stdout, "task %s: %s of request %s recorded; it reaches the agent when a worker runs\n", id, verb, reqID)
+			return a.withView(ctx, func(v *taskview.View) error {
+				dc := &taskclient.Decider{Temporal: tc.Temporal, View: v}
+				d := task.Decision{RequestID: reqID, Allow: allow, Reason: reason, By: by, Always: always, Answers: parsed}
+				if d.RequestID == "" {
+					// Named here, so that what is printed names it too.
+					r, err := v.OnlyPending(ctx, id)
+					if err != nil {
+						return err
+					}
+					d.RequestID = r.RequestID
+				}
+				rec, applied, err := dc.Decide(ctx, id, d, wait)
+				if err != nil {
+					return err
+				}
+				if out.isJSON() {
+					return writeJSON(a.stdout, struct {
+						TaskID    string               `json:"task_id"`
+						RequestID string               `json:"request_id"`
+						Recorded  bool                 `json:"recorded"`
+						Delivered bool                 `json:"delivered"`
+						Decision  *task.DecisionRecord `json:"decision,omitempty"`
+					}{id, d.RequestID, true, applied, recordOrNil(rec, applied)})
+				}
+				if !applied {
+					fmt.Fprintf(a.stdout, "task %s: %s of request %s recorded; it applies when the task's worker runs\n", id, verb, d.RequestID)
+					return nil
+				}
+				fmt.Fprintf(a.stdout, "task %s: request %s %s by %s\n", id, d.RequestID, rec.Outcome, rec.By)
+				if rec.Grant != nil {
+					fmt.Fprintf(a.stdout, "granted for the rest of the task: %s\n", rec.Grant.Label)
+				}
+				if rec.NextMode != "" {
+					fmt.Fprintf(a.stdout, "the task continues in %s mode\n", rec.NextMode)
+				}
 				return nil
-			}
-			fmt.Fprintf(a.stdout, "task %s: request %s %s by %s\n", id, reqID, rec.Outcome, rec.By)
-			if rec.Grant != nil {
-				fmt.Fprintf(a.stdout, "granted for the rest of the task: %s\n", rec.Grant.Label)
-			}
-			if rec.NextMode != "" {
-				fmt.Fprintf(a.stdout, "the task continues in %s mode\n", rec.NextMode)
-			}
-			return nil
+			})
 		})
 	}
 	return c
