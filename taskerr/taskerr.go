@@ -26,10 +26,11 @@ import (
 const (
 	// CodeNotFound: no such task, or no such request in the task.
 	CodeNotFound = "not_found"
-	// CodeNotPending: the request waits for no decision (it expired, was withdrawn, or was
-	// decided in the task's workflow).
+	// CodeNotPending: the request waits for no decision: it was decided, expired, or was
+	// withdrawn.
 	CodeNotPending = "not_pending"
-	// CodeAlreadyDecided: a decision on the request is recorded already.
+	// CodeAlreadyDecided: a decision on the request is recorded already and waits for the task's
+	// worker to apply it.
 	CodeAlreadyDecided = "already_decided"
 	// CodeNoPendingRequest: a decision named no request, and none waits in the task.
 	CodeNoPendingRequest = "no_pending_request"
@@ -100,7 +101,7 @@ func describe(err error) (code string, status int, msg string) {
 	)
 	switch {
 	case errors.As(err, &notPending):
-		if notPending.Recorded || notPending.Status == string(store.RequestAllowed) || notPending.Status == string(store.RequestDenied) {
+		if notPending.Recorded {
 			return CodeAlreadyDecided, http.StatusConflict, notPending.Error()
 		}
 		return CodeNotPending, http.StatusConflict, notPending.Error()
@@ -122,6 +123,8 @@ func describe(err error) (code string, status int, msg string) {
 		return CodeInvalidInput, http.StatusBadRequest, err.Error()
 	case errors.As(err, &appErr):
 		return describeType(appErr.Type(), appErr.Message())
+	case errors.Is(err, store.ErrNotFound):
+		return CodeNotFound, http.StatusNotFound, err.Error() + "; run drover task list to see the tasks"
 	case errors.As(err, &tNotFound):
 		return CodeNotFound, http.StatusNotFound, "the task was not found in Temporal (it never ran, or its history was deleted); run drover task list to see the tasks"
 	case errors.As(err, &tTimeout), errors.As(err, &tDeadline), errors.Is(err, context.DeadlineExceeded):

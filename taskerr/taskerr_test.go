@@ -35,6 +35,8 @@ func TestDescribe(t *testing.T) {
 			[]string{`request "x" is not waiting for a decision in task T`, "by carol", "run drover task pending T"}, nil},
 		{&taskclient.NotPendingError{TaskID: "T", RequestID: "x", Status: "expired"}, taskerr.CodeNotPending, http.StatusConflict,
 			[]string{"expired", "drover task pending T"}, nil},
+		{&taskclient.NotPendingError{TaskID: "T", RequestID: "x", Status: "allowed", By: "carol"}, taskerr.CodeNotPending, http.StatusConflict,
+			[]string{"it was allowed by carol", "drover task pending T"}, nil},
 		{&taskclient.InvalidDecisionError{TaskID: "T", RequestID: "x", Reason: "a denial needs a reason"}, taskerr.CodeInvalidInput,
 			http.StatusBadRequest, []string{"a denial needs a reason"}, nil},
 		{wrap(&taskview.NotFoundError{TaskID: "T"}), taskerr.CodeNotFound, http.StatusNotFound, []string{"drover task list"}, nil},

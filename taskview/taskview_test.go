@@ -166,9 +166,19 @@ func TestOnlyPending(t *testing.T) {
 	if err != nil || r.RequestID != second.RequestID {
 		t.Fatalf("one waiting: %+v, %v; want %s", r, err, second.RequestID)
 	}
-	if _, err := store.RecordDecision(ctx, db, "t1", second.RequestID, json.RawMessage(`{"allow":true}`), "carol"); err != nil {
-		t.Fatal(err)
+	rec, err := store.RecordDecision(ctx, db, "t1", second.RequestID, json.RawMessage(`{"allow":true}`), "carol")
+	must(t, err)
+	// A decision the task could not be told of is withdrawn, and only that one.
+	must(t, store.WithdrawDecision(ctx, db, "t1", second.RequestID, rec.RequestedAt.Add(-time.Second)))
+	if _, err := v.OnlyPending(ctx, "t1"); !errors.As(err, &op) {
+		t.Fatalf("withdrawing another decision withdrew this one: %v", err)
 	}
+	must(t, store.WithdrawDecision(ctx, db, "t1", second.RequestID, rec.RequestedAt))
+	if r, err := v.OnlyPending(ctx, "t1"); err != nil || r.RequestID != second.RequestID {
+		t.Fatalf("after the withdrawal: %+v, %v; want %s waiting again", r, err, second.RequestID)
+	}
+	_, err = store.RecordDecision(ctx, db, "t1", second.RequestID, json.RawMessage(`{"allow":true}`), "carol")
+	must(t, err)
 	if _, err := v.OnlyPending(ctx, "t1"); !errors.As(err, &op) || len(op.Waiting) != 0 {
 		t.Errorf("none waiting: %v", err)
 	}
