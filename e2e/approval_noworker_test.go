@@ -33,14 +33,24 @@ func TestDecisionWithoutWorker(t *testing.T) {
 	ran := filepath.Join(e.workspace, "ran.txt")
 	denied := filepath.Join(e.workspace, "denied.txt")
 	cmd, cmd2 := "echo ran-approved | tee -a "+ran, "echo never | tee -a "+denied
-	e.script(
-		say(fa.Text("I will run it."), fa.UseBash(cmd)), // attempt 1, lost with its worker
-		say(fa.Text("I will run it."), fa.UseBash(cmd)), // attempt 2: the same call, asked again
-		say(fa.Text("It ran.")),
-		say(fa.UseBash(cmd2)), // turn 2, attempt 1
-		say(fa.UseBash(cmd2)), // turn 2, attempt 2
-		say(fa.Text("Understood, I did not run it.")),
-	)
+	// The model answers by what it was last sent, so that a retried request of the CLI's gets the
+	// same answer: the prompt of each turn asks for its command, a tool result ends the turn.
+	e.setResponder(func(r *fa.Request) (fa.Response, bool) {
+		if r.Class != fa.ClassMain || len(r.Messages) == 0 {
+			return fa.Response{}, false
+		}
+		last := r.Messages[len(r.Messages)-1]
+		if trs := last.ToolResults(); len(trs) > 0 {
+			if trs[0].IsError {
+				return fa.Reply(fa.Text("Understood, I did not run it.")), true
+			}
+			return fa.Reply(fa.Text("It ran.")), true
+		}
+		if strings.Contains(last.Text(), "and now this") {
+			return fa.Reply(fa.UseBash(cmd2)), true
+		}
+		return fa.Reply(fa.Text("I will run it."), fa.UseBash(cmd)), true
+	})
 	id := e.taskID("noworker")
 	p := e.supervisedParams()
 	p.MaxAttempts = 5
