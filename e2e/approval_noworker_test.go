@@ -152,7 +152,7 @@ func TestDecisionWithoutWorker(t *testing.T) {
 // firstJSON is the first line of out that holds a JSON object (droverCLI mixes the streams).
 func firstJSON(out string) string {
 	if i := strings.Index(out, "{"); i >= 0 {
-		return out[i:strings.LastIndex(out, "}")+1]
+		return out[i : strings.LastIndex(out, "}")+1]
 	}
 	return ""
 }
