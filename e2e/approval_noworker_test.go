@@ -149,7 +149,8 @@ func TestDecisionWithoutWorker(t *testing.T) {
 	}
 }
 
-// firstJSON is the first line of out that holds a JSON object (droverCLI mixes the streams).
+// firstJSON is the JSON object out holds, from its first brace to its last (droverCLI returns
+// standard output and standard error together on failure).
 func firstJSON(out string) string {
 	if i := strings.Index(out, "{"); i >= 0 {
 		return out[i : strings.LastIndex(out, "}")+1]
