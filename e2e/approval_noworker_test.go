@@ -97,6 +97,10 @@ func TestDecisionWithoutWorker(t *testing.T) {
 	if rows := e.pendingOf(id); len(rows) != 0 {
 		t.Errorf("a decided request is still listed as waiting: %+v", rows)
 	}
+	if shown := e.mustDrover("task", "show", id); !strings.Contains(shown, "request "+first.RequestID) ||
+		!strings.Contains(shown, "approved by carol; applies when the task's worker runs") {
+		t.Errorf("drover task show with no worker:\n%s", shown)
+	}
 	if n := lines(t, ran); n != 0 {
 		t.Fatalf("the command ran %d times before a worker came back", n)
 	}

@@ -125,6 +125,9 @@ type Detail struct {
 	Tokens        Tokens           `json:"tokens"`
 	ContextWindow *ContextWindow   `json:"context_window,omitempty"`
 	Pending       []PendingRequest `json:"pending"`
+	// Deciding are the requests whose decision is recorded and waits for the task's worker to
+	// apply it.
+	Deciding []RecordedDecision `json:"deciding,omitempty"`
 	// Queued are the prompts waiting for their turn, as the workflow last recorded them.
 	Queued    []task.QueuedPrompt `json:"queued,omitempty"`
 	SessionID string              `json:"session_id,omitempty"`
@@ -153,6 +156,16 @@ type PendingRequest struct {
 	// Since is when it was asked: it has been waiting since then.
 	Since    time.Time `json:"since"`
 	Deadline time.Time `json:"deadline"`
+}
+
+// RecordedDecision is a decision recorded on a request that the task has not applied yet.
+type RecordedDecision struct {
+	RequestID string    `json:"request_id"`
+	Tool      string    `json:"tool"`
+	Summary   string    `json:"summary"`
+	Allow     bool      `json:"allow"`
+	By        string    `json:"by"`
+	At        time.Time `json:"at"`
 }
 
 // List returns the tasks the filter keeps, newest first.
@@ -215,6 +228,18 @@ func (v *View) Show(ctx context.Context, taskID string) (Detail, error) {
 	}
 	if d.Pending, err = v.Pending(ctx, taskID, 0); err != nil {
 		return Detail{}, err
+	}
+	reqs, err := store.ListTaskPermissions(ctx, v.Pool, taskID)
+	if err != nil {
+		return Detail{}, err
+	}
+	for _, r := range reqs {
+		var dec task.Decision
+		if r.Status != store.RequestPending || len(r.Requested) == 0 || json.Unmarshal(r.Requested, &dec) != nil {
+			continue
+		}
+		d.Deciding = append(d.Deciding, RecordedDecision{RequestID: r.RequestID, Tool: r.ToolName, Summary: r.Summary,
+			Allow: dec.Allow, By: r.RequestedBy, At: r.RequestedAt})
 	}
 	return d, nil
 }

@@ -162,6 +162,10 @@ func TestOnlyPending(t *testing.T) {
 	if _, err := store.RecordDecision(ctx, db, "t1", first.RequestID, json.RawMessage(`{"allow":false}`), "dave"); !errors.Is(err, store.ErrAlreadyDecided) {
 		t.Errorf("a second decision: %v, want ErrAlreadyDecided", err)
 	}
+	if d, err := v.Show(ctx, "t1"); err != nil || len(d.Pending) != 1 || len(d.Deciding) != 1 ||
+		d.Deciding[0].RequestID != first.RequestID || !d.Deciding[0].Allow || d.Deciding[0].By != "carol" {
+		t.Errorf("show after one decision: %+v, %v", d, err)
+	}
 	r, err := v.OnlyPending(ctx, "t1")
 	if err != nil || r.RequestID != second.RequestID {
 		t.Fatalf("one waiting: %+v, %v; want %s", r, err, second.RequestID)

@@ -60,6 +60,14 @@ recorded.`,
 				fmt.Fprintf(w, "waits for   a decision on request %s (%s: %s) since %s\n", p.RequestID, p.Tool, clip(p.Summary, 50),
 					p.Since.Local().Format(time.DateTime))
 			}
+			for _, r := range d.Deciding {
+				verb := "denied"
+				if r.Allow {
+					verb = "approved"
+				}
+				fmt.Fprintf(w, "decided     request %s (%s: %s) %s by %s; applies when the task's worker runs\n", r.RequestID, r.Tool,
+					clip(r.Summary, 50), verb, r.By)
+			}
 			if d.LastError != "" {
 				fmt.Fprintf(w, "last error  %s\n", d.LastError)
 			}
