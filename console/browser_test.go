@@ -485,6 +485,11 @@ func TestDecisionsFromThePage(t *testing.T) {
 		t.Errorf("the request's input is not shown whole: %q", got)
 	}
 	card := func(id string) string { return `li.request[data-pending-id="` + id + `"] ` }
+	// A denial without a reason is not sent: the agent would read nothing.
+	if err := p.Do(chromedp.Click(chromedp.CSS(card("r-deny") + "button.deny"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p, `document.querySelector('li.request[data-pending-id="r-deny"] .request-state').textContent.startsWith("say why")`)
 	if err := p.Do(
 		chromedp.Click(chromedp.CSS(card("r-allow")+"button.approve")),
 		chromedp.SendKeys(chromedp.CSS(card("r-deny")+"input.reason"), "not on main"),

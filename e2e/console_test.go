@@ -85,7 +85,8 @@ func shoot(t *testing.T, p *browser.Page, name string) string {
 // a request approved from the page runs its tool (witnesses: the file it writes, and the tool
 // result the model is sent); one denied from the page does not run, and the model reads the
 // reason; a prompt sent from the page runs; a reload in the middle of a turn leaves the page
-// with exactly the events of the Postgres log, none missing, none doubled.
+// with exactly the events of the Postgres log, none missing, none doubled; "allow always" from
+// the page spares the same command later (it runs twice, asked once).
 func TestConsoleSupervisedTask(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -94,6 +95,8 @@ func TestConsoleSupervisedTask(t *testing.T) {
 	s.token = apiToken
 	id := e.taskID("console")
 	marker := filepath.Join(e.workspace, "approved.txt")
+	always := filepath.Join(e.workspace, "always.txt")
+	same := "echo again >> " + always
 	const why = "never delete the workspace"
 	story := make([]fa.Block, 0, 12)
 	for i := range 12 {
@@ -105,6 +108,9 @@ func TestConsoleSupervisedTask(t *testing.T) {
 		fa.Reply(fa.UseBash("rm -rf "+e.workspace)),
 		fa.Reply(fa.Text("Understood, I will not delete it.")),
 		fa.Reply(story...).WithDelay(40*time.Millisecond),
+		fa.Reply(fa.UseBash(same)),
+		fa.Reply(fa.UseBash(same)), // granted: not asked
+		fa.Reply(fa.Text("Both done.")),
 	)
 	body := fmt.Sprintf(`{"id":%q,"prompt":"write the marker","workspace":%q,"mode":"supervised"}`, id, e.workspace)
 	s.must(201, nil, "POST", "/api/v1/tasks", body)
@@ -210,6 +216,25 @@ func TestConsoleSupervisedTask(t *testing.T) {
 		}
 	}
 	shoot(t, p, "after-reload")
+
+	// "Allow always" from the page spares the same command later in the turn.
+	s.must(202, nil, "POST", "/api/v1/tasks/"+id+"/prompts", `{"text":"append twice"}`)
+	e.pageWait(p, "the request to append, with its grants", `[...document.querySelectorAll('`+waiting+` button.always')].some(b => b.textContent.includes("echo again"))`)
+	pageEval[bool](t, p, `([...document.querySelectorAll('`+waiting+` button.always')].find(b => b.textContent.includes("echo again")).click(), true)`)
+	e.pageWait(p, "the grant to be sent", `[...document.querySelectorAll("li.request .request-state")].every(e => !e.textContent.startsWith("sending"))`)
+	if bad := pageEval[string](t, p, `[...document.querySelectorAll("li.request .request-state")].map(e => e.textContent).filter(t => t.startsWith("not sent")).join("|")`); bad != "" {
+		t.Fatalf("allow always from the page: %s", bad)
+	}
+	e.pageWait(p, "the fourth turn's end on the page", `document.querySelectorAll("li.ev-complete").length == 4`)
+	if n := lines(t, always); n != 2 {
+		t.Errorf("the command allowed always ran %d times, want 2", n)
+	}
+	if rows := e.requestRows(id); len(rows) != 3 {
+		t.Errorf("%d requests, want 3 (the command allowed always asked once)", len(rows))
+	}
+	if got := pageEval[string](t, p, `[...document.querySelectorAll('li.request[data-outcome="allowed"] .request-state')].map(e => e.textContent).join("|")`); !strings.Contains(got, "always: ") {
+		t.Errorf("the page does not show the grant: %q", got)
+	}
 	if d := p.Dialogs(); len(d) > 0 {
 		t.Errorf("dialogs opened: %v", d)
 	}

@@ -151,6 +151,9 @@ function taskPage(id) {
     decide: (pendingID, body) => postJSON(taskPath(id) + "/approvals/" + encodeURIComponent(pendingID), body),
     onContext: setContext,
     onActivity: () => { lastEventAt = Date.now(); },
+    // A new request: read the task again at once for its choices and deadline.
+    onRequest: () => { refresh(); },
+    refreshPending: () => refresh(),
   });
 
   const showTask = (t) => {
@@ -179,13 +182,19 @@ function taskPage(id) {
     prompt.disabled = send.disabled = final;
   };
 
-  const poll = poller(async () => {
-    try {
-      showTask(await getJSON(taskPath(id)));
-      errorBox(err, null);
-    } catch (e) {
-      errorBox(err, e);
+  // refresh reads the task's details once; calls made while one is in flight share it.
+  let inflight = null;
+  const refresh = () => {
+    if (!inflight) {
+      inflight = getJSON(taskPath(id)).then((t) => {
+        if (!stopped) showTask(t);
+        errorBox(err, null);
+      }, (e) => errorBox(err, e)).finally(() => { inflight = null; });
     }
+    return inflight;
+  };
+  const poll = poller(async () => {
+    await refresh();
     const quiet = Date.now() - lastEventAt;
     stall.hidden = !(task && task.status === "running" && quiet > STALL_MS);
     if (!stall.hidden) stall.textContent = "No event for " + Math.round(quiet / 1000) + "s while the turn runs: it may be stalled. Interrupt it, or look at its workflow.";
@@ -302,10 +311,18 @@ function inboxPage() {
 function inboxItem(p, reload) {
   const taskID = p.task_id || "";
   const state = h("span", { className: "muted" });
+  const reason = h("input", { type: "text", placeholder: "reason (needed to deny)", className: "reason" });
   const act = (decision) => async () => {
+    const body = { decision };
+    if (reason.value.trim()) body.message = reason.value;
+    if (decision === "deny" && !body.message) {
+      state.textContent = "say why: the agent reads the reason";
+      reason.focus();
+      return;
+    }
     state.textContent = "sending…";
     try {
-      await postJSON(taskPath(taskID) + "/approvals/" + encodeURIComponent(p.request_id), { decision });
+      await postJSON(taskPath(taskID) + "/approvals/" + encodeURIComponent(p.request_id), body);
       state.textContent = "sent";
       reload();
     } catch (e) {
@@ -320,7 +337,7 @@ function inboxItem(p, reload) {
     p.summary ? h("div", null, h("code", null, p.summary)) : null,
     kind === "tool" ? h("div", { className: "actions" },
       h("button", { type: "button", className: "approve", onclick: act("allow") }, "Approve"),
-      h("button", { type: "button", className: "deny", onclick: act("deny") }, "Deny"),
+      h("button", { type: "button", className: "deny", onclick: act("deny") }, "Deny"), reason,
       h("a", { href: "#/tasks/" + encodeURIComponent(taskID) }, "see the whole input"), " ", state)
       : h("div", { className: "actions" }, h("a", { href: "#/tasks/" + encodeURIComponent(taskID) }, "answer on the task's page")));
 }

@@ -310,6 +310,7 @@ export class Timeline {
     }
     this.put(r, el);
     this.refreshRequest(req);
+    if (!req.settled && this.hooks.onRequest) this.hooks.onRequest(ev.pending_id);
   }
 
   settle(r, pendingID, outcome, text) {
@@ -344,8 +345,10 @@ export class Timeline {
       for (const b of req.actions.querySelectorAll("button")) b.disabled = true;
       req.state.textContent = "sending…";
       Promise.resolve(this.hooks.decide && this.hooks.decide(id, body)).then(() => {
-        req.state.textContent = "sent: " + body.decision + " — waiting for the agent";
+        // The agent's answer may have come through the stream first: it says more.
+        if (!req.settled) req.state.textContent = "sent: " + body.decision + " — waiting for the agent";
       }, (err) => {
+        if (req.settled) return;
         req.state.textContent = "not sent: " + String(err.message || err);
         for (const b of req.actions.querySelectorAll("button")) b.disabled = false;
       });
@@ -353,7 +356,7 @@ export class Timeline {
     };
     const p = req.ev.permission || {};
     const questions = p.questions || [];
-    const reason = h("input", { type: "text", placeholder: "reason (optional, the agent reads it)", className: "reason" });
+    const reason = h("input", { type: "text", placeholder: "reason (the agent reads it; needed to deny)", className: "reason" });
     const approve = h("button", { className: "approve", type: "button" }, questions.length ? "Answer" : "Approve");
     approve.addEventListener("click", () => {
       const body = { decision: "allow" };
@@ -363,9 +366,13 @@ export class Timeline {
     });
     const deny = h("button", { className: "deny", type: "button" }, "Deny");
     deny.addEventListener("click", () => {
-      const body = { decision: "deny" };
-      if (reason.value) body.message = reason.value;
-      decide(body, deny);
+      // The API refuses a denial without a reason: it is what the agent reads.
+      if (!reason.value.trim()) {
+        req.state.textContent = "say why in the reason box: the agent reads it";
+        reason.focus();
+        return;
+      }
+      decide({ decision: "deny", message: reason.value }, deny);
     });
     append(req.actions, [approve, deny]);
     const suggestions = (pend && pend.suggestions) || [];
@@ -376,8 +383,18 @@ export class Timeline {
         req.actions.append(b);
       }
     } else if (p.allow_always && !p.requires_user_interaction) {
-      const b = h("button", { className: "always", type: "button", title: "Allow, and allow this for the rest of the task" }, "Allow always");
-      b.addEventListener("click", () => decide({ decision: "allow_always" }, b));
+      // The API's list of the request's choices has not come yet: fetch it, then let the person
+      // pick among them; with none listed, the API grants the only one there is.
+      const b = h("button", { className: "always", type: "button", title: "Allow, and allow this for the rest of the task" }, "Allow always…");
+      b.addEventListener("click", async () => {
+        b.disabled = true;
+        try {
+          if (this.hooks.refreshPending) await this.hooks.refreshPending();
+        } catch (_) { /* decided below */ }
+        const now = this.pending.get(id);
+        if (now && (now.suggestions || []).length) return; // setPending showed the choices
+        decide({ decision: "allow_always" }, b);
+      });
       req.actions.append(b);
     }
     req.actions.append(reason);

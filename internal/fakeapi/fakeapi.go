@@ -6,6 +6,7 @@
 package fakeapi
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -196,6 +197,7 @@ func (s *Server) Handler() http.Handler {
 				return
 			}
 			call.Body = body
+			r = r.WithContext(context.WithValue(r.Context(), bodyKey{}, body))
 		}
 		call.Authorized = s.cfg.Token == "" || r.Header.Get("Authorization") == "Bearer "+s.cfg.Token
 		call.TokenInURL = s.cfg.Token != "" && strings.Contains(r.URL.String(), s.cfg.Token)
@@ -209,6 +211,9 @@ func (s *Server) Handler() http.Handler {
 		mux.ServeHTTP(w, r)
 	})
 }
+
+// bodyKey keeps a request's body, read once for the ledger, for its handler.
+type bodyKey struct{}
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
@@ -264,6 +269,17 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 	t, ok := s.tasks[r.PathValue("id")]
 	if !ok {
 		writeError(w, http.StatusNotFound, "not_found", "no task "+r.PathValue("id"))
+		return
+	}
+	var body struct {
+		Decision string `json:"decision"`
+		Message  string `json:"message"`
+	}
+	if raw, ok := r.Context().Value(bodyKey{}).(json.RawMessage); ok {
+		_ = json.Unmarshal(raw, &body)
+	}
+	if body.Decision == "deny" && strings.TrimSpace(body.Message) == "" {
+		writeError(w, http.StatusBadRequest, "invalid_input", "message: a denial needs a message; it is what the agent reads")
 		return
 	}
 	for i, p := range t.Pending {
