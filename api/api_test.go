@@ -15,14 +15,12 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/temporal"
 	"go.uber.org/goleak"
 
 	"github.com/drover-run/drover/api"
 	"github.com/drover-run/drover/internal/pgtest"
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/taskview"
-	"github.com/drover-run/drover/workflows"
 )
 
 func TestMain(m *testing.M) {
@@ -482,44 +480,5 @@ func TestTemporalURL(t *testing.T) {
 	a = do(t, ts, "GET", "/api/v1/tasks/known", "")
 	if !strings.Contains(string(a.body), `"temporal_url":"http://127.0.0.1:8233/namespaces/prod/workflows/known"`) {
 		t.Fatalf("show: %s", a.body)
-	}
-}
-
-// lateTask refuses the first decisions as the workflow does before it hears of a request.
-type lateTask struct {
-	recorder
-	refusals int
-}
-
-func (l *lateTask) Decide(ctx context.Context, id string, d task.Decision, wait time.Duration) (task.DecisionRecord, bool, error) {
-	l.record("decide %s %s", id, d.RequestID)
-	l.mu.Lock()
-	late := l.refusals > 0
-	l.refusals--
-	l.mu.Unlock()
-	if late {
-		return task.DecisionRecord{}, false, temporal.NewApplicationError("request is not pending in this task", workflows.ErrTypeNotPending)
-	}
-	return task.DecisionRecord{TaskID: id, RequestID: d.RequestID, Outcome: task.OutcomeAllowed}, true, nil
-}
-
-// A request the read side lists reaches its task a moment later: a decision sent in between is
-// sent again until the task takes it. One the read side does not list is refused at once.
-func TestDecisionWaitsForTheTaskToHearOfTheRequest(t *testing.T) {
-	t.Parallel()
-	late := &lateTask{refusals: 2}
-	ts, _ := newServer(t, api.Config{Decider: late})
-	if a := do(t, ts, "POST", "/api/v1/tasks/known/approvals/req-1", `{"decision":"allow"}`); a.status != 200 {
-		t.Fatalf("a listed request: %d %s", a.status, a.body)
-	}
-	if n := len(late.sent()); n != 3 {
-		t.Fatalf("sent %d times, want 3", n)
-	}
-	late.refusals = 100
-	if a := do(t, ts, "POST", "/api/v1/tasks/known/approvals/req-9", `{"decision":"allow"}`); a.status != 409 || a.err.Code != api.CodeNotPending {
-		t.Fatalf("a request nobody lists: %d %s", a.status, a.body)
-	}
-	if n := len(late.sent()); n != 4 {
-		t.Fatalf("sent %d times, want 4", n)
 	}
 }

@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/drover-run/drover/task"
-	"github.com/drover-run/drover/taskerr"
 )
 
-// Decider sends a person's decision on a pending request: *taskclient.Client.
+// Decider records a person's decision on a pending request and tells its task, with or without a
+// worker running: *taskclient.Decider. delivered says whether a worker applied it within wait.
 type Decider interface {
 	Decide(ctx context.Context, taskID string, d task.Decision, deliver time.Duration) (rec task.DecisionRecord, delivered bool, err error)
 }
@@ -98,7 +98,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 		}
 		d.Always = key
 	}
-	rec, delivered, err := s.sendDecision(r.Context(), id, d)
+	rec, delivered, err := s.cfg.Decider.Decide(r.Context(), id, d, s.cfg.DecideWait)
 	if err != nil {
 		s.writeError(w, r, fromError(err))
 		return
@@ -133,41 +133,4 @@ func (s *Server) onlySuggestion(ctx context.Context, taskID, reqID string) (stri
 		return "", errorf(http.StatusBadRequest, CodeInvalidInput, "the request offers several grants; name one in always: "+strings.Join(keys, ", "))
 	}
 	return "", errorf(http.StatusConflict, CodeNotPending, fmt.Sprintf("request %s is not pending in task %s; see GET /api/v1/approvals", reqID, taskID))
-}
-
-// askedWait bounds how long a decision on a request that the read side lists waits for the
-// task to learn of it.
-const askedWait = 5 * time.Second
-
-// sendDecision sends d. A request is in Postgres a moment before its task hears of it (the
-// attempt records it, then signals the workflow), so a person who answers at once may be told
-// it is not pending: while the read side still lists it as waiting, the decision is sent again
-// (a refused one records nothing), for up to askedWait.
-func (s *Server) sendDecision(ctx context.Context, taskID string, d task.Decision) (task.DecisionRecord, bool, error) {
-	deadline := time.Now().Add(askedWait)
-	for {
-		rec, delivered, err := s.cfg.Decider.Decide(ctx, taskID, d, s.cfg.DecideWait)
-		if err == nil || taskerr.Code(err) != taskerr.CodeNotPending || time.Now().After(deadline) || !s.listed(ctx, taskID, d.RequestID) {
-			return rec, delivered, err
-		}
-		select {
-		case <-ctx.Done():
-			return rec, delivered, err
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-// listed reports whether the read side lists the request as waiting for a person.
-func (s *Server) listed(ctx context.Context, taskID, requestID string) bool {
-	ps, err := s.cfg.Reader.Pending(ctx, taskID, 0)
-	if err != nil {
-		return false
-	}
-	for _, p := range ps {
-		if p.RequestID == requestID {
-			return true
-		}
-	}
-	return false
 }

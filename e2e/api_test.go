@@ -585,3 +585,52 @@ func TestAPIRefusesExposureWithoutTokens(t *testing.T) {
 		t.Fatal("drover serve logged its token")
 	}
 }
+
+// A decision through the API needs no running worker: with the task's only worker killed, the
+// API records the approval and answers that it is not delivered yet; a second decision is
+// refused as already decided; a worker comes back and the tool runs (the file it writes exists).
+func TestAPIDecisionWithoutWorker(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	host := "host-" + e.queue
+	w := e.startWorker(host)
+	s := e.startAPI()
+	ran := filepath.Join(e.workspace, "ran.txt")
+	e.setResponder(func(r *fa.Request) (fa.Response, bool) {
+		if r.Class != fa.ClassMain || len(r.Messages) == 0 {
+			return fa.Response{}, false
+		}
+		if trs := r.Messages[len(r.Messages)-1].ToolResults(); len(trs) > 0 {
+			return fa.Reply(fa.Text("It ran.")), true
+		}
+		return fa.Reply(fa.Text("I will run it."), fa.UseBash("echo ran-approved | tee -a "+ran)), true
+	})
+	id := e.taskID("api-noworker")
+	s.must(201, nil, "POST", "/api/v1/tasks", fmt.Sprintf(`{"id":%q,"prompt":"run the command","workspace":%q,"mode":"supervised"}`, id, e.workspace))
+	req := e.waitAsked(id, "echo ran-approved")
+	w.kill()
+	e.waitWithin(reapBound, "the CLI to die with its worker", func() bool { return len(taggedProcesses(host)) == 0 })
+
+	var decided struct {
+		Delivered bool            `json:"delivered"`
+		Decision  json.RawMessage `json:"decision"`
+	}
+	s.must(200, &decided, "POST", "/api/v1/tasks/"+id+"/approvals/"+req.RequestID, `{"decision":"allow","by":"carol"}`)
+	if decided.Delivered || decided.Decision != nil {
+		t.Fatalf("with no worker: %+v", decided)
+	}
+	if r := s.call("POST", "/api/v1/tasks/"+id+"/approvals/"+req.RequestID, `{"decision":"deny","message":"no"}`); r.status != 409 || r.errCode() != "already_decided" {
+		t.Fatalf("a second decision: %d %s", r.status, r.body)
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Fatal("the tool ran with no worker")
+	}
+	e.startWorker(host)
+	e.waitTurns(id, 1)
+	if b, err := os.ReadFile(ran); err != nil || strings.TrimSpace(string(b)) != "ran-approved" {
+		t.Fatalf("the approved tool did not run once: %q, %v", b, err)
+	}
+	if row := e.row(id, req.RequestID); row.Status != store.RequestAllowed || row.DecidedBy != "carol" {
+		t.Fatalf("the request's row: %s by %q", row.Status, row.DecidedBy)
+	}
+}

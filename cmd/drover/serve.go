@@ -99,10 +99,11 @@ func startAPI(ctx context.Context, a *app, o apiOptions) (*apiServer, error) {
 		}
 	}()
 	tasks := &taskclient.Client{Temporal: tc, TaskQueue: e.taskQueue}
+	view := taskview.New(pool)
 	srv, err := api.New(api.Config{
 		Tasks:   tasks,
-		Reader:  taskview.New(pool),
-		Decider: tasks,
+		Reader:  view,
+		Decider: &taskclient.Decider{Temporal: tc, View: view},
 		Exists: func(ctx context.Context, id string) error {
 			_, err := tc.DescribeWorkflowExecution(ctx, id, "")
 			return err
