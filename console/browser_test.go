@@ -472,8 +472,15 @@ func TestDecisionsFromThePage(t *testing.T) {
 		pending = append(pending, fakeapi.PendingRequest{TaskID: "decide", RequestID: id, Kind: "tool", Tool: "Bash", Summary: "echo " + id,
 			Since: now, Deadline: now.Add(time.Hour), Suggestions: []fakeapi.Suggestion{{Key: "1", Label: "Bash(echo:*)"}}})
 	}
-	api.PutTask(fakeapi.Task{ID: "decide", Status: "running", Mode: "supervised", CreatedAt: now, UpdatedAt: now, PendingApprovals: 3, Pending: pending})
-	n, err := api.Append("decide", 1, 1, ask("r-allow", "echo r-allow"), ask("r-deny", "echo r-deny"), ask("r-always", "echo r-always"))
+	pending = append(pending, fakeapi.PendingRequest{TaskID: "decide", RequestID: "r-question", Kind: "question", Tool: "AskUserQuestion",
+		Summary: "Which database?", Since: now, Deadline: now.Add(time.Hour)})
+	question := mustJSON(t, events.AgentEvent{Type: events.TypePermissionRequest, PendingID: "r-question", ToolName: "AskUserQuestion",
+		Permission: &events.Permission{Summary: "Which database?", RequiresUserInteraction: true, Questions: []events.Question{
+			{Question: "Which database?", Header: "DB", Options: []events.QuestionOption{{Label: "Postgres"}, {Label: "SQLite"}}},
+			{Question: "Which features?", MultiSelect: true, Options: []events.QuestionOption{{Label: "search"}, {Label: "export"}, {Label: "sync"}}},
+		}}})
+	api.PutTask(fakeapi.Task{ID: "decide", Status: "running", Mode: "supervised", CreatedAt: now, UpdatedAt: now, PendingApprovals: 4, Pending: pending})
+	n, err := api.Append("decide", 1, 1, ask("r-allow", "echo r-allow"), ask("r-deny", "echo r-deny"), ask("r-always", "echo r-always"), question)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -495,6 +502,10 @@ func TestDecisionsFromThePage(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(card("r-deny")+"input.reason"), "not on main"),
 		chromedp.Click(chromedp.CSS(card("r-deny")+"button.deny")),
 		chromedp.Click(chromedp.CSS(card("r-always")+"button.always")),
+		chromedp.Click(chromedp.CSS(card("r-question")+`input[value="SQLite"]`)),
+		chromedp.Click(chromedp.CSS(card("r-question")+`input[value="search"]`)),
+		chromedp.Click(chromedp.CSS(card("r-question")+`input[value="sync"]`)),
+		chromedp.Click(chromedp.CSS(card("r-question")+"button.approve")),
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -506,9 +517,10 @@ func TestDecisionsFromThePage(t *testing.T) {
 		}
 	}
 	want := map[string]string{
-		"r-allow":  `{"decision":"allow"}`,
-		"r-deny":   `{"decision":"deny","message":"not on main"}`,
-		"r-always": `{"decision":"allow_always","always":"1"}`,
+		"r-allow":    `{"decision":"allow"}`,
+		"r-deny":     `{"decision":"deny","message":"not on main"}`,
+		"r-always":   `{"decision":"allow_always","always":"1"}`,
+		"r-question": `{"decision":"allow","answers":{"Which database?":["SQLite"],"Which features?":["search","sync"]}}`,
 	}
 	for id, w := range want {
 		if got[id] != w {
