@@ -105,7 +105,7 @@ func startAPI(ctx context.Context, a *app, o apiOptions) (*apiServer, error) {
 		Reader:  view,
 		Decider: &taskclient.Decider{Temporal: tc, View: view},
 		Exists: func(ctx context.Context, id string) error {
-			_, err := tc.DescribeWorkflowExecution(ctx, id, "")
+			_, err := tc.DescribeWorkflow(ctx, id, "")
 			return err
 		},
 		DB:         pool,
