@@ -239,8 +239,12 @@ type AssistantMessage struct {
 	IsAPIErrorMessage bool   `json:"is_api_error_message,omitempty"`
 	APIErrorStatus    int64  `json:"api_error_status,omitempty"`
 	APIErrorType      string `json:"api_error_type,omitempty"` // api_error, overloaded_error, …
-	RequestID         string `json:"request_id,omitempty"`
-	UserMessageUUID   string `json:"user_message_uuid,omitempty"`
+	// APIError names an error the CLI recognised (usage_limit_reached); APIErrorParams carries
+	// its details: for a usage limit, the rate-limit state it met, announced reset included.
+	APIError        string          `json:"api_error,omitempty"`
+	APIErrorParams  *APIErrorParams `json:"api_error_params,omitempty"`
+	RequestID       string          `json:"request_id,omitempty"`
+	UserMessageUUID string          `json:"user_message_uuid,omitempty"`
 }
 
 // Type returns "assistant".
@@ -424,6 +428,11 @@ type RateLimitEvent struct {
 
 // Type returns "rate_limit_event".
 func (*RateLimitEvent) Type() string { return TypeRateLimitEvent }
+
+// APIErrorParams are the details of a recognised API error.
+type APIErrorParams struct {
+	RateLimitInfo *RateLimitInfo `json:"rate_limit_info,omitempty"`
+}
 
 // RateLimitInfo is the rate-limit state. ResetsAt is in Unix seconds (0 when absent).
 type RateLimitInfo struct {

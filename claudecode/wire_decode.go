@@ -330,6 +330,10 @@ func (m *AssistantMessage) decode(d *jsonscan.Decoder) {
 			d.Int(&m.APIErrorStatus)
 		case "api_error_type":
 			d.Name(&m.APIErrorType)
+		case "api_error":
+			d.Name(&m.APIError)
+		case "api_error_params":
+			m.APIErrorParams = decodePtr(d, m.APIErrorParams, (*APIErrorParams).decode)
 		case "request_id":
 			d.Name(&m.RequestID)
 		case "user_message_uuid":
@@ -670,6 +674,17 @@ func (m *RateLimitEvent) decode(d *jsonscan.Decoder) {
 			d.Str(&m.UUID)
 		case "session_id":
 			d.Name(&m.SessionID)
+		default:
+			d.Skip()
+		}
+	}
+}
+
+func (p *APIErrorParams) decode(d *jsonscan.Decoder) {
+	for more := d.Object(); more; more = d.More() {
+		switch string(d.Key()) {
+		case "rate_limit_info":
+			p.RateLimitInfo = decodePtr(d, p.RateLimitInfo, (*RateLimitInfo).decode)
 		default:
 			d.Skip()
 		}

@@ -360,3 +360,49 @@ func TestAccountConcurrencyCapAcrossHosts(t *testing.T) {
 		t.Errorf("no task was seen queued for its account with a position: %+v", queued)
 	}
 }
+
+// A limit that outlasts its announced reset: after the reset exactly one turn asks (and is
+// refused again); the other waiting tasks send nothing, nothing is marked failed, and the account
+// waits for its next look rather than asking again at once.
+func TestLimitPastItsResetIsAskedAboutOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.startSubscriptionWorker("host-" + e.queue)
+	reset := time.Now().Add(8 * time.Second).Truncate(time.Second)
+	e.fake.SetLimit(subscription, fa.UsageLimit(fa.WindowFiveHour, reset).HeldPastReset())
+	ids := e.startTasks("held-first", "first")
+	e.waitStatus(ids[0], task.StatusWaitingForLimit)
+	ids = append(ids, e.startTasks("held", "second", "third")...)
+	for _, id := range ids[1:] {
+		e.waitStatus(id, task.StatusWaitingForLimit)
+	}
+	if time.Now().After(reset) {
+		t.Fatal("the tasks took until the reset to pause; the test proves nothing")
+	}
+	e.waitFor("one turn to ask after the reset", func() bool {
+		return len(messages(e.fake.Calls().Of(subscription)).Started(reset, time.Now().Add(time.Hour))) > 0
+	})
+	time.Sleep(8 * time.Second) // the others' turns come back within their jitter; they must not ask
+	calls := messages(e.fake.Calls().Of(subscription))
+	if len(calls) != 2 || len(calls.Limited()) != 2 || len(calls.Started(reset, time.Now().Add(time.Hour))) != 1 {
+		t.Fatalf("requests: %d (%d refused, %d after the reset); want the first refusal and one look after the reset",
+			len(calls), len(calls.Limited()), len(calls.Started(reset, time.Now().Add(time.Hour))))
+	}
+	for _, id := range ids {
+		st, err := e.tc.State(e.ctx, id)
+		if err != nil || st.Status != task.StatusWaitingForLimit || st.Totals.FailedTurns != 0 || !st.Wait.RetryAt.After(time.Now().Add(time.Minute)) {
+			t.Fatalf("task %s after the limit outlasted its reset: %+v (wait %+v), %v; want it waiting for the next look", id, st, st.Wait, err)
+		}
+	}
+	accts, err := store.ListAccounts(e.ctx, e.db())
+	if err != nil || len(accts) != 1 {
+		t.Fatalf("accounts: %+v, %v", accts, err)
+	}
+	e.fake.LiftLimit(subscription)
+	e.mustDrover("account", "resume", accts[0].AccountID, "--spread", "200ms")
+	for _, id := range ids {
+		if st := e.waitTurns(id, 1); st.Totals.FailedTurns != 0 {
+			t.Errorf("task %s: %+v", id, st)
+		}
+	}
+}

@@ -55,7 +55,7 @@ func TestClassifyRecordedLimits(t *testing.T) {
 				case events.TypeError:
 					info = ev.Error
 				case events.TypeRateLimit:
-					if ev.RateLimit.Source == events.RateLimitSourceEvent {
+					if ev.RateLimit.Source == events.RateLimitSourceEvent || ev.RateLimit.Source == events.RateLimitSourceAPIError {
 						limit = nil
 						if ev.RateLimit.Status == "rejected" {
 							limit = ev.RateLimit

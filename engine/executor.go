@@ -233,12 +233,12 @@ func (ex *executor) emit(ev events.AgentEvent) {
 		if ev.RateLimit != nil && ev.RateLimit.RetryDelayMS > 0 {
 			ex.retryWait = time.Duration(ev.RateLimit.RetryDelayMS) * time.Millisecond
 		}
-		if ev.RateLimit != nil && ev.RateLimit.Source == events.RateLimitSourceEvent {
+		if rl := ev.RateLimit; rl != nil && (rl.Source == events.RateLimitSourceEvent || rl.Source == events.RateLimitSourceAPIError) {
 			// The CLI reports the account's state when it changes, not on every answer: the
-			// last report stands until the next.
+			// last report stands until the next. An API error names the state it met.
 			ex.limitEv = nil
-			if ev.RateLimit.Status == "rejected" {
-				ex.limitEv = ev.RateLimit
+			if rl.Status == "rejected" {
+				ex.limitEv = rl
 			}
 		}
 	case events.TypeSubagentTask:

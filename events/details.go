@@ -83,6 +83,10 @@ type ErrorInfo struct {
 const (
 	RateLimitSourceAPIRetry = "api_retry"
 	RateLimitSourceEvent    = "rate_limit_event"
+	// RateLimitSourceAPIError: the rate-limit state an API error met (the CLI's synthetic
+	// message's api_error_params), reported with every usage limit, also when the CLI prints no
+	// rate_limit_event because the state did not change.
+	RateLimitSourceAPIError = "api_error"
 )
 
 // RateLimit details a rate_limit event: either an API request that the CLI retries

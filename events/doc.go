@@ -28,7 +28,8 @@
 //	                      api_error_code, errors}
 //	                      kind: api_error | max_turns | max_budget | interrupted | resume_rejected |
 //	                      execution | protocol
-//	rate_limit            rate_limit_message, rate_limit {source, attempt, max_retries,
+//	rate_limit            rate_limit_message, rate_limit {source "api_retry" | "rate_limit_event" |
+//	                      "api_error", attempt, max_retries,
 //	                      retry_delay_ms, error_status, error, status, resets_at, rate_limit_type,
 //	                      utilization, overage_status, overage_disabled_reason}
 //	permission_request    pending_id, tool_call_id, tool_name, tool_title, normalized,

@@ -36,6 +36,9 @@ func (a *Adapter) handleAssistant(m *claudecode.AssistantMessage) {
 			a.toolCall(b.ID, b.Name, b.Input, m.ParentToolUseID)
 		}
 	}
+	if apiError && m.APIErrorParams != nil && m.APIErrorParams.RateLimitInfo != nil {
+		a.emitRateLimit(events.RateLimitSourceAPIError, *m.APIErrorParams.RateLimitInfo)
+	}
 	if !main || synthetic {
 		// Subagent entries are not on the main chain, and the CLI's synthetic messages are not
 		// always assistant entries of the transcript: neither is a resume point.

@@ -72,7 +72,12 @@ func (a *Adapter) permissionEvent(m *claudecode.ControlRequest) events.AgentEven
 // handleRateLimitEvent reports the account's usage-limit state.
 func (a *Adapter) handleRateLimitEvent(m *claudecode.RateLimitEvent) {
 	a.noteSession(m.SessionID)
-	info := m.RateLimitInfo
+	a.emitRateLimit(events.RateLimitSourceEvent, m.RateLimitInfo)
+}
+
+// emitRateLimit reports a rate-limit state: the account's (a rate_limit_event), or the one an
+// API error met (its api_error_params).
+func (a *Adapter) emitRateLimit(source string, info claudecode.RateLimitInfo) {
 	msg := "Rate limit status: " + info.Status
 	if info.RateLimitType != "" {
 		msg += " (" + info.RateLimitType + ")"
@@ -81,7 +86,7 @@ func (a *Adapter) handleRateLimitEvent(m *claudecode.RateLimitEvent) {
 		msg += ", resets at " + time.Unix(info.ResetsAt, 0).UTC().Format(time.RFC3339)
 	}
 	a.emit(events.AgentEvent{Type: events.TypeRateLimit, RateLimitMessage: msg, RateLimit: &events.RateLimit{
-		Source: events.RateLimitSourceEvent, Status: info.Status, ResetsAt: info.ResetsAt,
+		Source: source, Status: info.Status, ResetsAt: info.ResetsAt,
 		RateLimitType: info.RateLimitType, Utilization: info.Utilization,
 		OverageStatus: info.OverageStatus, OverageDisabledReason: info.OverageDisabledReason,
 	}})
