@@ -368,7 +368,7 @@ func TestLimitPastItsResetIsAskedAboutOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.startSubscriptionWorker("host-" + e.queue)
-	reset := time.Now().Add(8 * time.Second).Truncate(time.Second)
+	reset := time.Now().Add(20 * time.Second).Truncate(time.Second)
 	e.fake.SetLimit(subscription, fa.UsageLimit(fa.WindowFiveHour, reset).HeldPastReset())
 	ids := e.startTasks("held-first", "first")
 	e.waitStatus(ids[0], task.StatusWaitingForLimit)
