@@ -53,10 +53,12 @@ func (e *Engine) RunTurn(ctx context.Context, req Request) (task.RunTurnResult, 
 	a := &attempt{e: e, req: req, log: log, meter: e.meterAttempt(ctx, req)}
 	stopHeartbeat := a.heartbeat(ctx)
 	o := a.run(ctx)
-	a.spend.finish(ctx, a.ex)
+	a.spend.finish(ctx, a.ex, o.commit != nil)
 	res, err := e.settle(ctx, a, o)
 	if err == nil {
 		res = a.budgetResult(ctx, res)
+	} else if o.commit != nil {
+		a.spend.failedCommit(ctx)
 	}
 	a.meter.ended(res, err)
 	a.close(ctx)

@@ -70,13 +70,6 @@ type meteredAnswer struct {
 // budgets) is metered but not bounded.
 func (a *attempt) startBudget(ctx context.Context) (*budgetMeter, *Error) {
 	e, req := a.e, a.req
-	spend, err := store.TaskSpend(ctx, e.cfg.DB, req.TaskID)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, contextFailure(ctx)
-		}
-		return nil, &Error{Type: task.ErrTypeStoreUnavailable, Err: err}
-	}
 	m := &budgetMeter{db: e.cfg.DB, log: a.log,
 		cost:    store.AttemptCost{TaskID: req.TaskID, AttemptID: req.AttemptID, Turn: req.Turn},
 		answers: map[string]*meteredAnswer{}, seen: map[string]bool{}, seenCond: make(chan struct{}),
@@ -85,6 +78,18 @@ func (a *attempt) startBudget(ctx context.Context) (*budgetMeter, *Error) {
 		m.enforced = true
 		m.budget = req.Budget.WithDefault(e.cfg.DefaultBudget)
 		m.prior = *req.Spent
+	}
+	if !m.bounded() {
+		// Nothing to refuse or cut: the attempt's cost is recorded all the same.
+		go m.writer()
+		return m, nil
+	}
+	spend, err := store.TaskSpend(ctx, e.cfg.DB, req.TaskID)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, contextFailure(ctx)
+		}
+		return nil, &Error{Type: task.ErrTypeStoreUnavailable, Err: err}
 	}
 	m.prior.CostUSD, m.prior.FailedAttemptsCostUSD = spend.CommittedUSD, spend.FailedAttemptsUSD
 	if bound := m.budget.Reached(m.prior); bound != "" {
@@ -186,8 +191,8 @@ func (m *budgetMeter) result(r *claudecode.ResultMessage) {
 	}
 	m.answers = map[string]*meteredAnswer{}
 	m.mu.Unlock()
-	// The turn has ended: nothing is left to cut; settle reads the bound.
-	m.wake()
+	// The turn has ended: nothing is left to cut, and finish records the figure when the
+	// attempt does not commit (a committed attempt's cost is its turn's).
 }
 
 func (m *budgetMeter) pricedLocked() float64 {
@@ -291,9 +296,10 @@ func (m *budgetMeter) write(ctx context.Context) {
 	m.cost = c
 }
 
-// finish stops metering and records the attempt's final cost, before the attempt's end is
-// recorded (a commit then marks it the turn's).
-func (m *budgetMeter) finish(ctx context.Context, ex *executor) {
+// finish stops metering and, unless the attempt is about to commit its turn (whose cost is then
+// the turn's), records the attempt's final cost before its end is recorded. A commit marks the
+// attempt's record, if any, the turn's; no write follows it.
+func (m *budgetMeter) finish(ctx context.Context, ex *executor, committing bool) {
 	if m == nil {
 		return
 	}
@@ -308,7 +314,16 @@ func (m *budgetMeter) finish(ctx context.Context, ex *executor) {
 	m.mu.Unlock()
 	close(m.stop)
 	<-m.done
-	m.write(context.WithoutCancel(ctx))
+	if !committing {
+		m.write(context.WithoutCancel(ctx))
+	}
+}
+
+// failedCommit records the final cost of an attempt whose commit failed.
+func (m *budgetMeter) failedCommit(ctx context.Context) {
+	if m != nil {
+		m.write(context.WithoutCancel(ctx))
+	}
 }
 
 // exhausted describes the task's budget spent at bound, with what it spent.
