@@ -333,36 +333,50 @@ export class Timeline {
     for (const req of this.requests.values()) this.refreshRequest(req);
   }
 
+  // refreshRequest draws a request's buttons from what the API lists for it. Only the buttons and
+  // the deadline are redrawn, and only when they change: the reason box stays as it is, with what
+  // a person is typing and its focus.
   refreshRequest(req) {
-    clear(req.actions);
     const id = req.ev.pending_id;
     if (req.settled || !id) {
       req.el.classList.add("settled");
+      clear(req.actions);
       return;
     }
     const pend = this.pending.get(id);
-    const decide = (body, btn) => {
-      for (const b of req.actions.querySelectorAll("button")) b.disabled = true;
+    const p = req.ev.permission || {};
+    const suggestions = (pend && pend.suggestions) || [];
+    const drawn = JSON.stringify([suggestions, pend && pend.deadline]);
+    if (req.drawn === drawn) return;
+    req.drawn = drawn;
+    if (!req.buttons) {
+      req.buttons = h("span", { className: "buttons" });
+      req.reason = h("input", { type: "text", placeholder: "reason (the agent reads it; needed to deny)", className: "reason" });
+      req.note = h("span", { className: "muted" });
+      append(req.actions, [req.buttons, req.reason, req.note]);
+    }
+    const reason = req.reason;
+    const decide = (body) => {
+      req.sent = true;
+      for (const b of req.buttons.querySelectorAll("button")) b.disabled = true;
       req.state.textContent = "sending…";
       Promise.resolve(this.hooks.decide && this.hooks.decide(id, body)).then(() => {
         // The agent's answer may have come through the stream first: it says more.
         if (!req.settled) req.state.textContent = "sent: " + body.decision + " — waiting for the agent";
       }, (err) => {
+        req.sent = false;
         if (req.settled) return;
         req.state.textContent = "not sent: " + String(err.message || err);
-        for (const b of req.actions.querySelectorAll("button")) b.disabled = false;
+        for (const b of req.buttons.querySelectorAll("button")) b.disabled = false;
       });
-      return btn;
     };
-    const p = req.ev.permission || {};
     const questions = p.questions || [];
-    const reason = h("input", { type: "text", placeholder: "reason (the agent reads it; needed to deny)", className: "reason" });
     const approve = h("button", { className: "approve", type: "button" }, questions.length ? "Answer" : "Approve");
     approve.addEventListener("click", () => {
       const body = { decision: "allow" };
       if (reason.value) body.message = reason.value;
       if (questions.length) body.answers = chosenAnswers(req.el, questions);
-      decide(body, approve);
+      decide(body);
     });
     const deny = h("button", { className: "deny", type: "button" }, "Deny");
     deny.addEventListener("click", () => {
@@ -372,15 +386,14 @@ export class Timeline {
         reason.focus();
         return;
       }
-      decide({ decision: "deny", message: reason.value }, deny);
+      decide({ decision: "deny", message: reason.value });
     });
-    append(req.actions, [approve, deny]);
-    const suggestions = (pend && pend.suggestions) || [];
+    const buttons = [approve, deny];
     if (suggestions.length) {
       for (const s of suggestions) {
         const b = h("button", { className: "always", type: "button", title: "Allow, and allow this for the rest of the task" }, "Allow always: " + (s.label || s.key));
-        b.addEventListener("click", () => decide({ decision: "allow_always", always: s.key }, b));
-        req.actions.append(b);
+        b.addEventListener("click", () => decide({ decision: "allow_always", always: s.key }));
+        buttons.push(b);
       }
     } else if (p.allow_always && !p.requires_user_interaction) {
       // The API's list of the request's choices has not come yet: fetch it, then let the person
@@ -393,12 +406,15 @@ export class Timeline {
         } catch (_) { /* decided below */ }
         const now = this.pending.get(id);
         if (now && (now.suggestions || []).length) return; // setPending showed the choices
-        decide({ decision: "allow_always" }, b);
+        decide({ decision: "allow_always" });
       });
-      req.actions.append(b);
+      buttons.push(b);
     }
-    req.actions.append(reason);
-    if (pend && pend.deadline && !p.deadline) req.actions.append(h("span", { className: "muted" }, " denied automatically at " + new Date(pend.deadline).toLocaleString()));
+    clear(req.buttons);
+    append(req.buttons, buttons);
+    // A decision on its way keeps the buttons off, whatever redrew them.
+    if (req.sent) for (const b of buttons) b.disabled = true;
+    req.note.textContent = pend && pend.deadline && !p.deadline ? " denied automatically at " + new Date(pend.deadline).toLocaleString() : "";
   }
 }
 
