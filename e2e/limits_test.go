@@ -390,13 +390,16 @@ func TestLimitPastItsResetIsAskedAboutOnce(t *testing.T) {
 	}
 	for _, id := range ids {
 		st, err := e.tc.State(e.ctx, id)
-		if err != nil || st.Status != task.StatusWaitingForLimit || st.Totals.FailedTurns != 0 || !st.Wait.RetryAt.After(time.Now().Add(time.Minute)) {
-			t.Fatalf("task %s after the limit outlasted its reset: %+v (wait %+v), %v; want it waiting for the next look", id, st, st.Wait, err)
+		if err != nil || st.Status != task.StatusWaitingForLimit || st.Totals.FailedTurns != 0 {
+			t.Fatalf("task %s after the limit outlasted its reset: %+v, %v; want it waiting", id, st, err)
 		}
 	}
 	accts, err := store.ListAccounts(e.ctx, e.db())
 	if err != nil || len(accts) != 1 {
 		t.Fatalf("accounts: %+v, %v", accts, err)
+	}
+	if next := accts[0].BlockedUntil; !next.After(time.Now().Add(time.Minute)) {
+		t.Fatalf("the account's next look is at %s; want it well after the refused look", next)
 	}
 	e.fake.LiftLimit(subscription)
 	e.mustDrover("account", "resume", accts[0].AccountID, "--spread", "200ms")
