@@ -581,6 +581,41 @@ func TestInboxNotifies(t *testing.T) {
 	}
 	waitFor(t, p, `document.getElementById("inbox-count").textContent == "3"`)
 	screenshot(t, p, "inbox")
+
+	// A reason typed in the inbox survives its refreshes, and goes with the denial.
+	item := `.inbox-item[data-request-id="req-a"] `
+	if err := p.Do(chromedp.SendKeys(chromedp.CSS(item+"input.reason"), "not on a Friday")); err != nil {
+		t.Fatal(err)
+	}
+	polls := func() int {
+		n := 0
+		for _, c := range api.Calls() {
+			if c.Path == "/api/v1/approvals" {
+				n++
+			}
+		}
+		return n
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for before := polls(); polls() < before+3; {
+		if time.Now().After(deadline) {
+			t.Fatal("the inbox stopped reading the API")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := p.Do(chromedp.Click(chromedp.CSS(item + "button.deny"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p, `!document.querySelector('.inbox-item[data-request-id="req-a"]')`)
+	var sent string
+	for _, c := range api.Calls() {
+		if c.Method == "POST" && c.Path == "/api/v1/tasks/a/approvals/req-a" {
+			sent = string(c.Body)
+		}
+	}
+	if sent != `{"decision":"deny","message":"not on a Friday"}` {
+		t.Errorf("the inbox's denial sent %s", sent)
+	}
 }
 
 // TestLongTaskShowsEarlierOnRequest: a task of more stored events than the page shows at first

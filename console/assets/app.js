@@ -279,9 +279,11 @@ function taskPage(id) {
 function inboxPage() {
   const err = h("div");
   const reqs = h("ol", { className: "inbox", id: "inbox-list" });
+  const empty = h("p", { className: "muted", hidden: true }, "Nothing waits for you.");
+  const items = new Map(); // "task/request" → its item
   const attn = h("ul", { className: "attention", id: "attention-list" });
   append(main, [h("h1", null, "Inbox"), err,
-    h("h2", null, "Waiting for a decision"), reqs,
+    h("h2", null, "Waiting for a decision"), empty, reqs,
     h("h2", null, "Tasks that need a look"), attn]);
   const load = async () => {
     let approvals, tasks;
@@ -292,10 +294,20 @@ function inboxPage() {
       errorBox(err, e);
       return;
     }
-    clear(reqs);
+    // Items stay as they are while listed (a reason being typed keeps its text and focus); new
+    // requests, the newest, go at the end.
     const list = approvals.approvals || [];
-    if (!list.length) reqs.append(h("li", { className: "muted" }, "Nothing waits for you."));
-    for (const p of list) reqs.append(inboxItem(p, load));
+    const keys = new Set(list.map((p) => (p.task_id || "") + "/" + p.request_id));
+    for (const [key, el] of items) if (!keys.has(key)) { el.remove(); items.delete(key); }
+    for (const p of list) {
+      const key = (p.task_id || "") + "/" + p.request_id;
+      if (!items.has(key)) {
+        const el = inboxItem(p, load);
+        items.set(key, el);
+        reqs.append(el);
+      }
+    }
+    empty.hidden = list.length > 0;
     clear(attn);
     const bad = (tasks.tasks || []).filter((t) => t.status === "failed" || t.status === "budget_exhausted" || t.status === "waiting_for_spend_cap" || t.last_error);
     if (!bad.length) attn.append(h("li", { className: "muted" }, "No failed or stopped task."));
