@@ -89,7 +89,8 @@ func (p points) sum(name string, attrs ...string) float64 {
 
 // Real turns move the counters: turns started and finished, a failed attempt and its retry, the
 // time to the first token, the waiting approval and its decision, the host's CLI processes; the
-// tokens and cost by model equal what the fake API billed, as its own ledger says.
+// tokens and cost by model equal what the fake API billed, as its own ledger says, the failed
+// attempt's billed answer included.
 func TestTurnsAreMeasured(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -120,7 +121,9 @@ func TestTurnsAreMeasured(t *testing.T) {
 	marker := filepath.Join(e.workspace, "approved.txt")
 	e.script(
 		say(fa.UseBash("echo one")), say(fa.Text("turn one done")),
-		// Turn two's first attempt meets an overloaded API; its retry is answered.
+		// Turn two's first attempt is billed an answer, whose tool runs, then meets an overloaded
+		// API; its retry is answered. The failed attempt's answer is real spend: counted.
+		say(fa.UseBash("echo two")),
 		func(*fa.Request) fa.Response { return fa.Fail(529, "overloaded_error", 0) },
 		say(fa.Text("turn two done")),
 		// The supervised task's tool waits for a person.

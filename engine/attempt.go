@@ -60,6 +60,9 @@ func (e *Engine) RunTurn(ctx context.Context, req Request) (task.RunTurnResult, 
 	} else if o.commit != nil {
 		a.spend.failedCommit(ctx)
 	}
+	if err != nil {
+		a.meter.failed(a.spend.unresulted())
+	}
 	a.meter.ended(res, err)
 	a.close(ctx)
 	stopHeartbeat()

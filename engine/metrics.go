@@ -31,7 +31,7 @@ type attemptMeter struct {
 	watching  bool
 	firstSeen bool
 	// usage is what the attempt's results billed, by model; total sums them. counted: it was
-	// counted (see countBilled).
+	// counted (see ended and failed).
 	usage   map[string]metrics.Usage
 	total   metrics.Usage
 	counted bool
@@ -148,16 +148,20 @@ func (a *attemptMeter) ended(res task.RunTurnResult, err *Error) {
 	a.countLocked(ctx)
 }
 
-// countBilled counts, once, what the attempt's results billed so far, by model (drover.tokens,
-// drover.cost). A committed turn is counted when its attempt ends; the accounting of an attempt
-// that failed after a billed answer calls this to count that answer.
-func (a *attemptMeter) countBilled() {
+// failed counts, once, what a failed attempt was billed (drover.tokens, drover.cost): the usage
+// its results reported, by model, and the answers the API billed after its last result
+// (unresulted, from the attempt's budget meter), priced as a budget prices them. It is real
+// spend though no turn committed it; an attempt lost with its worker is counted by no one.
+func (a *attemptMeter) failed(unresulted []metrics.Usage) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.counted {
 		return
 	}
 	a.counted = true
+	for _, u := range unresulted {
+		a.addUsage(u)
+	}
 	a.countLocked(context.WithoutCancel(a.ctx))
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/drover-run/drover/events"
 	"github.com/drover-run/drover/internal/pgtest"
 	"github.com/drover-run/drover/metrics"
+	"github.com/drover-run/drover/pricing"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/streamjson"
 	"github.com/drover-run/drover/task"
@@ -80,19 +81,31 @@ func TestAttemptMeterCountsWhatWasCommitted(t *testing.T) {
 	}
 }
 
-// A failed attempt's billed answer counts only when its accounting asks, and once.
-func TestAttemptMeterCountsAFailedAttemptOnRequest(t *testing.T) {
+// A failed attempt's billed answers count once: those its results reported and those after its
+// last result, priced; nothing before the attempt's end.
+func TestAttemptMeterCountsAFailedAttempt(t *testing.T) {
 	e, r := newMeteredEngine(t)
 	a := e.meterAttempt(context.Background(), Request{TaskID: "t", Turn: 1, Attempt: 1, MaxAttempts: 3})
 	a.watch(streamjson.SinkFunc(func(events.AgentEvent) {})).Emit(complete(events.Completion{CostUSD: 0.2, IsError: true}))
-	a.ended(task.RunTurnResult{}, &Error{Type: task.ErrTypeModelAPI})
 	if got := billedCost(t, r); len(got) != 0 {
-		t.Errorf("a failed attempt counted %v by itself", got)
+		t.Errorf("an attempt still running counted %v", got)
 	}
-	a.countBilled()
-	a.countBilled()
-	if got := billedCost(t, r); len(got) != 1 || got[defaultModel] != 0.2 {
-		t.Errorf("cost after countBilled = %v, want 0.2 under %s once", got, defaultModel)
+	m := &budgetMeter{answers: map[string]*meteredAnswer{
+		"msg_1": {model: "claude-sonnet-4-5", usage: pricing.Usage{InputTokens: 1000, OutputTokens: 100}},
+	}}
+	unresulted := m.unresulted()
+	want := pricing.Cost("claude-sonnet-4-5", pricing.Usage{InputTokens: 1000, OutputTokens: 100})
+	if len(unresulted) != 1 || unresulted[0].Model != "claude-sonnet-4-5" || unresulted[0].CostUSD != want || want == 0 {
+		t.Fatalf("unresulted = %+v, want one answer of claude-sonnet-4-5 costing %v", unresulted, want)
+	}
+	a.failed(unresulted)
+	a.failed(unresulted)
+	a.ended(task.RunTurnResult{}, &Error{Type: task.ErrTypeModelAPI})
+	if got := billedCost(t, r); len(got) != 2 || got[defaultModel] != 0.2 || got["claude-sonnet-4-5"] != want {
+		t.Errorf("cost of the failed attempt = %v, want 0.2 under %s and %v under claude-sonnet-4-5, once", got, defaultModel, want)
+	}
+	if (*budgetMeter)(nil).unresulted() != nil {
+		t.Error("an attempt refused before its meter started has unresulted answers")
 	}
 }
 
