@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	cdppage "github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+	"github.com/google/uuid"
 
 	"github.com/drover-run/drover/console"
 	"github.com/drover-run/drover/events"
@@ -690,4 +691,117 @@ func TestPromptAndInterrupt(t *testing.T) {
 			t.Errorf("POST %s: sent %q, want %q", path, got[path], body)
 		}
 	}
+}
+
+// TestStalledTurnIsShown: a running task that writes nothing for longer than the console's stall
+// threshold is shown as possibly stalled, not as silence; the next event clears the banner. The
+// page's clock is moved forward rather than the test waiting for it.
+func TestStalledTurnIsShown(t *testing.T) {
+	t.Parallel()
+	api, url := stack(t, fakeapi.Config{})
+	evs, err := fakeapi.Repeat(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	api.PutTask(fakeapi.Task{ID: "quiet", Status: "running", Mode: "autonomous", CreatedAt: now, UpdatedAt: now})
+	if _, err := api.Append("quiet", 1, 1, evs[0]); err != nil {
+		t.Fatal(err)
+	}
+	p := page(t)
+	navigate(t, p, url+"/#/tasks/quiet")
+	waitFor(t, p, `document.body.dataset.lastSeq == "1"`)
+	if !eval[bool](t, p, `document.querySelector(".alert.stall").hidden`) {
+		t.Fatal("a task that has just written an event is shown as stalled")
+	}
+	// Two minutes pass on the page's clock with no event.
+	eval[bool](t, p, `(() => { const real = Date.now; Date.now = () => real() + 120000; return true; })()`)
+	waitFor(t, p, `!document.querySelector(".alert.stall").hidden`)
+	if got := eval[string](t, p, `document.querySelector(".alert.stall").textContent`); !strings.Contains(got, "may be stalled") {
+		t.Errorf("the stall banner says %q", got)
+	}
+	screenshot(t, p, "stalled")
+	if _, err := api.Append("quiet", 1, 1, evs[1]); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p, `document.body.dataset.lastSeq == "2"`)
+	waitFor(t, p, `document.querySelector(".alert.stall").hidden`)
+}
+
+// TestStartTaskFromThePage: the new-task form sends the creation once, with an Idempotency-Key,
+// and opens the task; an input the API refuses shows its message and opens nothing; the next
+// form offers the workspace used last. The fake API's ledger is the witness.
+func TestStartTaskFromThePage(t *testing.T) {
+	t.Parallel()
+	api, url := stack(t, fakeapi.Config{})
+	p := page(t)
+	navigate(t, p, url+"/#/")
+	waitFor(t, p, `document.querySelector("a.new-task")`)
+	if err := p.Do(chromedp.Click(chromedp.CSS("a.new-task"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p, `document.querySelector("form.new-task")`)
+
+	// A relative workspace: the API refuses it, and the page says why.
+	if err := p.Do(
+		chromedp.SendKeys(chromedp.CSS(`form.new-task textarea[name=prompt]`), "fix <b>the</b> build"),
+		chromedp.SendKeys(chromedp.CSS(`form.new-task input[name=workspace]`), "relative/dir"),
+		chromedp.Click(chromedp.CSS(`form.new-task button[type=submit]`)),
+	); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p, `document.querySelector("form.new-task .alert")`)
+	if got := eval[string](t, p, `document.querySelector("form.new-task .alert").textContent`); !strings.Contains(got, "absolute workspace") {
+		t.Errorf("the refusal shows %q", got)
+	}
+	if got := eval[string](t, p, `location.hash`); got != "#/new" {
+		t.Fatalf("after a refusal the page went to %q", got)
+	}
+	screenshot(t, p, "new-task-refused")
+
+	// A person clears the workspace, types another and picks supervised.
+	eval[bool](t, p, `(() => { const w = document.querySelector("form.new-task input[name=workspace]"); w.value = ""; w.focus(); return true; })()`)
+	if err := p.Do(chromedp.SendKeys(chromedp.CSS(`form.new-task input[name=workspace]`), "/srv/work/new")); err != nil {
+		t.Fatal(err)
+	}
+	eval[bool](t, p, `(() => { const m = document.querySelector("form.new-task select[name=mode]"); m.value = "supervised";
+		m.dispatchEvent(new Event("change", { bubbles: true })); return m.value == "supervised"; })()`)
+	if err := p.Do(chromedp.Click(chromedp.CSS(`form.new-task button[type=submit]`))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p, `location.hash == "#/tasks/task-1"`)
+	waitFor(t, p, `document.querySelector("h1") && document.querySelector("h1").textContent.includes("task-1")`)
+
+	var creations []fakeapi.Call
+	for _, c := range api.Calls() {
+		if c.Method == "POST" && c.Path == "/api/v1/tasks" {
+			creations = append(creations, c)
+		}
+	}
+	if len(creations) != 2 {
+		t.Fatalf("%d creations sent, want the refused one and the accepted one", len(creations))
+	}
+	var body map[string]any
+	if err := json.Unmarshal(creations[1].Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"prompt": "fix <b>the</b> build", "workspace": "/srv/work/new", "mode": "supervised"}
+	if len(body) != len(want) {
+		t.Errorf("sent %v, want %v", body, want)
+	}
+	for k, v := range want {
+		if body[k] != v {
+			t.Errorf("sent %s = %v, want %v", k, body[k], v)
+		}
+	}
+	key := creations[1].IdempotencyKey
+	if _, err := uuid.Parse(key); err != nil {
+		t.Errorf("the creation's Idempotency-Key %q is not a uuid: %v", key, err)
+	}
+	if key == creations[0].IdempotencyKey {
+		t.Error("a changed form was sent with the key of the refused one")
+	}
+
+	navigate(t, p, url+"/#/new")
+	waitFor(t, p, `document.querySelector("form.new-task input[name=workspace]").value == "/srv/work/new"`)
 }

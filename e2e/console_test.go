@@ -26,7 +26,7 @@ func (e *env) consolePage() *browser.Page {
 	if err != nil {
 		e.t.Fatalf("chromium: %v", err)
 	}
-	b, err := browser.Start(e.ctx, browser.Config{Bin: bin, Width: 1280, Height: 1024})
+	b, err := browser.Start(e.ctx, browser.Config{Bin: bin, Width: 1280, Height: 1200})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -81,7 +81,8 @@ func shoot(t *testing.T, p *browser.Page, name string) string {
 }
 
 // The web console on the real stack (drover serve with a token, a worker, the real CLI against
-// the fake Messages API, Temporal, Postgres): a supervised task's events stream into the page;
+// the fake Messages API, Temporal, Postgres): a supervised task started from the page's form
+// (its prompt reaches the model once) streams its events into the page;
 // a request approved from the page runs its tool (witnesses: the file it writes, and the tool
 // result the model is sent); one denied from the page does not run, and the model reads the
 // reason; a prompt sent from the page runs; a reload in the middle of a turn leaves the page
@@ -112,14 +113,22 @@ func TestConsoleSupervisedTask(t *testing.T) {
 		fa.Reply(fa.UseBash(same)), // granted: not asked
 		fa.Reply(fa.Text("Both done.")),
 	)
-	body := fmt.Sprintf(`{"id":%q,"prompt":"write the marker","workspace":%q,"mode":"supervised"}`, id, e.workspace)
-	s.must(201, nil, "POST", "/api/v1/tasks", body)
-
+	// The task is started from the page's form, as a newcomer does.
 	p := e.consolePage()
-	pageDo(t, p, chromedp.Navigate(s.url+"/#/tasks/"+id))
+	pageDo(t, p, chromedp.Navigate(s.url+"/#/"))
 	e.pageWait(p, "the console to ask for the token", `document.getElementById("token-dialog").open`)
 	pageDo(t, p, chromedp.SendKeys(chromedp.ID("token-input"), apiToken),
 		chromedp.Click(chromedp.CSS("#token-form button[type=submit]")))
+	e.pageWait(p, "the task list", `document.querySelector("a.new-task")`)
+	pageDo(t, p, chromedp.Click(chromedp.CSS("a.new-task")))
+	e.pageWait(p, "the new task's form", `document.querySelector("form.new-task")`)
+	pageDo(t, p, chromedp.SendKeys(chromedp.CSS("form.new-task textarea[name=prompt]"), "write the marker"),
+		chromedp.SendKeys(chromedp.CSS("form.new-task input[name=workspace]"), e.workspace),
+		chromedp.SendKeys(chromedp.CSS("form.new-task input[name=id]"), id))
+	pageEval[bool](t, p, `(() => { const m = document.querySelector("form.new-task select[name=mode]"); m.value = "supervised";
+		m.dispatchEvent(new Event("change", { bubbles: true })); return true; })()`)
+	pageDo(t, p, chromedp.Click(chromedp.CSS("form.new-task button[type=submit]")))
+	e.pageWait(p, "the new task's page", `location.hash == "#/tasks/`+id+`"`)
 
 	// The request streams in, with its whole input.
 	waiting := `li.request:not(.settled)`
@@ -150,6 +159,15 @@ func TestConsoleSupervisedTask(t *testing.T) {
 	e.pageWait(p, "the tool's result on the page", `[...document.querySelectorAll('li.tool[data-status="complete"]')].some(e => e.textContent.includes("echo approved"))`)
 	e.pageWait(p, "the decision on the page", `document.querySelector('li.request[data-outcome="allowed"]')`)
 	e.pageWait(p, "the first turn's end on the page", `document.querySelectorAll("li.ev-complete").length == 1`)
+	asked := 0
+	for _, r := range e.fake.MainRequests() {
+		if strings.Contains(r.LastUserText(), "write the marker") {
+			asked++
+		}
+	}
+	if asked != 1 {
+		t.Fatalf("the model was sent the page's first prompt %d times, want once", asked)
+	}
 	var ran bool
 	for _, tr := range e.toolResultsSince(0) {
 		ran = ran || !tr.IsError

@@ -89,11 +89,23 @@ export async function getJSON(path) {
   return resp.json();
 }
 
-export async function postJSON(path, body) {
-  const resp = await request("POST", path, body === undefined ? {} : body, { Accept: "application/json" });
+// postJSON sends body; extra holds more headers (an Idempotency-Key).
+export async function postJSON(path, body, extra) {
+  const resp = await request("POST", path, body === undefined ? {} : body, Object.assign({ Accept: "application/json" }, extra || {}));
   if (!resp.ok) throw await errorOf(resp);
   const text = await resp.text();
   return text ? JSON.parse(text) : {};
+}
+
+// newKey returns a random uuid (version 4) for an Idempotency-Key. crypto.randomUUID exists only
+// in secure contexts; getRandomValues everywhere.
+export function newKey() {
+  if (crypto.randomUUID) return crypto.randomUUID();
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6] & 0x0f) | 0x40;
+  b[8] = (b[8] & 0x3f) | 0x80;
+  const x = [...b].map((v) => v.toString(16).padStart(2, "0")).join("");
+  return x.slice(0, 8) + "-" + x.slice(8, 12) + "-" + x.slice(12, 16) + "-" + x.slice(16, 20) + "-" + x.slice(20);
 }
 
 export function taskPath(id) {

@@ -1,6 +1,7 @@
-// The console's pages: the task list (#/), one task (#/tasks/<id>) and the inbox (#/inbox).
+// The console's pages: the task list (#/), a new task (#/new), one task (#/tasks/<id>) and the
+// inbox (#/inbox).
 
-import { getJSON, postJSON, taskPath, EventStream } from "./api.js";
+import { getJSON, postJSON, taskPath, newKey, EventStream } from "./api.js";
 import { h, append, clear, money, tokens, ago, statusBadge, pre, safeHref } from "./dom.js";
 import { Timeline } from "./render.js";
 
@@ -23,6 +24,7 @@ function route() {
   const m = hash.match(/^#\/tasks\/(.+)$/);
   if (m) view = taskPage(decodeURIComponent(m[1]));
   else if (hash === "#/inbox") view = inboxPage();
+  else if (hash === "#/new") view = newTaskPage();
   else view = listPage();
   for (const a of document.querySelectorAll("header nav a")) a.classList.toggle("active", a.getAttribute("href") === (m ? "#/" : hash));
 }
@@ -59,7 +61,7 @@ function listPage() {
   const table = h("table", { className: "tasks" },
     h("thead", null, h("tr", null, ["task", "status", "mode", "model", "turns", "cost", "waiting", "updated", ""].map((c) => h("th", null, c)))),
     body);
-  append(main, [h("h1", null, "Tasks"),
+  append(main, [h("div", { className: "task-head" }, h("h1", null, "Tasks"), h("a", { href: "#/new", className: "button new-task" }, "New task")),
     h("div", { className: "filters" }, statusSel, q, h("label", null, awaiting, " awaiting approval")),
     err, table]);
   const load = async () => {
@@ -102,6 +104,74 @@ function taskRow(t) {
     h("td", { title: t.updated_at || "" }, t.updated_at ? ago(t.updated_at) + " ago" : ""),
     h("td", null, temporalLink(t)));
   return tr;
+}
+
+// ---- a new task ----
+
+// WORKSPACE_KEY keeps the workspace of the last task started from this browser, to offer it again.
+const WORKSPACE_KEY = "drover.workspace";
+const MODES = [["autonomous", "autonomous: the agent runs its tools itself"],
+  ["supervised", "supervised: a person approves each tool that changes something"],
+  ["plan", "plan: the agent plans first; a person approves the plan"]];
+
+function newTaskPage() {
+  const promptBox = h("textarea", { name: "prompt", rows: 6, placeholder: "What should the agent do?" });
+  promptBox.required = true;
+  const workspace = h("input", { type: "text", name: "workspace", placeholder: "/absolute/path/of/the/folder/on/the/workers" });
+  workspace.required = true;
+  workspace.value = localStorage.getItem(WORKSPACE_KEY) || "";
+  const mode = h("select", { name: "mode" }, MODES.map(([v, label]) => h("option", { value: v }, label)));
+  const model = h("input", { type: "text", name: "model", placeholder: "the CLI's default" });
+  const id = h("input", { type: "text", name: "id", placeholder: "a new uuid" });
+  const maxCost = h("input", { type: "number", name: "max_cost_usd", placeholder: "none" });
+  maxCost.min = "0";
+  maxCost.step = "any";
+  const submit = h("button", { type: "submit", className: "approve" }, "Start task");
+  const err = h("div");
+  const field = (label, input, help) => h("label", { className: "field" }, h("span", { className: "label" }, label), input,
+    help ? h("span", { className: "muted" }, help) : null);
+  const form = h("form", { className: "new-task" },
+    field("Prompt", promptBox),
+    field("Workspace", workspace, "the folder the agent works in, as the workers' hosts see it"),
+    field("Mode", mode),
+    field("Model", model),
+    field("Task id", id, "optional"),
+    field("Budget (USD)", maxCost, "optional: the task stops when it has cost this much"),
+    err, h("div", { className: "prompt-actions" }, submit));
+  append(main, [h("h1", null, "New task"), form]);
+  if (!workspace.value) {
+    // Offer the workspace of the most recently updated task.
+    getJSON("/api/v1/tasks").then((data) => {
+      const t = (data.tasks || [])[0];
+      if (t && t.workspace && !workspace.value) workspace.value = t.workspace;
+    }, () => {});
+  }
+  // One key per filled-in form: a creation sent again (a double click, a retry after a dropped
+  // answer) starts the task once.
+  let key = newKey();
+  for (const type of ["input", "change"]) form.addEventListener(type, () => { if (!submit.disabled) key = newKey(); });
+  promptBox.addEventListener("keydown", (ev) => {
+    if (ev.key === "Enter" && (ev.ctrlKey || ev.metaKey)) form.requestSubmit();
+  });
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const body = { prompt: promptBox.value, workspace: workspace.value.trim(), mode: mode.value };
+    if (model.value.trim()) body.model = model.value.trim();
+    if (id.value.trim()) body.id = id.value.trim();
+    if (maxCost.value !== "") body.budget = { max_cost_usd: Number(maxCost.value) };
+    submit.disabled = true;
+    try {
+      const res = await postJSON("/api/v1/tasks", body, { "Idempotency-Key": key });
+      localStorage.setItem(WORKSPACE_KEY, body.workspace);
+      const created = (res.task && res.task.id) || (res.prompt && res.prompt.task_id) || body.id;
+      location.hash = "#/tasks/" + encodeURIComponent(created);
+    } catch (e) {
+      errorBox(err, e);
+      submit.disabled = false;
+    }
+  });
+  promptBox.focus();
+  return { stop() {} };
 }
 
 // turnCount reads a task's turns: a number in a listing, the list of turns in a task's details.
@@ -163,7 +233,7 @@ function taskPage(id) {
     if (t.mode) parts.push(h("span", null, "mode " + t.mode));
     if (t.model) parts.push(h("span", null, "model " + t.model));
     parts.push(h("span", { className: "cost" }, "cost " + money(t.cost_usd)));
-    parts.push(h("span", { className: "turns" }, turnCount(t) + " turns"));
+    parts.push(h("span", { className: "turns" }, turnCount(t) + (turnCount(t) === 1 ? " turn" : " turns")));
     if (t.workspace) parts.push(h("span", null, h("code", null, t.workspace)));
     if (t.pending_approvals) parts.push(h("span", { className: "attn" }, t.pending_approvals + " waiting for you" + (t.waiting_since ? " for " + ago(t.waiting_since) : "")));
     if (t.wait) parts.push(h("span", { className: "attn" }, waitText(t.wait)));

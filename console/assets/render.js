@@ -296,7 +296,7 @@ export class Timeline {
       p.plan ? h("div", null, h("div", { className: "label" }, "Plan" + (p.plan_file ? " (" + p.plan_file + ")" : "")), pre(p.plan, "plan")) : null,
       questionsView(p.questions),
       input !== undefined ? h("details", { className: "input", open: true }, h("summary", null, "Tool input"), pre(pretty(input), "json")) : null,
-      p.deadline ? h("div", { className: "muted" }, "Denied automatically at " + new Date(p.deadline).toLocaleString()) : null,
+      p.deadline ? h("div", { className: "muted" }, "Denied at " + new Date(p.deadline).toLocaleString() + " if nobody answers") : null,
       state, actions);
     el.dataset.pendingId = ev.pending_id || "";
     const req = { el, actions, state, ev, settled: false };
@@ -414,7 +414,7 @@ export class Timeline {
     append(req.buttons, buttons);
     // A decision on its way keeps the buttons off, whatever redrew them.
     if (req.sent) for (const b of buttons) b.disabled = true;
-    req.note.textContent = pend && pend.deadline && !p.deadline ? " denied automatically at " + new Date(pend.deadline).toLocaleString() : "";
+    req.note.textContent = pend && pend.deadline && !p.deadline ? " denied at " + new Date(pend.deadline).toLocaleString() + " if nobody answers" : "";
   }
 }
 

@@ -82,6 +82,8 @@ type Call struct {
 	Body json.RawMessage
 	// LastEventID is the Last-Event-ID header of an event-stream request.
 	LastEventID string
+	// IdempotencyKey is the request's Idempotency-Key header.
+	IdempotencyKey string
 	// Authorized says whether the request carried the right token (always true without one).
 	Authorized bool
 	// TokenInURL is set when the token appeared in the request's URL.
@@ -110,6 +112,7 @@ type Server struct {
 	events  map[string][]Record
 	changed chan struct{} // closed and replaced on every append
 	ledger  []Call
+	keys    map[string]string // Idempotency-Key → task id
 }
 
 // New returns a Server with no tasks.
@@ -117,7 +120,7 @@ func New(cfg Config) *Server {
 	if cfg.KeepAlive <= 0 {
 		cfg.KeepAlive = 15 * time.Second
 	}
-	return &Server{cfg: cfg, tasks: map[string]*Task{}, events: map[string][]Record{}, changed: make(chan struct{})}
+	return &Server{cfg: cfg, tasks: map[string]*Task{}, events: map[string][]Record{}, keys: map[string]string{}, changed: make(chan struct{})}
 }
 
 // PutTask adds or replaces a task.
@@ -171,6 +174,7 @@ func (s *Server) Calls() []Call {
 // Handler serves the API and, for every other path, the console.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("POST /api/v1/tasks", s.createTask)
 	mux.HandleFunc("GET /api/v1/tasks", s.listTasks)
 	mux.HandleFunc("GET /api/v1/tasks/{id}", s.getTask)
 	mux.HandleFunc("GET /api/v1/tasks/{id}/events", s.getEvents)
@@ -189,7 +193,8 @@ func (s *Server) Handler() http.Handler {
 			mux.ServeHTTP(w, r)
 			return
 		}
-		call := Call{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, LastEventID: r.Header.Get("Last-Event-ID")}
+		call := Call{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, LastEventID: r.Header.Get("Last-Event-ID"),
+			IdempotencyKey: r.Header.Get("Idempotency-Key")}
 		if r.Body != nil && r.Method == http.MethodPost {
 			var body json.RawMessage
 			if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(&body); err != nil {
@@ -307,6 +312,44 @@ func (s *Server) prompt(w http.ResponseWriter, r *http.Request) {
 		queued = 1
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"task_id": r.PathValue("id"), "queued": queued})
+}
+
+// createTask creates a running task as the real API does, once per Idempotency-Key; it checks
+// only what the console must send.
+func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		ID        string `json:"id"`
+		Prompt    string `json:"prompt"`
+		Workspace string `json:"workspace"`
+		Mode      string `json:"mode"`
+		Model     string `json:"model"`
+	}
+	raw, _ := r.Context().Value(bodyKey{}).(json.RawMessage)
+	if err := json.Unmarshal(raw, &body); err != nil || strings.TrimSpace(body.Prompt) == "" || !strings.HasPrefix(body.Workspace, "/") {
+		writeError(w, http.StatusBadRequest, "invalid_input", "a task needs a prompt and an absolute workspace")
+		return
+	}
+	key := r.Header.Get("Idempotency-Key")
+	s.mu.Lock()
+	id, seen := s.keys[key]
+	if !seen || key == "" {
+		id = body.ID
+		if id == "" {
+			id = fmt.Sprintf("task-%d", len(s.order)+1)
+		}
+		if key != "" {
+			s.keys[key] = id
+		}
+	}
+	s.mu.Unlock()
+	now := time.Now().UTC()
+	if !seen {
+		s.PutTask(Task{ID: id, Status: "running", Mode: body.Mode, Model: body.Model, Workspace: body.Workspace, CreatedAt: now, UpdatedAt: now})
+	}
+	s.mu.Lock()
+	t := *s.tasks[id]
+	s.mu.Unlock()
+	writeJSON(w, http.StatusCreated, map[string]any{"task": t, "prompt": map[string]any{"task_id": id, "turn": 1}})
 }
 
 func (s *Server) accepted(w http.ResponseWriter, _ *http.Request) {
