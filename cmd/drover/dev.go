@@ -187,7 +187,7 @@ func newDevCommand(a *app) *cobra.Command {
 			}
 			return runDev(c.Context(), a, stackOptions{
 				stateDir: o.state, temporalAddress: o.addr, port: o.port, uiPort: o.uiPort,
-				fakeAPI: o.fake, fakeResponder: echoResponder, hostID: hostID, workers: o.workers,
+				fakeAPI: o.fake, fakeResponder: offlineModel, hostID: hostID, workers: o.workers,
 			}, o.listen)
 		},
 	}
@@ -260,9 +260,13 @@ func runDev(ctx context.Context, a *app, o stackOptions, listen string) error {
 		}
 	}
 	if s.fake != nil {
-		fmt.Fprintf(stdout, "  model API    %s (offline fake: it answers every prompt with an echo)\n", s.fake.URL())
+		fmt.Fprintf(stdout, "  model API    %s (offline fake: it echoes a prompt; \"run COMMAND\" makes it call Bash)\n", s.fake.URL())
 	}
-	fmt.Fprintf(stdout, "\nIn another terminal:\n")
+	if srv != nil {
+		fmt.Fprintf(stdout, "\nOpen %s/ and press \"New task\": in mode supervised, the prompt \"run ls\" asks you\nto approve the command. Or, in another terminal:\n", srv.url)
+	} else {
+		fmt.Fprintf(stdout, "\nIn another terminal:\n")
+	}
 	if s.cfg.TemporalAddress != "127.0.0.1:7233" {
 		fmt.Fprintf(stdout, "  export TEMPORAL_ADDRESS=%s\n", s.cfg.TemporalAddress)
 	}
@@ -282,19 +286,6 @@ func devDone(s *stack) <-chan struct{} {
 		return nil
 	}
 	return s.temporal.Done()
-}
-
-// echoResponder is the offline model of drover dev: it answers every prompt
-// by quoting it.
-func echoResponder(r *fakeanthropic.Request) (fakeanthropic.Response, bool) {
-	if r.Class != fakeanthropic.ClassMain {
-		return fakeanthropic.Response{}, false
-	}
-	text := strings.TrimSpace(r.LastUserText())
-	if i := strings.LastIndex(text, "\n"); i >= 0 {
-		text = strings.TrimSpace(text[i+1:])
-	}
-	return fakeanthropic.Reply(fakeanthropic.Text("(offline model) You said: " + text)), true
 }
 
 // redactURL hides a password in a database URL.
