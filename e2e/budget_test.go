@@ -146,7 +146,7 @@ func TestBudgetCutsTheTurnThatCrossesIt(t *testing.T) {
 		t.Errorf("task show: %v\n%s", err, show)
 	}
 
-	out, err := e.droverCLI("task", "budget", id, "--max-cost", "5")
+	out, err := e.droverCLI("task", "budget", id, "--budget-cost", "5")
 	if err != nil || !strings.Contains(out, "budget $5.0000") {
 		t.Fatalf("drover task budget: %v\n%s", err, out)
 	}

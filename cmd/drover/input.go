@@ -114,9 +114,9 @@ var flagOf = map[string]string{
 	"budget.max_cost_usd":     "--budget-cost",
 	"budget.max_turns":        "--budget-turns",
 	"budget.max_duration":     "--budget-duration",
-	"max_cost_usd":            "--max-cost",
-	"max_turns":               "--max-turns",
-	"max_duration":            "--max-duration",
+	"max_cost_usd":            "--budget-cost",
+	"max_turns":               "--budget-turns",
+	"max_duration":            "--budget-duration",
 }
 
 // inputError restates the *task.InvalidError problems in err with the flags

@@ -20,28 +20,34 @@ func newTaskBudgetCommand(a *app) *cobra.Command {
 budget; 0 removes it (the worker's default then applies). A task whose budget is
 spent (status budget_exhausted) goes on when the new budget leaves room: its
 waiting prompts run, and a turn cut for the budget is continued.`,
-		Example: `  drover task budget review --max-cost 5
-  drover task budget review --max-turns 40 --max-duration 2h`,
+		Example: `  drover task budget review --budget-cost 5
+  drover task budget review --budget-turns 40 --budget-duration 2h`,
 		Args: taskArg,
 	}
 	out := addOutputFlags(c, false)
 	f := c.Flags()
-	f.Float64Var(&budget.MaxCostUSD, "max-cost", 0, "bound what the API bills the task, failed attempts included, in US dollars (0: no bound of its own)")
-	f.IntVar(&budget.MaxTurns, "max-turns", 0, "bound the task's turns (0: no bound of its own)")
-	f.DurationVar(&budget.MaxDuration, "max-duration", 0, "bound the time the task's turns run, added up (0: no bound of its own)")
+	// The flags are named as on drover task start. --max-cost and --max-duration are accepted too;
+	// --max-turns is not: it names the agent's loop limit.
+	f.Float64Var(&budget.MaxCostUSD, "budget-cost", 0, "bound what the API bills the task, failed attempts included, in US dollars (0: no bound of its own)")
+	f.IntVar(&budget.MaxTurns, "budget-turns", 0, "bound the task's turns (0: no bound of its own)")
+	f.DurationVar(&budget.MaxDuration, "budget-duration", 0, "bound the time the task's turns run, added up (0: no bound of its own)")
+	f.Float64Var(&budget.MaxCostUSD, "max-cost", 0, "another name of --budget-cost")
+	f.DurationVar(&budget.MaxDuration, "max-duration", 0, "another name of --budget-duration")
+	_ = f.MarkHidden("max-cost")
+	_ = f.MarkHidden("max-duration")
 	c.RunE = func(c *cobra.Command, args []string) error {
 		var change task.BudgetChange
-		if f.Changed("max-cost") {
+		if f.Changed("budget-cost") || f.Changed("max-cost") {
 			change.MaxCostUSD = &budget.MaxCostUSD
 		}
-		if f.Changed("max-turns") {
+		if f.Changed("budget-turns") {
 			change.MaxTurns = &budget.MaxTurns
 		}
-		if f.Changed("max-duration") {
+		if f.Changed("budget-duration") || f.Changed("max-duration") {
 			change.MaxDuration = &budget.MaxDuration
 		}
 		if change == (task.BudgetChange{}) {
-			return usageErrorf(c, "which bound? give --max-cost, --max-turns or --max-duration")
+			return usageErrorf(c, "which bound? give --budget-cost, --budget-turns or --budget-duration")
 		}
 		if err := change.Validate(); err != nil {
 			return inputError(err)
