@@ -131,6 +131,9 @@ func (a *attempt) gate(ctx context.Context) *Error {
 		a.acct.slot = true
 		a.acct.stopRenew = a.renewSlot(ctx)
 	}
+	if !g.Waiting {
+		return nil
+	}
 	if w, ok, err := store.EndWait(ctx, e.cfg.DB, req.TaskID); err != nil {
 		a.log.Warn("ending the task's wait for its account", "error", err)
 	} else if ok {

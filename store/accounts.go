@@ -108,6 +108,9 @@ type AccountGate struct {
 	ProbeUntil time.Time
 	// Now is the database's clock.
 	Now time.Time
+	// Waiting: the task may have a wait for its account recorded (EndWait ends it). False only
+	// when the check saw none.
+	Waiting bool
 }
 
 // CheckAccount decides whether a turn of taskID may call the API of account: not while its
@@ -116,8 +119,23 @@ type AccountGate struct {
 // others wait until it got through (AccountGotThrough) or was limited again (LimitAccount).
 // The account's row is made on first use.
 func CheckAccount(ctx context.Context, db TxDB, account, taskID string, probeLease time.Duration) (AccountGate, error) {
-	var g AccountGate
-	err := inTx(ctx, db, func(tx pgx.Tx) error {
+	// An account that nothing limits, the common case, is read in one statement and no lock:
+	// the lock below only orders the turns that decide who goes first after a reset.
+	var known, limited bool
+	g := AccountGate{Go: true}
+	err := db.QueryRow(ctx, `
+		SELECT a.account_id IS NOT NULL, a.reason IS NOT NULL, now(),
+			EXISTS (SELECT 1 FROM account_waits WHERE task_id = $2)
+		FROM (SELECT 1) one LEFT JOIN accounts a ON a.account_id = $1`, account, taskID).
+		Scan(&known, &limited, &g.Now, &g.Waiting)
+	if err != nil {
+		return AccountGate{}, fmt.Errorf("checking account %s: %w", account, err)
+	}
+	if known && !limited {
+		return g, nil
+	}
+	g = AccountGate{Waiting: true}
+	err = inTx(ctx, db, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `INSERT INTO accounts (account_id) VALUES ($1) ON CONFLICT DO NOTHING`, account); err != nil {
 			return err
 		}

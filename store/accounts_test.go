@@ -23,6 +23,28 @@ func TestInstallationKeyIsMadeOnce(t *testing.T) {
 	}
 }
 
+// An account nothing limits lets every turn go, and says whether the task has a wait to end.
+func TestAccountCheckSaysWhetherTheTaskWaits(t *testing.T) {
+	t.Parallel()
+	ctx, db := t.Context(), pgtest.NewPool(t)
+	const acct = "acct-w"
+	for i, want := range []bool{true, false} { // the first check makes the account's row
+		g, err := store.CheckAccount(ctx, db, acct, "t1", time.Minute)
+		must(t, err)
+		if !g.Go || g.Probe || g.Waiting != want {
+			t.Fatalf("check %d: %+v, want go, waiting %v", i, g, want)
+		}
+	}
+	_, _, _, err := store.RecordWait(ctx, db, store.AccountWait{TaskID: "t1", Account: acct, Turn: 1, Reason: "concurrency"})
+	must(t, err)
+	if g, err := store.CheckAccount(ctx, db, acct, "t1", time.Minute); err != nil || !g.Go || !g.Waiting {
+		t.Fatalf("a task that waited: %+v, %v; want go, waiting", g, err)
+	}
+	if g, err := store.CheckAccount(ctx, db, acct, "t2", time.Minute); err != nil || !g.Go || g.Waiting {
+		t.Fatalf("another task: %+v, %v; want go, not waiting", g, err)
+	}
+}
+
 // A usage limit holds every turn of the account until its reset; after it exactly one turn goes
 // first, and the others wait until it got through; then the waiting tasks are named.
 func TestAccountLimitLetsOneTurnProbeAfterTheReset(t *testing.T) {
