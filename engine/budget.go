@@ -3,14 +3,11 @@ package engine
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/drover-run/drover/claudecode"
 	"github.com/drover-run/drover/events"
-	"github.com/drover-run/drover/metrics"
 	"github.com/drover-run/drover/pricing"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
@@ -204,37 +201,6 @@ func (m *budgetMeter) pricedLocked() float64 {
 		c += pricing.Cost(a.model, a.usage)
 	}
 	return c
-}
-
-// unresulted returns, by model, the answers the API billed after the attempt's last result,
-// priced: what no result of the attempt reported.
-func (m *budgetMeter) unresulted() []metrics.Usage {
-	if m == nil {
-		return nil
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	byModel := map[string]metrics.Usage{}
-	for _, a := range m.answers {
-		model := a.model
-		if model == "" {
-			model = defaultModel
-		}
-		u := byModel[model]
-		u.Model = model
-		u.InputTokens += a.usage.InputTokens
-		u.OutputTokens += a.usage.OutputTokens
-		u.CacheReadInputTokens += a.usage.CacheReadInputTokens
-		u.CacheCreationInputTokens += a.usage.CacheCreationInputTokens
-		u.CostUSD += pricing.Cost(a.model, a.usage)
-		byModel[model] = u
-	}
-	out := make([]metrics.Usage, 0, len(byModel))
-	for _, u := range byModel {
-		out = append(out, u)
-	}
-	slices.SortFunc(out, func(x, y metrics.Usage) int { return strings.Compare(x.Model, y.Model) })
-	return out
 }
 
 // spent is what the API billed the attempt so far.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/drover-run/drover/events"
 	"github.com/drover-run/drover/metrics"
+	"github.com/drover-run/drover/pricing"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/streamjson"
 	"github.com/drover-run/drover/task"
@@ -163,6 +164,36 @@ func (a *attemptMeter) failed(unresulted []metrics.Usage) {
 		a.addUsage(u)
 	}
 	a.countLocked(context.WithoutCancel(a.ctx))
+}
+
+// unresulted returns, by model, the answers the API billed the attempt of budget meter m after
+// its last result, priced: what no result of the attempt reported.
+func (m *budgetMeter) unresulted() []metrics.Usage {
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	byModel := map[string]metrics.Usage{}
+	for _, a := range m.answers {
+		model := a.model
+		if model == "" {
+			model = defaultModel
+		}
+		u := byModel[model]
+		u.Model = model
+		u.InputTokens += a.usage.InputTokens
+		u.OutputTokens += a.usage.OutputTokens
+		u.CacheReadInputTokens += a.usage.CacheReadInputTokens
+		u.CacheCreationInputTokens += a.usage.CacheCreationInputTokens
+		u.CostUSD += pricing.Cost(a.model, a.usage)
+		byModel[model] = u
+	}
+	out := make([]metrics.Usage, 0, len(byModel))
+	for _, u := range byModel {
+		out = append(out, u) // counted in the order of their names (countLocked)
+	}
+	return out
 }
 
 func (a *attemptMeter) countLocked(ctx context.Context) {
