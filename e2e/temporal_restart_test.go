@@ -7,7 +7,7 @@ import (
 
 	"github.com/drover-run/drover/events"
 	"github.com/drover-run/drover/internal/devserver"
-	fa "github.com/drover-run/drover/internal/fakeanthropic"
+	fa "github.com/drover-run/drover/internal/offlinemodel"
 	"github.com/drover-run/drover/internal/tools"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"

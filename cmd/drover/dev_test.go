@@ -15,7 +15,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/drover-run/drover/events"
-	"github.com/drover-run/drover/internal/pgtest"
+	"github.com/drover-run/drover/internal/testkit/pgtest"
 	"github.com/drover-run/drover/internal/tools"
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/taskclient"
