@@ -24,7 +24,7 @@ import (
 	"github.com/drover-run/drover/internal/devserver"
 	"github.com/drover-run/drover/internal/offlinemodel"
 	"github.com/drover-run/drover/internal/testkit/pgtest"
-	"github.com/drover-run/drover/internal/tools"
+	"github.com/drover-run/drover/internal/testkit/testtools"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/taskclient"
@@ -61,7 +61,7 @@ func TestMain(m *testing.M) {
 // setup starts the shared parts once, or skips when the pinned tools are absent.
 func setup(t testing.TB) {
 	t.Helper()
-	temporalBin, err := tools.TemporalBin()
+	temporalBin, err := testtools.TemporalBin()
 	if err != nil {
 		t.Skipf("the temporal CLI is not installed (%v): run scripts/tools.sh", err)
 	}
@@ -83,7 +83,7 @@ func setup(t testing.TB) {
 // setupBinaries finds the Claude CLI and builds drover once, or skips when the CLI is absent.
 func setupBinaries(t testing.TB) {
 	t.Helper()
-	claude, err := tools.ClaudeBin()
+	claude, err := testtools.ClaudeBin()
 	if err != nil {
 		t.Skipf("the real Claude CLI is not installed (%v): run scripts/tools.sh", err)
 	}

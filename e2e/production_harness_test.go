@@ -13,7 +13,7 @@ import (
 
 	"github.com/drover-run/drover/internal/testkit/pgtest"
 	"github.com/drover-run/drover/internal/testkit/temporalsrv"
-	"github.com/drover-run/drover/internal/tools"
+	"github.com/drover-run/drover/internal/testkit/testtools"
 	"github.com/drover-run/drover/task"
 )
 
@@ -44,11 +44,11 @@ var production struct {
 // databases, or a skip when the pinned tools are absent.
 func productionConfig(tb testing.TB) temporalsrv.Config {
 	tb.Helper()
-	srv, err := tools.TemporalServerTools()
+	srv, err := testtools.TemporalServerTools()
 	if err != nil {
 		tb.Skipf("the Temporal server is not installed (%v): run scripts/tools.sh", err)
 	}
-	cli, err := tools.TemporalBin()
+	cli, err := testtools.TemporalBin()
 	if err != nil {
 		tb.Skipf("the temporal CLI is not installed (%v): run scripts/tools.sh", err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/drover-run/drover/claudecode"
 	"github.com/drover-run/drover/internal/offlinemodel"
+	"github.com/drover-run/drover/internal/testkit/testtools"
 	"github.com/drover-run/drover/internal/tools"
 )
 
@@ -115,7 +116,7 @@ func New(tb testing.TB, opts Options) *Harness {
 	if err := opts.validate(); err != nil {
 		tb.Fatalf("clitest options: %v", err)
 	}
-	bin, err := tools.ClaudeBin()
+	bin, err := testtools.ClaudeBin()
 	if errors.Is(err, tools.ErrNotInstalled) {
 		tb.Skipf("claude CLI is absent (%v): run scripts/tools.sh", err)
 	}

@@ -17,17 +17,17 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/drover-run/drover/internal/testkit/pgtest"
-	"github.com/drover-run/drover/internal/tools"
+	"github.com/drover-run/drover/internal/testkit/testtools"
 	"github.com/drover-run/drover/task"
 )
 
 func config(t *testing.T, log *syncBuffer) Config {
 	t.Helper()
-	srv, err := tools.TemporalServerTools()
+	srv, err := testtools.TemporalServerTools()
 	if err != nil {
 		t.Skip(err)
 	}
-	cli, err := tools.TemporalBin()
+	cli, err := testtools.TemporalBin()
 	if err != nil {
 		t.Skip(err)
 	}

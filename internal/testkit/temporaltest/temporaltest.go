@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/drover-run/drover/internal/devserver"
-	"github.com/drover-run/drover/internal/tools"
+	"github.com/drover-run/drover/internal/testkit/testtools"
 )
 
 // startTimeout bounds the server's start.
@@ -20,7 +20,7 @@ const startTimeout = 2 * time.Minute
 // failure wherever the tools are expected).
 func Start(t testing.TB, searchAttributes map[string]string) *devserver.Server {
 	t.Helper()
-	bin, err := tools.TemporalBin()
+	bin, err := testtools.TemporalBin()
 	if err != nil {
 		t.Skipf("the temporal CLI is not installed (%v): run scripts/tools.sh", err)
 	}
