@@ -1,6 +1,6 @@
 package claudecode
 
-import "github.com/drover-run/drover/internal/jsonscan"
+import "github.com/drover-run/drover/claudecode/internal/jsonscan"
 
 // Content blocks carry the bulk of the bytes (tool results are often hundreds of kilobytes), and their
 // "string or array" and "keep unknown blocks verbatim" rules would make a reflective decoder scan them

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/drover-run/drover/internal/jsonscan"
+	"github.com/drover-run/drover/claudecode/internal/jsonscan"
 )
 
 // ErrNotObject is returned (wrapped) by Decode for valid JSON that is not an object.

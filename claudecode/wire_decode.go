@@ -3,7 +3,7 @@ package claudecode
 import (
 	"encoding/json"
 
-	"github.com/drover-run/drover/internal/jsonscan"
+	"github.com/drover-run/drover/claudecode/internal/jsonscan"
 )
 
 // Each wire type reads itself from a jsonscan.Decoder standing on its value, in one pass: the
