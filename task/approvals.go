@@ -53,6 +53,9 @@ const (
 	KindPlan RequestKind = "plan"
 )
 
+// RequestKinds lists every kind of permission request.
+func RequestKinds() []RequestKind { return []RequestKind{KindTool, KindQuestion, KindPlan} }
+
 // Suggestion is one permission the CLI offers to grant for the rest of the task when a person
 // allows a request ("allow always"). A decision may accept one of the request's suggestions and
 // nothing else.
@@ -122,6 +125,11 @@ const (
 	OutcomeExpired   Outcome = "expired"   // nobody answered by the deadline; denied by drover
 	OutcomeCancelled Outcome = "cancelled" // withdrawn before anybody answered
 )
+
+// Outcomes lists every outcome of a permission request.
+func Outcomes() []Outcome {
+	return []Outcome{OutcomeAllowed, OutcomeDenied, OutcomeExpired, OutcomeCancelled}
+}
 
 // DecisionRecord is a decision as the workflow recorded it: the result of UpdateDecide, and the
 // input of DeliverDecision.
