@@ -1,7 +1,8 @@
 // Package worker is drover's composition root: it connects to Postgres and
-// Temporal, applies migrations, and runs the two Temporal workers of one host —
-// one on the shared queue (task workflows and host assignment) and one on the
-// host's own queue (the turns of the tasks whose sessions live here).
+// Temporal, applies migrations, and runs the three Temporal workers of one host —
+// one on the shared queue (task workflows and host assignment), one on the
+// host's own queue (the turns of the tasks whose sessions live here) and one on
+// its control queue (the calls that interrupt, cancel or stop them).
 package worker
 
 import (
