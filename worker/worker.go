@@ -158,7 +158,7 @@ type Worker struct {
 
 // Start connects, migrates, kills what CLI processes a previous run of this host left behind,
 // reports the attempts that run was running as failed (so they are retried at once), and starts
-// polling. It returns once both workers poll.
+// polling. It returns once its three workers poll.
 func Start(ctx context.Context, cfg Config) (*Worker, error) {
 	cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
