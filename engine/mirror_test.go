@@ -134,7 +134,7 @@ func (m *mirrorDB) commit(session string, u *store.MirrorUpdate) {
 	}
 	applied, err := store.CommitTurn(ctx, m.db, store.TurnCommit{
 		TaskID: m.task, Turn: m.turn, AttemptID: id, SessionID: session,
-		LastMessageUUID: fmt.Sprintf("u%d", m.turn), Status: store.TurnCompleted, Mirror: u,
+		LastMessageUUID: fmt.Sprintf("u%d", m.turn), Status: task.TurnCompleted, Mirror: u,
 	})
 	if err != nil {
 		m.t.Fatal(err)
