@@ -406,7 +406,7 @@ func (e *Engine) commit(ctx context.Context, a *attempt, c store.TurnCommit) *Er
 		return &Error{Type: task.ErrTypeStoreUnavailable, Err: err}
 	}
 	if dir := e.cfg.Claude.ConfigDir; dir != "" && c.SessionID != "" {
-		u, err := e.mirror(ctx, dir, c.SessionID, c.LastMessageUUID)
+		u, err := e.mirror(ctx, dir, a.ex.workspace, c.SessionID, c.LastMessageUUID)
 		if err != nil {
 			return err
 		}
@@ -490,7 +490,7 @@ func (a *attempt) executor(ctx context.Context, workspace, sessionID, resumeAt s
 	}
 
 	spec := executorSpec{hostID: e.cfg.HostID, stopTimeout: e.cfg.StopTimeout, backgroundWait: e.cfg.BackgroundWait,
-		supervisable: a.hooked()}
+		supervisable: a.hooked(), windows: &e.windows}
 	spec.cmd = e.command(req.Profile, workspace)
 	if spec.supervisable {
 		hookedForBudget(&spec.cmd)
@@ -559,7 +559,6 @@ func (a *attempt) executor(ctx context.Context, workspace, sessionID, resumeAt s
 	if old := e.pool.put(ex); old != nil {
 		old.stop(ctx, "replaced")
 	}
-	go ex.learnContextWindow(2 * e.cfg.StopTimeout)
 	a.log.Info("claude started", "pid", ex.pid(), "session_id", spec.sessionID, "resume_at", spec.resumeAt)
 	return ex, true, nil
 }

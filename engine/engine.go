@@ -42,6 +42,10 @@ type Engine struct {
 	stopMetering func()
 	// acct is the host's account (see Account).
 	acct accountState
+	// marks is what the session mirror remembers of the files it mirrored from this host.
+	marks mirrorMarks
+	// windows are the context windows the host's CLIs reported, by model.
+	windows contextWindows
 }
 
 // runningAttempt is an attempt in progress and the way to cancel it.
