@@ -25,11 +25,11 @@ const (
 	// mirrorWorkspace is the workspace whose project folder is -work-repo.
 	mirrorWorkspace = "/work/repo"
 	mirrorSession   = "5f1c3a2e-7d41-4c55-9a1e-2b8d6f0c9e11"
-	transcript    = "projects/-work-repo/" + mirrorSession + ".jsonl"
-	subagent      = "projects/-work-repo/" + mirrorSession + "/subagents/agent-a1.jsonl"
-	subagentMeta  = "projects/-work-repo/" + mirrorSession + "/subagents/agent-a1.meta.json"
-	toolResult    = "projects/-work-repo/" + mirrorSession + "/tool-results/toolu_01.txt"
-	backup        = "file-history/" + mirrorSession + "/3f2a9c@v1"
+	transcript      = "projects/-work-repo/" + mirrorSession + ".jsonl"
+	subagent        = "projects/-work-repo/" + mirrorSession + "/subagents/agent-a1.jsonl"
+	subagentMeta    = "projects/-work-repo/" + mirrorSession + "/subagents/agent-a1.meta.json"
+	toolResult      = "projects/-work-repo/" + mirrorSession + "/tool-results/toolu_01.txt"
+	backup          = "file-history/" + mirrorSession + "/3f2a9c@v1"
 )
 
 // put writes content to rel under dir, making its folders.
