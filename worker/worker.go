@@ -80,6 +80,9 @@ type Config struct {
 	MetricsToken string
 	// MetricsHandler serves the scrape (see internal/telemetry). Required with MetricsListen.
 	MetricsHandler http.Handler
+	// PprofListen, when set, is the address of Go's profiling endpoint (PprofPath). Beyond
+	// loopback it requires MetricsToken, as the metrics endpoint does. Empty: none.
+	PprofListen string
 	// Metrics measures the host's turns. Defaults to metrics.Global().
 	Metrics *metrics.Metrics
 	// DefaultBudget bounds what the budget of a task whose turns run here leaves unset (see
@@ -134,7 +137,14 @@ func (c *Config) validate() error {
 	case c.MetricsListen != "" && c.MetricsHandler == nil:
 		return errors.New("worker: a metrics endpoint needs a handler")
 	case c.MetricsListen != "":
-		return checkMetricsListen(c.MetricsListen, c.MetricsToken)
+		if err := checkMetricsListen(c.MetricsListen, c.MetricsToken); err != nil {
+			return err
+		}
+	}
+	if c.PprofListen != "" {
+		if err := checkPprofListen(c.PprofListen, c.MetricsToken); err != nil {
+			return err
+		}
 	}
 	if err := (task.Params{Workspace: "/", Budget: c.DefaultBudget}).Validate(); err != nil {
 		return fmt.Errorf("worker: the default budget: %w", err)
@@ -163,6 +173,7 @@ type Worker struct {
 	stopBeat context.CancelFunc
 	beatDone chan struct{}
 	metrics  *metricsServer
+	pprof    *pprofServer
 }
 
 // Start connects, migrates, kills what CLI processes a previous run of this host left behind,
@@ -270,6 +281,9 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 	if cfg.MetricsListen != "" {
 		w.metrics = serveMetrics(cfg.MetricsListen, cfg.MetricsToken, cfg.MetricsHandler, log)
 	}
+	if cfg.PprofListen != "" {
+		w.pprof = servePprof(cfg.PprofListen, cfg.MetricsToken, log)
+	}
 	ok = true
 	log.Info("drover worker started", "temporal", cfg.TemporalAddress, "namespace", cfg.Namespace,
 		"shared_queue", cfg.TaskQueue, "host_queue", w.acts.HostQueue())
@@ -322,6 +336,7 @@ func (w *Worker) Stop(ctx context.Context) {
 
 func (w *Worker) close() {
 	w.metrics.stop(context.Background())
+	w.pprof.stop(context.Background())
 	if w.client != nil {
 		w.client.Close()
 	}
