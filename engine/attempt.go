@@ -622,7 +622,8 @@ func (a *attempt) close(ctx context.Context) {
 	}
 }
 
-// heartbeat calls Request.Heartbeat from now until the returned function is called.
+// heartbeat calls Request.Heartbeat every interval from now until the returned function is
+// called.
 func (a *attempt) heartbeat(ctx context.Context) (stop func()) {
 	if a.req.Heartbeat == nil {
 		return func() {}
@@ -632,12 +633,8 @@ func (a *attempt) heartbeat(ctx context.Context) (stop func()) {
 	wg.Go(func() {
 		t := time.NewTicker(a.e.cfg.HeartbeatInterval)
 		defer t.Stop()
+		// The first beat waits a tick: the activity's start already told Temporal it runs.
 		for {
-			var seq int64
-			if l := a.elog.Load(); l != nil {
-				seq = l.LastSeq()
-			}
-			a.req.Heartbeat(seq)
 			select {
 			case <-done:
 				return
@@ -645,6 +642,11 @@ func (a *attempt) heartbeat(ctx context.Context) (stop func()) {
 				return
 			case <-t.C:
 			}
+			var seq int64
+			if l := a.elog.Load(); l != nil {
+				seq = l.LastSeq()
+			}
+			a.req.Heartbeat(seq)
 		}
 	})
 	return func() {

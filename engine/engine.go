@@ -115,8 +115,8 @@ type Request struct {
 	// nothing. The attempt's cost is recorded either way.
 	Budget task.Budget
 	Spent  *task.Totals
-	// Heartbeat, when set, is called from the start of the attempt to its end, every
-	// Config.HeartbeatInterval, with the sequence number of the last event stored.
+	// Heartbeat, when set, is called every Config.HeartbeatInterval from the start of the
+	// attempt to its end, with the sequence number of the last event stored.
 	Heartbeat func(lastSeq int64)
 }
 
