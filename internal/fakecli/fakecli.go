@@ -197,7 +197,7 @@ type CLI struct {
 	writeMu  sync.Mutex
 	mu       sync.Mutex
 	exitErr  error
-	modes    []string // the permission modes the host set, in order
+	modes    []string     // the permission modes the host set, in order
 	asks     atomic.Int32 // get_context_usage requests
 	killOnce sync.Once
 	eof      atomic.Bool
