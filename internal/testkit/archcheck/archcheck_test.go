@@ -228,3 +228,26 @@ func TestCheckEnvReportsARead(t *testing.T) {
 		t.Errorf("violations:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// TestShippedBinariesLinkNoTestKit lists what the shipped binaries link, as `go list -deps`
+// sees it, and finds no test kit among it.
+func TestShippedBinariesLinkNoTestKit(t *testing.T) {
+	dir, path := moduleRoot(t)
+	pkgs, err := Load(context.Background(), dir, "./cmd/...")
+	if err != nil {
+		t.Fatal(err)
+	}
+	linked := 0
+	for _, p := range pkgs {
+		if !under(p.ImportPath, path) {
+			continue
+		}
+		linked++
+		if under(p.ImportPath, path+"/internal/testkit") {
+			t.Errorf("a shipped binary links the test kit %s", p.ImportPath)
+		}
+	}
+	if linked < 10 {
+		t.Fatalf("go list found %d of the module's packages behind cmd/", linked)
+	}
+}
