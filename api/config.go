@@ -42,6 +42,13 @@ const (
 	MaxIdempotencyKeyBytes = 255
 	// MaxQueryBytes bounds the text filter of a task listing.
 	MaxQueryBytes = 1024
+	// DefaultMaxStreams bounds the event streams open at once; one more is answered 503.
+	DefaultMaxStreams = 2000
+	// DefaultStreamIdleTimeout ends an event stream that has sent no event for this long; a
+	// client that still wants it reconnects with Last-Event-ID.
+	DefaultStreamIdleTimeout = 30 * time.Minute
+	// DefaultWatchPoll is how often an event stream reads the log when no notification came.
+	DefaultWatchPoll = 30 * time.Second
 )
 
 // Config configures a Server.
@@ -80,8 +87,13 @@ type Config struct {
 	// ShutdownTimeout bounds a graceful stop. Defaults to DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
 	// WatchPoll is how often an event stream reads the log when no notification came (the
-	// safety net of store.Watch). Zero means store.Watch's default.
+	// safety net for a notification never sent). Defaults to DefaultWatchPoll.
 	WatchPoll time.Duration
+	// MaxStreams bounds the event streams open at once. Defaults to DefaultMaxStreams.
+	MaxStreams int
+	// StreamIdleTimeout ends a stream that has sent no event for this long. Defaults to
+	// DefaultStreamIdleTimeout.
+	StreamIdleTimeout time.Duration
 	// Logger gets one line per request (method, path, status, duration; never a header or a
 	// body). Nil means silent.
 	Logger *slog.Logger
@@ -103,6 +115,15 @@ func (c Config) withDefaults() Config {
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	if c.WatchPoll == 0 {
+		c.WatchPoll = DefaultWatchPoll
+	}
+	if c.MaxStreams == 0 {
+		c.MaxStreams = DefaultMaxStreams
+	}
+	if c.StreamIdleTimeout == 0 {
+		c.StreamIdleTimeout = DefaultStreamIdleTimeout
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -123,7 +144,8 @@ func (c Config) validate() error {
 	if c.DB == nil {
 		errs = append(errs, errors.New("DB is required"))
 	}
-	if c.MaxBodyBytes < 0 || c.RequestTimeout < 0 || c.KeepAlive < 0 || c.DecideWait < 0 || c.ShutdownTimeout < 0 || c.WatchPoll < 0 {
+	if c.MaxBodyBytes < 0 || c.RequestTimeout < 0 || c.KeepAlive < 0 || c.DecideWait < 0 || c.ShutdownTimeout < 0 || c.WatchPoll < 0 ||
+		c.MaxStreams < 0 || c.StreamIdleTimeout < 0 {
 		errs = append(errs, errors.New("limits and timeouts must not be negative"))
 	}
 	for i, t := range c.Tokens {
