@@ -41,7 +41,7 @@ func (s *Server) changeBudget(w http.ResponseWriter, r *http.Request) {
 	}
 	b, err := s.cfg.Tasks.UpdateBudget(r.Context(), id, c)
 	if err != nil {
-		s.writeError(w, r, fromError(err))
+		s.writeError(w, r, s.commandError(r.Context(), id, err))
 		return
 	}
 	writeJSON(w, http.StatusOK, budgetJSON(b))

@@ -107,6 +107,10 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 	}
 	// An answer of the API is about the moment it was asked: no cache keeps it.
 	w.Header().Set("Cache-Control", "no-store")
+	if e := checkEdge(r); e != nil {
+		s.writeError(w, r, e)
+		return
+	}
 	if origin := r.Header.Get("Origin"); origin != "" && !sameOrigin(origin, r.Host) {
 		// A page of another origin: the API answers no cross-origin request, so that no page
 		// can drive a server it reaches (one on loopback without tokens above all).

@@ -10,12 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/google/uuid"
 
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
+	"github.com/drover-run/drover/taskerr"
 	"github.com/drover-run/drover/taskview"
 )
 
@@ -210,16 +210,34 @@ func (s *Server) writeCreated(w http.ResponseWriter, r *http.Request, acc Accept
 	writeJSON(w, http.StatusCreated, Created{Task: t, Prompt: acc})
 }
 
-// checkIdempotencyKey refuses a key that is too long or holds control characters.
+// checkIdempotencyKey refuses a key that is too long or holds anything but printable ASCII.
 func checkIdempotencyKey(key string) *Error {
 	if len(key) > MaxIdempotencyKeyBytes {
-		return errorf(http.StatusBadRequest, CodeInvalidInput,
-			fmt.Sprintf("the Idempotency-Key is %d bytes; use at most %d (a uuid is best)", len(key), MaxIdempotencyKeyBytes))
+		return textProblem("header Idempotency-Key",
+			fmt.Sprintf("is %d bytes; use at most %d (a uuid is best)", len(key), MaxIdempotencyKeyBytes))
 	}
-	if strings.IndexFunc(key, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
-		return errorf(http.StatusBadRequest, CodeInvalidInput, "the Idempotency-Key holds control characters; use a uuid")
+	if strings.IndexFunc(key, func(r rune) bool { return r < ' ' || r > '~' }) >= 0 {
+		return textProblem("header Idempotency-Key", "holds characters other than printable ASCII; use a uuid")
 	}
 	return nil
+}
+
+// commandError is the answer for a command the task refused. Temporal answers a command to a
+// task whose run has ended as if the task did not exist; when the read side knows the task,
+// it has ended, and the answer says so.
+func (s *Server) commandError(ctx context.Context, id string, err error) *Error {
+	e := fromError(err)
+	if e.Code != CodeNotFound {
+		return e
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.RequestTimeout)
+	defer cancel()
+	d, rerr := s.cfg.Reader.Show(rctx, id)
+	if rerr != nil {
+		return e
+	}
+	return errorf(http.StatusConflict, taskerr.CodeTaskClosed,
+		fmt.Sprintf("task %s has ended (%s); it takes no more commands: create a new task", id, d.Status))
 }
 
 // taskID is the {id} of r's path, checked as task.ValidateID checks a new task's id.
@@ -273,7 +291,7 @@ func (s *Server) promptTask(w http.ResponseWriter, r *http.Request) {
 	}
 	acc, err := s.cfg.Tasks.Prompt(r.Context(), id, prompt, updateID)
 	if err != nil {
-		s.writeError(w, r, fromError(err))
+		s.writeError(w, r, s.commandError(r.Context(), id, err))
 		return
 	}
 	writeJSON(w, http.StatusAccepted, accepted(id, acc))
@@ -321,7 +339,7 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request, do func(context
 	}
 	out, err := do(r.Context(), id)
 	if err != nil {
-		s.writeError(w, r, fromError(err))
+		s.writeError(w, r, s.commandError(r.Context(), id, err))
 		return
 	}
 	writeJSON(w, http.StatusAccepted, out)
