@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/drover-run/drover/api"
-	"github.com/drover-run/drover/internal/pgtest"
+	"github.com/drover-run/drover/internal/testkit/pgtest"
 	"github.com/drover-run/drover/taskview"
 )
 

@@ -22,7 +22,7 @@ import (
 	"github.com/drover-run/drover/events"
 	"github.com/drover-run/drover/internal/browser"
 	"github.com/drover-run/drover/internal/fakeapi"
-	"github.com/drover-run/drover/internal/tools"
+	"github.com/drover-run/drover/internal/testkit/testtools"
 )
 
 var (
@@ -44,7 +44,7 @@ func TestMain(m *testing.M) {
 func page(t *testing.T) *browser.Page {
 	t.Helper()
 	chromeOnce.Do(func() {
-		bin, err := tools.ChromiumBin()
+		bin, err := testtools.ChromiumBin()
 		if err != nil {
 			chromeErr = err
 			return

@@ -19,7 +19,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/drover-run/drover/engine"
-	fa "github.com/drover-run/drover/internal/fakeanthropic"
+	fa "github.com/drover-run/drover/internal/offlinemodel"
 	"github.com/drover-run/drover/metrics"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"

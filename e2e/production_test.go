@@ -9,7 +9,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/drover-run/drover/events"
-	fa "github.com/drover-run/drover/internal/fakeanthropic"
+	fa "github.com/drover-run/drover/internal/offlinemodel"
 	"github.com/drover-run/drover/task"
 )
 

@@ -12,7 +12,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/drover-run/drover/engine"
-	fa "github.com/drover-run/drover/internal/fakeanthropic"
+	fa "github.com/drover-run/drover/internal/offlinemodel"
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/worker"
 )

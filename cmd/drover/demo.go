@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
-	"github.com/drover-run/drover/internal/fakeanthropic"
+	"github.com/drover-run/drover/internal/offlinemodel"
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/taskclient"
 	"github.com/drover-run/drover/taskview"
@@ -80,10 +80,10 @@ func runDemo(ctx context.Context, a *app, o demoOptions) error {
 	defer s.stop(ctx)
 	if s.fake != nil {
 		s.fake.Enqueue(
-			fakeanthropic.Reply(fakeanthropic.Text("I'll create the file."), fakeanthropic.UseWrite(filepath.Join(workspace, "hello.txt"), demoContent)),
-			fakeanthropic.Reply(fakeanthropic.Text("Created hello.txt with a greeting.")),
-			fakeanthropic.Reply(fakeanthropic.UseBash("cat hello.txt")),
-			fakeanthropic.Reply(fakeanthropic.Text("The file says: "+demoContent)),
+			offlinemodel.Reply(offlinemodel.Text("I'll create the file."), offlinemodel.UseWrite(filepath.Join(workspace, "hello.txt"), demoContent)),
+			offlinemodel.Reply(offlinemodel.Text("Created hello.txt with a greeting.")),
+			offlinemodel.Reply(offlinemodel.UseBash("cat hello.txt")),
+			offlinemodel.Reply(offlinemodel.Text("The file says: "+demoContent)),
 		)
 	}
 

@@ -15,7 +15,7 @@ import (
 	"github.com/drover-run/drover/api"
 	"github.com/drover-run/drover/claudecode"
 	"github.com/drover-run/drover/internal/devserver"
-	"github.com/drover-run/drover/internal/fakeanthropic"
+	"github.com/drover-run/drover/internal/offlinemodel"
 	"github.com/drover-run/drover/internal/telemetry"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/worker"
@@ -27,7 +27,7 @@ import (
 // more workers, each a host of its own.
 type stack struct {
 	temporal *devserver.Server
-	fake     *fakeanthropic.Server
+	fake     *offlinemodel.Server
 	// worker and cfg are the first host's.
 	worker *worker.Worker
 	cfg    worker.Config
@@ -47,7 +47,7 @@ type stackOptions struct {
 	port, uiPort    int
 	headless        bool
 	fakeAPI         bool
-	fakeResponder   func(*fakeanthropic.Request) (fakeanthropic.Response, bool)
+	fakeResponder   func(*offlinemodel.Request) (offlinemodel.Response, bool)
 	hostID          string
 	keepAlive       time.Duration
 	// workers is how many hosts run (0 means 1). With more than one, host i (from 1) is
@@ -121,7 +121,7 @@ func startStack(ctx context.Context, e env, o stackOptions, log *slog.Logger) (*
 	}
 
 	if o.fakeAPI {
-		fake, err := fakeanthropic.Start(fakeanthropic.Config{Responder: o.fakeResponder})
+		fake, err := offlinemodel.Start(offlinemodel.Config{Responder: o.fakeResponder})
 		if err != nil {
 			return nil, fmt.Errorf("starting the fake Messages API: %w", err)
 		}
