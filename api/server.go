@@ -31,6 +31,8 @@ type Server struct {
 	hub *store.Hub
 	// streams counts the open event streams, bounded by cfg.MaxStreams.
 	streams atomic.Int64
+	// workers remembers the last answer of cfg.Workers.
+	workers workerCheck
 }
 
 // routeTable is every route of the API: its pattern, whether it answers without a token, and

@@ -23,9 +23,10 @@ const maxPromptBytes = task.MaxPromptBytes
 
 // Tasks is the write side the API sends commands through: *taskclient.Client. Each method
 // checks its input as the command line does (task.ValidateID, task.Params.Validate,
-// task.ValidatePrompt) before anything is sent.
+// task.ValidatePrompt) before anything is sent. Create carries the first prompt in the task's
+// start, so that it needs no worker (taskclient.Client.Create).
 type Tasks interface {
-	Start(ctx context.Context, taskID string, p task.Params, prompt task.Prompt, updateID string) (task.PromptAccepted, error)
+	Create(ctx context.Context, taskID string, p task.Params, prompt task.Prompt, updateID string) (task.PromptAccepted, error)
 	Prompt(ctx context.Context, taskID string, prompt task.Prompt, updateID string) (task.PromptAccepted, error)
 	Interrupt(ctx context.Context, taskID string) (task.InterruptResult, error)
 	Close(ctx context.Context, taskID string) error
@@ -177,9 +178,12 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 		}
 		updateID = createUpdatePrefix + key
 	}
-	acc, err := s.cfg.Tasks.Start(ctx, id, p, prompt, updateID)
-	if err != nil {
-		s.writeError(w, r, fromError(err))
+	var acc task.PromptAccepted
+	if e := s.command(r, id, false, func(ctx context.Context) (err error) {
+		acc, err = s.cfg.Tasks.Create(ctx, id, p, prompt, updateID)
+		return err
+	}); e != nil {
+		s.writeError(w, r, e)
 		return
 	}
 	out := accepted(id, acc)
@@ -289,9 +293,12 @@ func (s *Server) promptTask(w http.ResponseWriter, r *http.Request) {
 	if updateID == "" && key != "" {
 		updateID = "api-prompt:" + key
 	}
-	acc, err := s.cfg.Tasks.Prompt(r.Context(), id, prompt, updateID)
-	if err != nil {
-		s.writeError(w, r, s.commandError(r.Context(), id, err))
+	var acc task.PromptAccepted
+	if e := s.command(r, id, true, func(ctx context.Context) (err error) {
+		acc, err = s.cfg.Tasks.Prompt(ctx, id, prompt, updateID)
+		return err
+	}); e != nil {
+		s.writeError(w, r, e)
 		return
 	}
 	writeJSON(w, http.StatusAccepted, accepted(id, acc))
@@ -306,27 +313,27 @@ type Control struct {
 }
 
 func (s *Server) interruptTask(w http.ResponseWriter, r *http.Request) {
-	s.control(w, r, func(ctx context.Context, id string) (Control, error) {
+	s.control(w, r, true, func(ctx context.Context, id string) (Control, error) {
 		res, err := s.cfg.Tasks.Interrupt(ctx, id)
 		return Control{TaskID: id, Interrupted: &res.Interrupted, Turn: res.Turn}, err
 	})
 }
 
 func (s *Server) closeTask(w http.ResponseWriter, r *http.Request) {
-	s.control(w, r, func(ctx context.Context, id string) (Control, error) {
+	s.control(w, r, true, func(ctx context.Context, id string) (Control, error) {
 		return Control{TaskID: id}, s.cfg.Tasks.Close(ctx, id)
 	})
 }
 
 func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request) {
-	s.control(w, r, func(ctx context.Context, id string) (Control, error) {
+	s.control(w, r, false, func(ctx context.Context, id string) (Control, error) {
 		return Control{TaskID: id}, s.cfg.Tasks.Cancel(ctx, id)
 	})
 }
 
 // control runs one of interrupt, close and cancel, which take no body (an empty JSON object
-// is allowed).
-func (s *Server) control(w http.ResponseWriter, r *http.Request, do func(context.Context, string) (Control, error)) {
+// is allowed); cancel needs no worker.
+func (s *Server) control(w http.ResponseWriter, r *http.Request, needsWorker bool, do func(context.Context, string) (Control, error)) {
 	id, e := taskID(r)
 	if e != nil {
 		s.writeError(w, r, e)
@@ -337,9 +344,12 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request, do func(context
 		s.writeError(w, r, e)
 		return
 	}
-	out, err := do(r.Context(), id)
-	if err != nil {
-		s.writeError(w, r, s.commandError(r.Context(), id, err))
+	var out Control
+	if e := s.command(r, id, needsWorker, func(ctx context.Context) (err error) {
+		out, err = do(ctx, id)
+		return err
+	}); e != nil {
+		s.writeError(w, r, e)
 		return
 	}
 	writeJSON(w, http.StatusAccepted, out)
