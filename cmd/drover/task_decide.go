@@ -53,8 +53,8 @@ command returns once it is recorded, and the task applies it when its worker run
 		if wait < 0 {
 			return usageErrorf(c, "--wait: %s is negative", wait)
 		}
-		if !allow && strings.TrimSpace(reason) == "" {
-			return usageErrorf(c, "--reason is required to deny: it is what the agent reads")
+		if err := (task.Decision{Allow: allow, Reason: strings.TrimSpace(reason)}).Validate(); err != nil {
+			return usageErrorf(c, "--%v", err)
 		}
 		parsed, err := parseAnswers(answers)
 		if err != nil {
