@@ -17,7 +17,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 
-	fa "github.com/drover-run/drover/internal/fakeanthropic"
+	fa "github.com/drover-run/drover/internal/offlinemodel"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 )

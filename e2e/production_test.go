@@ -10,7 +10,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/drover-run/drover/events"
-	fa "github.com/drover-run/drover/internal/fakeanthropic"
+	fa "github.com/drover-run/drover/internal/offlinemodel"
 	"github.com/drover-run/drover/task"
 )
 

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	fa "github.com/drover-run/drover/internal/fakeanthropic"
-	"github.com/drover-run/drover/internal/pgtest"
+	fa "github.com/drover-run/drover/internal/offlinemodel"
+	"github.com/drover-run/drover/internal/testkit/pgtest"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 )

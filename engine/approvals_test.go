@@ -16,7 +16,7 @@ import (
 	"github.com/drover-run/drover/claudecode"
 	"github.com/drover-run/drover/engine"
 	"github.com/drover-run/drover/events"
-	"github.com/drover-run/drover/internal/fakecli"
+	"github.com/drover-run/drover/internal/testkit/fakecli"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 )

@@ -58,6 +58,9 @@ const (
 	KindPlan RequestKind = "plan"
 )
 
+// RequestKinds lists every kind of permission request.
+func RequestKinds() []RequestKind { return []RequestKind{KindTool, KindQuestion, KindPlan} }
+
 // Suggestion is one permission the CLI offers to grant for the rest of the task when a person
 // allows a request ("allow always"). A decision may accept one of the request's suggestions and
 // nothing else.
@@ -130,6 +133,11 @@ const (
 	OutcomeExpired   Outcome = "expired"   // nobody answered by the deadline; denied by drover
 	OutcomeCancelled Outcome = "cancelled" // withdrawn before anybody answered: the CLI cancelled it, or its turn or task ended
 )
+
+// Outcomes lists every outcome of a permission request.
+func Outcomes() []Outcome {
+	return []Outcome{OutcomeAllowed, OutcomeDenied, OutcomeExpired, OutcomeCancelled}
+}
 
 // Final reports whether o is a decided outcome (allowed, denied, expired, cancelled).
 func (o Outcome) Final() bool {
