@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/drover-run/drover/events"
-	"github.com/drover-run/drover/internal/fakecli"
+	"github.com/drover-run/drover/internal/testkit/fakecli"
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/taskview"
 )

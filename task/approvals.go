@@ -134,19 +134,13 @@ const (
 	OutcomeCancelled Outcome = "cancelled" // withdrawn before anybody answered: the CLI cancelled it, or its turn or task ended
 )
 
-// Outcomes lists every outcome of a permission request.
+// Outcomes lists every final outcome of a permission request (all but OutcomePending).
 func Outcomes() []Outcome {
 	return []Outcome{OutcomeAllowed, OutcomeDenied, OutcomeExpired, OutcomeCancelled}
 }
 
 // Final reports whether o is a decided outcome (allowed, denied, expired, cancelled).
-func (o Outcome) Final() bool {
-	switch o {
-	case OutcomeAllowed, OutcomeDenied, OutcomeExpired, OutcomeCancelled:
-		return true
-	}
-	return false
-}
+func (o Outcome) Final() bool { return slices.Contains(Outcomes(), o) }
 
 // DecisionRecord is a decision as the workflow recorded it: the result of UpdateDecide, and the
 // input of DeliverDecision.
