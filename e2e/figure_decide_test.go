@@ -111,7 +111,7 @@ func BenchmarkFigureD1(b *testing.B) {
 
 	note := fmt.Sprintf("%d decisions a side; Decide itself returned after %.0f ms (p50)",
 		runs*perRun, ms(updates.percentile(50)))
-	const what = "decision: Update sent → CLI's next request (baseline: answered directly)"
+	const what = "decision: sent → CLI's next request (baseline: answered directly)"
 	p99 := decisionRow("D1", what+", p99", 99, base, drover, bench.DroverAtMost(500, "ms"))
 	p50 := decisionRow("D1 p50", what+", p50", 50, base, drover, bench.DroverAtMost(500, "ms"))
 	p99.Note, p50.Note = note, note
