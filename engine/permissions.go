@@ -146,7 +146,7 @@ func (t *turnApprovals) askPerson(ctx context.Context, cr *claudecode.ControlReq
 	defer cancel()
 	row, fresh, err := store.AskPermission(rctx, t.e.cfg.DB, store.Ask{
 		TaskID: t.req.TaskID, RequestID: pending.RequestID, Turn: t.req.Turn, Attempt: t.req.Attempt,
-		CLIRequestID: cr.RequestID, Kind: string(kind), ToolName: r.ToolName, ToolUseID: r.ToolUseID,
+		CLIRequestID: cr.RequestID, Kind: kind, ToolName: r.ToolName, ToolUseID: r.ToolUseID,
 		Input: r.Input, InputHash: askHash(r.ToolName, r.Input), Summary: pending.Summary,
 		Suggestions: suggestionsJSON(pending.Suggestions), BlockedPath: r.BlockedPath, CLIReason: r.DecisionReason,
 		Deadline: pending.Deadline,

@@ -138,7 +138,7 @@ func notPending(row store.PermissionRequest) error {
 
 // askOf is the request of row as task.Decision.Check reads it.
 func askOf(row store.PermissionRequest) task.PendingRequest {
-	return task.PendingRequest{RequestID: row.RequestID, Turn: row.Turn, Kind: task.RequestKind(row.Kind),
+	return task.PendingRequest{RequestID: row.RequestID, Turn: row.Turn, Kind: row.Kind,
 		Tool: row.ToolName, Summary: row.Summary, Suggestions: taskview.SuggestionsOf(row.Suggestions),
 		Questions: taskview.QuestionsOf(row), Reasked: row.Reasked, Since: row.CreatedAt, Deadline: row.Deadline}
 }
