@@ -855,35 +855,78 @@ func TestToolCallsOfALostAttemptAreClosed(t *testing.T) {
 	}
 }
 
-func TestContextWindowComesFromTheCLI(t *testing.T) {
-	t.Parallel()
-	// The result carries no window: the size can only come from asking the CLI at start.
-	noWindow := fakecli.DefaultUsage
-	noWindow.ContextWindow = 0
-	r := newRig(t, func(c *fakecli.CLI) {
-		c.Serve(func(c *fakecli.CLI, p fakecli.Line) {
-			c.Init()
-			time.Sleep(100 * time.Millisecond) // the engine asks for the window beside the turn
-			c.Text("m", "hi")
-			c.Result("hi", noWindow)
-		})
-	})
-	if _, err := r.run(r.req(1, 1, "go")); err != nil {
-		t.Fatal(err)
-	}
-	var windows []events.ContextWindow
+// windowsOf returns the sizes of the context_window events of the rig's task.
+func (r *rig) windowsOf() []events.ContextWindow {
+	var out []events.ContextWindow
 	for _, ev := range r.events() {
 		if ev.Type == events.TypeContextWindow {
-			windows = append(windows, *ev.ContextWindow)
+			out = append(out, *ev.ContextWindow)
 		}
 	}
-	if len(windows) == 0 {
-		t.Fatal("no context_window event")
+	return out
+}
+
+// contextUsageAsks counts the get_context_usage requests of every process the rig started.
+func (r *rig) contextUsageAsks() int {
+	n := 0
+	for _, p := range r.cli.Procs() {
+		n += p.ContextUsageAsks()
 	}
-	for _, w := range windows {
+	return n
+}
+
+func TestContextWindowIsAskedOnlyWhereNothingReportsIt(t *testing.T) {
+	t.Parallel()
+	// The results carry no window: the host asks a CLI once, after the first result, and from
+	// then on knows the window of the model, in every process it starts.
+	noWindow := fakecli.DefaultUsage
+	noWindow.ContextWindow = 0
+	script := func(usage fakecli.Usage) func(c *fakecli.CLI) {
+		return func(c *fakecli.CLI) {
+			c.Serve(func(c *fakecli.CLI, p fakecli.Line) {
+				c.Init()
+				c.Text("m-"+fakecli.NewUUID()[:8], "hi")
+				c.Result("hi", usage)
+			})
+		}
+	}
+	r := newRig(t, script(noWindow))
+	// The answer comes after the first result: the window shows in a later turn's log.
+	for turn := 1; len(r.windowsOf()) == 0; turn++ {
+		if turn > 5 {
+			t.Fatal("no context_window event in five turns")
+		}
+		if _, err := r.run(r.req(turn, 1, "go")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := *r
+	other.taskID = "task-other-" + r.taskID
+	if _, err := other.run(other.req(1, 1, "go")); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(r.cli.Procs()); n != 2 {
+		t.Fatalf("%d processes, want one per task", n)
+	}
+	if n := r.contextUsageAsks(); n != 1 {
+		t.Errorf("the CLIs were asked for their context window %d times, want once", n)
+	}
+	for _, w := range append(r.windowsOf(), other.windowsOf()...) {
 		if w.Size != fakecli.DefaultUsage.ContextWindow || w.Model != fakecli.Model {
 			t.Fatalf("context window %+v, want the CLI's own (%d, %s)", w, fakecli.DefaultUsage.ContextWindow, fakecli.Model)
 		}
+	}
+	if len(other.windowsOf()) == 0 {
+		t.Error("the second process's turn has no context_window event: the host forgot the window")
+	}
+
+	// Results that report the window: the CLI is never asked.
+	reported := newRig(t, script(fakecli.DefaultUsage))
+	if _, err := reported.run(reported.req(1, 1, "go")); err != nil {
+		t.Fatal(err)
+	}
+	if n := reported.contextUsageAsks(); n != 0 || len(reported.windowsOf()) == 0 {
+		t.Errorf("with windows reported: %d asks and %d context_window events, want none and some", n, len(reported.windowsOf()))
 	}
 }
 

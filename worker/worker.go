@@ -1,7 +1,8 @@
 // Package worker is drover's composition root: it connects to Postgres and
-// Temporal, applies migrations, and runs the two Temporal workers of one host —
-// one on the shared queue (task workflows and host assignment) and one on the
-// host's own queue (the turns of the tasks whose sessions live here).
+// Temporal, applies migrations, and runs the three Temporal workers of one host —
+// one on the shared queue (task workflows and host assignment), one on the
+// host's own queue (the turns of the tasks whose sessions live here) and one on
+// its control queue (the calls that interrupt, cancel or stop them).
 package worker
 
 import (
@@ -76,6 +77,9 @@ type Config struct {
 	MetricsToken string
 	// MetricsHandler serves the scrape (see internal/telemetry). Required with MetricsListen.
 	MetricsHandler http.Handler
+	// PprofListen, when set, is the address of Go's profiling endpoint (PprofPath). Beyond
+	// loopback it requires MetricsToken, as the metrics endpoint does. Empty: none.
+	PprofListen string
 }
 
 func (c *Config) withDefaults() {
@@ -123,7 +127,14 @@ func (c *Config) validate() error {
 	case c.MetricsListen != "" && c.MetricsHandler == nil:
 		return errors.New("worker: a metrics endpoint needs a handler")
 	case c.MetricsListen != "":
-		return checkMetricsListen(c.MetricsListen, c.MetricsToken)
+		if err := checkMetricsListen(c.MetricsListen, c.MetricsToken); err != nil {
+			return err
+		}
+	}
+	if c.PprofListen != "" {
+		if err := checkPprofListen(c.PprofListen, c.MetricsToken); err != nil {
+			return err
+		}
 	}
 	if err := (task.Params{Workspace: "/", Budget: c.DefaultBudget}).Validate(); err != nil {
 		return fmt.Errorf("worker: the default budget: %w", err)
@@ -153,11 +164,12 @@ type Worker struct {
 	stopBeat context.CancelFunc
 	beatDone chan struct{}
 	metrics  *metricsServer
+	pprof    *pprofServer
 }
 
 // Start connects, migrates, kills what CLI processes a previous run of this host left behind,
 // reports the attempts that run was running as failed (so they are retried at once), and starts
-// polling. It returns once both workers poll.
+// polling. It returns once its three workers poll.
 func Start(ctx context.Context, cfg Config) (*Worker, error) {
 	cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -178,6 +190,9 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 	w.startBeat(ctx)
 	if cfg.MetricsListen != "" {
 		w.metrics = serveMetrics(cfg.MetricsListen, cfg.MetricsToken, cfg.MetricsHandler, w.log)
+	}
+	if cfg.PprofListen != "" {
+		w.pprof = servePprof(cfg.PprofListen, cfg.MetricsToken, w.log)
 	}
 	ok = true
 	w.log.Info("drover worker started", "temporal", cfg.TemporalAddress, "namespace", cfg.Namespace,
@@ -323,6 +338,7 @@ func (w *Worker) Stop(ctx context.Context) {
 
 func (w *Worker) close() {
 	w.metrics.stop(context.Background())
+	w.pprof.stop(context.Background())
 	if w.client != nil {
 		w.client.Close()
 	}
