@@ -18,7 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/drover-run/drover/api"
-	"github.com/drover-run/drover/internal/pgtest"
+	"github.com/drover-run/drover/internal/testkit/pgtest"
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/taskview"
 )

@@ -16,8 +16,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/drover-run/drover/api"
-	"github.com/drover-run/drover/internal/pgtest"
+	"github.com/drover-run/drover/internal/testkit/pgtest"
 	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/taskview"
 )
 
 // sse is one Server-Sent Event as a client parses it, or a comment.
@@ -120,7 +121,7 @@ func checkAgainstLog(t *testing.T, db *pgxpool.Pool, taskID string, got []sse, a
 		t.Fatalf("streamed %d events, the log has %d after %d", len(got), len(log), after)
 	}
 	for i, ev := range got {
-		var data api.Event
+		var data taskview.Event
 		if err := json.Unmarshal([]byte(ev.data), &data); err != nil {
 			t.Fatalf("event %s: data %q: %v", ev.id, ev.data, err)
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
+	"github.com/drover-run/drover/taskerr"
 	"github.com/drover-run/drover/taskview"
 )
 
@@ -63,7 +64,7 @@ type BudgetJSON struct {
 }
 
 // params are the task's parameters and first prompt that c describes.
-func (c CreateTask) params() (task.Params, task.Prompt, *Error) {
+func (c CreateTask) params() (task.Params, task.Prompt, *taskerr.Error) {
 	ws := c.Workspace
 	switch {
 	case ws != "" && c.Cwd != "" && filepath.Clean(ws) != filepath.Clean(c.Cwd):
@@ -211,7 +212,7 @@ func (s *Server) writeCreated(w http.ResponseWriter, r *http.Request, acc Accept
 }
 
 // checkIdempotencyKey refuses a key that is too long or holds control characters.
-func checkIdempotencyKey(key string) *Error {
+func checkIdempotencyKey(key string) *taskerr.Error {
 	if len(key) > MaxIdempotencyKeyBytes {
 		return errorf(http.StatusBadRequest, CodeInvalidInput,
 			fmt.Sprintf("the Idempotency-Key is %d bytes; use at most %d (a uuid is best)", len(key), MaxIdempotencyKeyBytes))
@@ -223,7 +224,7 @@ func checkIdempotencyKey(key string) *Error {
 }
 
 // taskID is the {id} of r's path, checked as task.ValidateID checks a new task's id.
-func taskID(r *http.Request) (string, *Error) {
+func taskID(r *http.Request) (string, *taskerr.Error) {
 	id := r.PathValue("id")
 	if err := task.ValidateID(id); err != nil {
 		var ie *task.InvalidError

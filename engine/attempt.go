@@ -288,7 +288,6 @@ func (a *attempt) finish(end turnEnd) outcome {
 		CostUSD: c.CostUSD, InputTokens: c.InputTokens, OutputTokens: c.OutputTokens,
 		DurationMS: c.DurationMS, NumTurns: c.NumTurns, Status: task.TurnCompleted,
 	}
-	status := store.TurnCompleted
 	if c.IsError {
 		info := end.err
 		if info == nil {
@@ -306,9 +305,9 @@ func (a *attempt) finish(end turnEnd) outcome {
 			// the prompt again.
 			return failed(turnFailure(info, end.retryAfter))
 		case events.ErrorInterrupted:
-			status, res.Status = store.TurnInterrupted, task.TurnInterrupted
+			res.Status = task.TurnInterrupted
 		default: // max turns, budget: the work done stands; the turn ends failed.
-			status, res.Status = store.TurnFailed, task.TurnFailed
+			res.Status = task.TurnFailed
 		}
 	}
 	if res.LastMessageUUID == "" || res.SessionID == "" {
@@ -317,7 +316,7 @@ func (a *attempt) finish(end turnEnd) outcome {
 	return outcome{result: res, commit: &store.TurnCommit{
 		TaskID: a.req.TaskID, Turn: a.req.Turn, AttemptID: a.req.AttemptID,
 		SessionID: res.SessionID, LastMessageUUID: res.LastMessageUUID, ResultUUID: res.ResultUUID,
-		Status: status, CostUSD: c.CostUSD, InputTokens: c.InputTokens, OutputTokens: c.OutputTokens,
+		Status: res.Status, CostUSD: c.CostUSD, InputTokens: c.InputTokens, OutputTokens: c.OutputTokens,
 		CacheReadTokens: c.CacheReadInputTokens, CacheCreationTokens: c.CacheCreationInputTokens,
 		DurationMS: c.DurationMS, NumTurns: c.NumTurns, IsError: c.IsError, Error: res.Error,
 	}}
@@ -698,15 +697,7 @@ func resultFromRecord(b store.AttemptBegun, attempt int) task.RunTurnResult {
 	out := task.RunTurnResult{
 		Attempt: attempt, SessionID: b.SessionID, LastMessageUUID: rec.LastMessageUUID, ResultUUID: rec.ResultUUID,
 		CostUSD: rec.CostUSD, InputTokens: rec.InputTokens, OutputTokens: rec.OutputTokens,
-		DurationMS: rec.DurationMS, NumTurns: rec.NumTurns, Error: rec.Error,
-	}
-	switch rec.Status {
-	case store.TurnInterrupted:
-		out.Status = task.TurnInterrupted
-	case store.TurnFailed:
-		out.Status = task.TurnFailed
-	default:
-		out.Status = task.TurnCompleted
+		DurationMS: rec.DurationMS, NumTurns: rec.NumTurns, Error: rec.Error, Status: rec.Status,
 	}
 	return out
 }

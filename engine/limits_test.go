@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/drover-run/drover/engine"
-	"github.com/drover-run/drover/internal/fakecli"
+	"github.com/drover-run/drover/internal/testkit/fakecli"
 )
 
 // A host's CLI processes, running a turn, idle or still being stopped, never number more than

@@ -16,7 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/drover-run/drover/internal/pgtest"
+	"github.com/drover-run/drover/internal/testkit/pgtest"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 )
@@ -137,7 +137,7 @@ func (m *mirrorDB) commit(session string, u *store.MirrorUpdate) {
 	}
 	applied, err := store.CommitTurn(ctx, m.db, store.TurnCommit{
 		TaskID: m.task, Turn: m.turn, AttemptID: id, SessionID: session,
-		LastMessageUUID: fmt.Sprintf("u%d", m.turn), Status: store.TurnCompleted, Mirror: u,
+		LastMessageUUID: fmt.Sprintf("u%d", m.turn), Status: task.TurnCompleted, Mirror: u,
 	})
 	if err != nil {
 		m.t.Fatal(err)
