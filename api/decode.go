@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
 
@@ -20,15 +21,24 @@ func decode(r *http.Request, v any) *taskerr.Error {
 	if e := checkJSON(r); e != nil {
 		return e
 	}
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
+	b, err := io.ReadAll(r.Body)
 	if err == nil {
-		if _, terr := dec.Token(); !errors.Is(terr, io.EOF) {
-			err = errors.New("more than one JSON value")
+		if e := checkBodyText(b); e != nil {
+			return e
+		}
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		err = dec.Decode(v)
+		if err == nil {
+			if _, terr := dec.Token(); !errors.Is(terr, io.EOF) {
+				err = errors.New("more than one JSON value")
+			}
 		}
 	}
 	if err == nil {
+		if f := nulField(reflect.ValueOf(v), ""); f != "" {
+			return textProblem(f, "holds a NUL byte, which no field takes")
+		}
 		return nil
 	}
 	var tooLarge *http.MaxBytesError

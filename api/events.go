@@ -129,6 +129,14 @@ var errStreamEnded = errors.New("the event stream ended")
 // from store.Watch: every event once, in order, with no gap. A comment goes out every
 // KeepAlive while no event does.
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string, after int64) {
+	if n := s.streams.Add(1); n > int64(s.cfg.MaxStreams) {
+		s.streams.Add(-1)
+		w.Header().Set("Retry-After", "5")
+		s.writeError(w, r, errorf(http.StatusServiceUnavailable, taskerr.CodeUnavailable,
+			fmt.Sprintf("this server has %d event streams open, its maximum; close one, or read pages with Accept: application/json", s.cfg.MaxStreams)))
+		return
+	}
+	defer s.streams.Add(-1)
 	rc := http.NewResponseController(w)
 	// A stream lasts as long as the client stays; each write has a deadline of its own.
 	if err := rc.SetWriteDeadline(time.Time{}); err != nil {
@@ -137,7 +145,6 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	write := func(format string, args ...any) error {
@@ -151,13 +158,18 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 	if err := write("retry: 2000\n: events of task %s after %d\n\n", oneLine(id), after); err != nil {
 		return
 	}
+	s.followEvents(r.Context(), id, after, write)
+}
 
-	ctx, cancel := context.WithCancel(r.Context())
+// followEvents writes the events of the task after `after` until the client leaves, the
+// server stops, the log cannot be read, or no event came for the stream's idle timeout.
+func (s *Server) followEvents(ctx context.Context, id string, after int64, write func(string, ...any) error) {
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	evc := make(chan store.Event)
 	watchErr := make(chan error, 1)
 	go func() {
-		watchErr <- store.Watch(ctx, s.cfg.DB, store.WatchConfig{TaskID: id, AfterSeq: after, PollInterval: s.cfg.WatchPoll, Logger: s.cfg.Logger},
+		watchErr <- s.hub.Watch(ctx, store.WatchConfig{TaskID: id, AfterSeq: after, PollInterval: s.cfg.WatchPoll},
 			func(ev store.Event) error {
 				select {
 				case evc <- ev:
@@ -173,6 +185,8 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 	}()
 	keepAlive := time.NewTicker(s.cfg.KeepAlive)
 	defer keepAlive.Stop()
+	idle := time.NewTimer(s.cfg.StreamIdleTimeout)
+	defer idle.Stop()
 	for {
 		select {
 		case ev := <-evc:
@@ -185,10 +199,14 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 				return
 			}
 			keepAlive.Reset(s.cfg.KeepAlive)
+			idle.Reset(s.cfg.StreamIdleTimeout)
 		case <-keepAlive.C:
 			if err := write(": keep-alive\n\n"); err != nil {
 				return
 			}
+		case <-idle.C:
+			_ = write(": idle for %s; reconnect with Last-Event-ID to go on\n\n", s.cfg.StreamIdleTimeout)
+			return
 		case err := <-watchErr:
 			watchErr <- err // for the deferred wait
 			if ctx.Err() == nil {

@@ -334,6 +334,7 @@ func (e *Engine) settle(ctx context.Context, a *attempt, o outcome) (task.RunTur
 	if o.fail == nil {
 		a.closeLeftRequests(ctx)
 		if o.fail = e.commit(ctx, a, *o.commit); o.fail == nil {
+			e.holdIfQueued(ctx, a.ex)
 			a.ex.endTurn(o.commit.SessionID, o.commit.LastMessageUUID, a.req.AttemptID)
 			e.keepOrStop(ctx, a.ex)
 			return o.result, nil

@@ -81,6 +81,9 @@ type executor struct {
 	// conversation no longer matches what is committed.
 	clean     bool
 	idleTimer *time.Timer
+	// heldUntil: the task has prompts queued behind the last turn, so the process waits for the
+	// next one and is not evicted for another task's start before then (see hold).
+	heldUntil time.Time
 
 	// background holds the subagents and background shells the session started and that have
 	// not reported back. While any runs, a result is not the end of the drover turn: the CLI
@@ -415,6 +418,7 @@ func (ex *executor) beginTurn(turn int, sink streamjson.Sink) (<-chan turnEnd, e
 		ex.idleTimer = nil
 	}
 	ex.busy = true
+	ex.heldUntil = time.Time{}
 	ex.lastSeen.Store(time.Now().UnixNano())
 	ex.turn = turn
 	ex.pending = nil
@@ -471,6 +475,21 @@ func (ex *executor) idleOwner() string {
 		return ""
 	}
 	return ex.owner
+}
+
+// hold keeps the idle process for its task's next turn until then: no other task's start
+// evicts it meanwhile.
+func (ex *executor) hold(until time.Time) {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	ex.heldUntil = until
+}
+
+// heldAt reports whether the process is kept for its task's queued next turn at now.
+func (ex *executor) heldAt(now time.Time) bool {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	return now.Before(ex.heldUntil)
 }
 
 // idleFor arranges for onIdle to run when no turn starts within d.

@@ -137,6 +137,19 @@ type Params struct {
 	Budget Budget `json:"budget,omitzero"`
 	// Carry is the state handed over by continue-as-new; nil on a new task.
 	Carry *Carry `json:"carry,omitempty"`
+	// First is the prompt the task was started with, queued as turn 1 when its first run
+	// starts; nil when the first prompt came as an Update. The next run of a continue-as-new
+	// has none.
+	First *FirstPrompt `json:"first,omitempty"`
+}
+
+// FirstPrompt is a prompt carried by a task's start: Temporal records it with the start, so
+// that it needs no worker to be accepted and is never lost before one takes it.
+type FirstPrompt struct {
+	Prompt Prompt `json:"prompt"`
+	// UpdateID is the id under which the task remembers its answer: the same prompt sent again
+	// as an Update with this id is answered once and queued once.
+	UpdateID string `json:"update_id,omitempty"`
 }
 
 // Prompt is one user prompt.

@@ -31,6 +31,8 @@ func runTask(ctx workflow.Context, p task.Params, lim limits) (task.State, error
 	info := workflow.GetInfo(ctx)
 	s := newTaskState(p, lim, info.WorkflowExecution.ID, info.FirstRunID)
 	s.invalidParams = p.Validate()
+	// The prompt the task was started with is turn 1, queued before any Update can be.
+	s.takeFirst(ctx)
 	// Handlers go in before the first yield, so that the prompt of an
 	// Update-with-Start finds them, and before invalid params end the run, so
 	// that its validator rejects the prompt naming what is wrong with them.
