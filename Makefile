@@ -34,9 +34,21 @@ soak: tools
 	@eval "$$(scripts/tools.sh --print)" && export DROVER_CLAUDE_BIN DROVER_TEMPORAL_BIN && \
 	  $(GO) test -count=1 -v -run '^TestSoak$$' -timeout 90m ./e2e/ -soak.n=$(SOAK_N)
 
+## fuzz: every fuzz target for FUZZTIME each (default 1m); make test runs their seeds only.
+FUZZTIME ?= 1m
+fuzz:
+	@for pkg in $$(git grep -l '^func Fuzz' -- '*_test.go' | xargs -n1 dirname | sort -u); do \
+	  for target in $$($(GO) test -list '^Fuzz' ./$$pkg | grep '^Fuzz'); do \
+	    echo "fuzz $$pkg $$target"; \
+	    $(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) ./$$pkg || exit 1; \
+	  done; \
+	done
+
+## lint: gofmt, vet, and the import rules of docs/architecture.md (a wrong arrow fails).
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
+	$(GO) test -count=1 ./internal/testkit/archcheck/
 
 ## bench: every performance figure as a ratio to a baseline measured in the same run, as one table
 ## (also written to bench-results.json); fails when a figure misses its goal. BENCH_QUICK=1 runs

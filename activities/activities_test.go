@@ -19,8 +19,8 @@ import (
 	"github.com/drover-run/drover/activities"
 	"github.com/drover-run/drover/claudecode"
 	"github.com/drover-run/drover/engine"
-	"github.com/drover-run/drover/internal/fakecli"
-	"github.com/drover-run/drover/internal/pgtest"
+	"github.com/drover-run/drover/internal/testkit/fakecli"
+	"github.com/drover-run/drover/internal/testkit/pgtest"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 )

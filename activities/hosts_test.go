@@ -15,8 +15,8 @@ import (
 	"github.com/drover-run/drover/activities"
 	"github.com/drover-run/drover/engine"
 	"github.com/drover-run/drover/events"
-	"github.com/drover-run/drover/internal/fakecli"
-	"github.com/drover-run/drover/internal/pgtest"
+	"github.com/drover-run/drover/internal/testkit/fakecli"
+	"github.com/drover-run/drover/internal/testkit/pgtest"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 )

@@ -18,7 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/drover-run/drover/api"
-	"github.com/drover-run/drover/internal/pgtest"
+	"github.com/drover-run/drover/internal/testkit/pgtest"
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/taskview"
 )
@@ -46,7 +46,7 @@ func (r *recorder) sent() []string {
 	return append([]string(nil), r.calls...)
 }
 
-func (r *recorder) Start(_ context.Context, id string, p task.Params, pr task.Prompt, updateID string) (task.PromptAccepted, error) {
+func (r *recorder) Create(_ context.Context, id string, p task.Params, pr task.Prompt, updateID string) (task.PromptAccepted, error) {
 	r.record("start %s %s %q %s", id, p.Workspace, pr.Text, updateID)
 	return task.PromptAccepted{Turn: 1, PromptUUID: "uuid-" + id}, nil
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"time"
 
@@ -39,9 +40,12 @@ func (s *Server) changeBudget(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, invalidInput(err))
 		return
 	}
-	b, err := s.cfg.Tasks.UpdateBudget(r.Context(), id, c)
-	if err != nil {
-		s.writeError(w, r, fromError(err))
+	var b task.Budget
+	if e := s.command(r, id, true, func(ctx context.Context) (err error) {
+		b, err = s.cfg.Tasks.UpdateBudget(ctx, id, c)
+		return err
+	}); e != nil {
+		s.writeError(w, r, e)
 		return
 	}
 	writeJSON(w, http.StatusOK, budgetJSON(b))

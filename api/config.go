@@ -32,6 +32,10 @@ const (
 	// DefaultKeepAlive is how often an event stream sends a comment while no event comes, so
 	// that proxies and clients see the connection alive.
 	DefaultKeepAlive = 15 * time.Second
+	// DefaultCommandTimeout bounds how long a command (create, prompt, interrupt, close, cancel,
+	// budget) waits for its task's answer before the answer is 503: well within the write
+	// deadline, so that the client is told.
+	DefaultCommandTimeout = 20 * time.Second
 	// DefaultDecideWait is how long a decision waits to reach the waiting agent before the
 	// answer says it is recorded but not delivered yet.
 	DefaultDecideWait = 10 * time.Second
@@ -42,6 +46,13 @@ const (
 	MaxIdempotencyKeyBytes = 255
 	// MaxQueryBytes bounds the text filter of a task listing.
 	MaxQueryBytes = 1024
+	// DefaultMaxStreams bounds the event streams open at once; one more is answered 503.
+	DefaultMaxStreams = 2000
+	// DefaultStreamIdleTimeout ends an event stream that has sent no event for this long; a
+	// client that still wants it reconnects with Last-Event-ID.
+	DefaultStreamIdleTimeout = 30 * time.Minute
+	// DefaultWatchPoll is how often an event stream reads the log when no notification came.
+	DefaultWatchPoll = 30 * time.Second
 )
 
 // Config configures a Server.
@@ -52,6 +63,9 @@ type Config struct {
 	Reader Reader
 	// Decider sends decisions on pending requests. Required.
 	Decider Decider
+	// Workers, when set, says whether a worker polls the tasks' queue: a command that needs one
+	// (prompt, interrupt, close, budget) is answered 503 at once, and not sent, when none does.
+	Workers func(ctx context.Context) (bool, error)
 	// Exists, when set, is asked about a task that neither the event log nor Reader knows (one
 	// created a moment ago): nil means it exists; an error that fromError maps to
 	// task_not_found means it does not.
@@ -75,13 +89,20 @@ type Config struct {
 	RequestTimeout time.Duration
 	// KeepAlive is how often an idle event stream sends a comment. Defaults to DefaultKeepAlive.
 	KeepAlive time.Duration
+	// CommandTimeout bounds the wait for a command's answer. Defaults to DefaultCommandTimeout.
+	CommandTimeout time.Duration
 	// DecideWait is how long a decision waits to reach its agent. Defaults to DefaultDecideWait.
 	DecideWait time.Duration
 	// ShutdownTimeout bounds a graceful stop. Defaults to DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
 	// WatchPoll is how often an event stream reads the log when no notification came (the
-	// safety net of store.Watch). Zero means store.Watch's default.
+	// safety net for a notification never sent). Defaults to DefaultWatchPoll.
 	WatchPoll time.Duration
+	// MaxStreams bounds the event streams open at once. Defaults to DefaultMaxStreams.
+	MaxStreams int
+	// StreamIdleTimeout ends a stream that has sent no event for this long. Defaults to
+	// DefaultStreamIdleTimeout.
+	StreamIdleTimeout time.Duration
 	// Logger gets one line per request (method, path, status, duration; never a header or a
 	// body). Nil means silent.
 	Logger *slog.Logger
@@ -97,11 +118,23 @@ func (c Config) withDefaults() Config {
 	if c.KeepAlive == 0 {
 		c.KeepAlive = DefaultKeepAlive
 	}
+	if c.CommandTimeout == 0 {
+		c.CommandTimeout = DefaultCommandTimeout
+	}
 	if c.DecideWait == 0 {
 		c.DecideWait = DefaultDecideWait
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.WatchPoll == 0 {
+		c.WatchPoll = DefaultWatchPoll
+	}
+	if c.MaxStreams == 0 {
+		c.MaxStreams = DefaultMaxStreams
+	}
+	if c.StreamIdleTimeout == 0 {
+		c.StreamIdleTimeout = DefaultStreamIdleTimeout
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -123,7 +156,8 @@ func (c Config) validate() error {
 	if c.DB == nil {
 		errs = append(errs, errors.New("DB is required"))
 	}
-	if c.MaxBodyBytes < 0 || c.RequestTimeout < 0 || c.KeepAlive < 0 || c.DecideWait < 0 || c.ShutdownTimeout < 0 || c.WatchPoll < 0 {
+	if c.MaxBodyBytes < 0 || c.RequestTimeout < 0 || c.KeepAlive < 0 || c.CommandTimeout < 0 || c.DecideWait < 0 || c.ShutdownTimeout < 0 || c.WatchPoll < 0 ||
+		c.MaxStreams < 0 || c.StreamIdleTimeout < 0 {
 		errs = append(errs, errors.New("limits and timeouts must not be negative"))
 	}
 	for i, t := range c.Tokens {

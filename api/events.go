@@ -13,30 +13,12 @@ import (
 
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/taskerr"
+	"github.com/drover-run/drover/taskview"
 )
-
-// Event is one event of a task's log, as the API sends it: in a page of events and as the
-// data of a Server-Sent Event. It is the line drover task watch --output json prints.
-type Event struct {
-	Seq     int64           `json:"seq"`
-	Time    time.Time       `json:"time"`
-	Turn    int             `json:"turn"`
-	Attempt int             `json:"attempt"`
-	Type    string          `json:"type"`
-	Event   json.RawMessage `json:"event"`
-}
-
-func eventOf(ev store.Event) Event {
-	payload := ev.Payload
-	if payload == nil {
-		payload = json.RawMessage("null")
-	}
-	return Event{Seq: ev.Seq, Time: ev.CreatedAt, Turn: ev.Turn, Attempt: ev.Attempt, Type: ev.Type, Event: payload}
-}
 
 // EventPage is the answer to GET /api/v1/tasks/{id}/events with Accept: application/json.
 type EventPage struct {
-	Events []Event `json:"events"`
+	Events []taskview.Event `json:"events"`
 	// NextAfter is the cursor of the next page: the last event's seq, or the request's after.
 	NextAfter int64 `json:"next_after"`
 }
@@ -83,7 +65,7 @@ func (s *Server) exists(ctx context.Context, id string) error {
 }
 
 // eventCursor is the seq after which events are sent: Last-Event-ID, else ?after, else 0.
-func eventCursor(r *http.Request) (int64, *Error) {
+func eventCursor(r *http.Request) (int64, *taskerr.Error) {
 	v, what := r.Header.Get("Last-Event-ID"), "Last-Event-ID"
 	if v == "" {
 		v, what = r.URL.Query().Get("after"), "after"
@@ -131,9 +113,9 @@ func (s *Server) eventPage(w http.ResponseWriter, r *http.Request, id string, af
 		s.writeError(w, r, fromError(err))
 		return
 	}
-	page := EventPage{Events: make([]Event, 0, len(evs)), NextAfter: after}
+	page := EventPage{Events: make([]taskview.Event, 0, len(evs)), NextAfter: after}
 	for _, ev := range evs {
-		page.Events = append(page.Events, eventOf(ev))
+		page.Events = append(page.Events, taskview.EventOf(ev))
 		page.NextAfter = ev.Seq
 	}
 	writeJSON(w, http.StatusOK, page)
@@ -147,6 +129,14 @@ var errStreamEnded = errors.New("the event stream ended")
 // from store.Watch: every event once, in order, with no gap. A comment goes out every
 // KeepAlive while no event does.
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string, after int64) {
+	if n := s.streams.Add(1); n > int64(s.cfg.MaxStreams) {
+		s.streams.Add(-1)
+		w.Header().Set("Retry-After", "5")
+		s.writeError(w, r, errorf(http.StatusServiceUnavailable, taskerr.CodeUnavailable,
+			fmt.Sprintf("this server has %d event streams open, its maximum; close one, or read pages with Accept: application/json", s.cfg.MaxStreams)))
+		return
+	}
+	defer s.streams.Add(-1)
 	rc := http.NewResponseController(w)
 	// A stream lasts as long as the client stays; each write has a deadline of its own.
 	if err := rc.SetWriteDeadline(time.Time{}); err != nil {
@@ -155,7 +145,6 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	write := func(format string, args ...any) error {
@@ -169,13 +158,18 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 	if err := write("retry: 2000\n: events of task %s after %d\n\n", oneLine(id), after); err != nil {
 		return
 	}
+	s.followEvents(r.Context(), id, after, write)
+}
 
-	ctx, cancel := context.WithCancel(r.Context())
+// followEvents writes the events of the task after `after` until the client leaves, the
+// server stops, the log cannot be read, or no event came for the stream's idle timeout.
+func (s *Server) followEvents(ctx context.Context, id string, after int64, write func(string, ...any) error) {
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	evc := make(chan store.Event)
 	watchErr := make(chan error, 1)
 	go func() {
-		watchErr <- store.Watch(ctx, s.cfg.DB, store.WatchConfig{TaskID: id, AfterSeq: after, PollInterval: s.cfg.WatchPoll, Logger: s.cfg.Logger},
+		watchErr <- s.hub.Watch(ctx, store.WatchConfig{TaskID: id, AfterSeq: after, PollInterval: s.cfg.WatchPoll},
 			func(ev store.Event) error {
 				select {
 				case evc <- ev:
@@ -191,10 +185,12 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 	}()
 	keepAlive := time.NewTicker(s.cfg.KeepAlive)
 	defer keepAlive.Stop()
+	idle := time.NewTimer(s.cfg.StreamIdleTimeout)
+	defer idle.Stop()
 	for {
 		select {
 		case ev := <-evc:
-			data, err := json.Marshal(eventOf(ev))
+			data, err := json.Marshal(taskview.EventOf(ev))
 			if err != nil {
 				s.cfg.Logger.ErrorContext(ctx, "encoding an event failed", "task_id", id, "seq", ev.Seq, "error", err)
 				return
@@ -203,10 +199,14 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 				return
 			}
 			keepAlive.Reset(s.cfg.KeepAlive)
+			idle.Reset(s.cfg.StreamIdleTimeout)
 		case <-keepAlive.C:
 			if err := write(": keep-alive\n\n"); err != nil {
 				return
 			}
+		case <-idle.C:
+			_ = write(": idle for %s; reconnect with Last-Event-ID to go on\n\n", s.cfg.StreamIdleTimeout)
+			return
 		case err := <-watchErr:
 			watchErr <- err // for the deferred wait
 			if ctx.Err() == nil {

@@ -16,8 +16,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/drover-run/drover/api"
-	"github.com/drover-run/drover/internal/pgtest"
+	"github.com/drover-run/drover/internal/testkit/pgtest"
 	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/taskview"
 )
 
 // sse is one Server-Sent Event as a client parses it, or a comment.
@@ -120,7 +121,7 @@ func checkAgainstLog(t *testing.T, db *pgxpool.Pool, taskID string, got []sse, a
 		t.Fatalf("streamed %d events, the log has %d after %d", len(got), len(log), after)
 	}
 	for i, ev := range got {
-		var data api.Event
+		var data taskview.Event
 		if err := json.Unmarshal([]byte(ev.data), &data); err != nil {
 			t.Fatalf("event %s: data %q: %v", ev.id, ev.data, err)
 		}
@@ -240,5 +241,83 @@ func TestShutdownEndsStreams(t *testing.T) {
 			}
 			break
 		}
+	}
+}
+
+// smallPool is a pool of the database db holds with at most n connections.
+func smallPool(t *testing.T, db *pgxpool.Pool, n int32) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(db.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = n
+	pool, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// Open event streams hold no connection of the pool: with more streams open than the pool has
+// connections, each stream still gets new events and the API still answers reads from
+// Postgres.
+func TestOpenStreamsLeaveThePoolFree(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewPool(t)
+	pool := smallPool(t, db, 2)
+	ts, _ := newServer(t, api.Config{DB: pool, Reader: taskview.New(pool), WatchPoll: time.Hour})
+	appendEvents(t, db, "known", 1, 1)
+	var streams []*stream
+	for range 6 {
+		s := openStream(t, ts.URL, "known", "")
+		checkAgainstLog(t, db, "known", s.events(t, 1), 0)
+		streams = append(streams, s)
+	}
+	if held := pool.Stat().AcquiredConns(); held != 0 {
+		t.Errorf("6 open streams hold %d connections of the pool, want 0", held)
+	}
+	a := do(t, ts, "GET", "/api/v1/tasks/known/events?after=0", "", "Accept", "application/json")
+	if a.status != 200 {
+		t.Fatalf("a page of events with 6 streams open: %d %s", a.status, a.body)
+	}
+	if a := do(t, ts, "GET", "/api/v1/tasks/known", ""); a.status >= 500 {
+		t.Fatalf("a task with 6 streams open: %d %s", a.status, a.body)
+	}
+	appendEvents(t, db, "known", 2, 2)
+	for _, s := range streams {
+		checkAgainstLog(t, db, "known", s.events(t, 1), 1)
+	}
+}
+
+// Streams beyond the server's maximum are refused with 503 and a Retry-After; one that stays
+// idle past its cutoff ends, and the client resumes with Last-Event-ID.
+func TestStreamsAreBounded(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewPool(t)
+	ts, _ := newServer(t, api.Config{DB: db, MaxStreams: 2})
+	appendEvents(t, db, "known", 1, 1)
+	for range 2 {
+		openStream(t, ts.URL, "known", "").events(t, 1)
+	}
+	a := do(t, ts, "GET", "/api/v1/tasks/known/events", "")
+	if a.status != 503 || a.err.Code != "unavailable" || a.header.Get("Retry-After") == "" {
+		t.Fatalf("a third stream: %d %s %q", a.status, a.err.Code, a.header.Get("Retry-After"))
+	}
+
+	ts2, _ := newServer(t, api.Config{DB: db, StreamIdleTimeout: 50 * time.Millisecond, KeepAlive: time.Hour})
+	s := openStream(t, ts2.URL, "known", "")
+	s.events(t, 1)
+	var last sse
+	for {
+		ev, err := s.next()
+		if err != nil {
+			break // the server ended the stream
+		}
+		last = ev
+	}
+	if !strings.Contains(last.comment, "Last-Event-ID") {
+		t.Errorf("an idle stream ended without saying how to go on: %+v", last)
 	}
 }

@@ -10,7 +10,10 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/drover-run/drover/store"
 )
 
 // Server serves the API. Make one with New.
@@ -23,6 +26,13 @@ type Server struct {
 	// stopping is closed when the server begins to shut down: event streams end.
 	stopping chan struct{}
 	stopOnce sync.Once
+
+	// hub fans the event log's notifications out to every open stream over one connection.
+	hub *store.Hub
+	// streams counts the open event streams, bounded by cfg.MaxStreams.
+	streams atomic.Int64
+	// workers remembers the last answer of cfg.Workers.
+	workers workerCheck
 }
 
 // routeTable is every route of the API: its pattern, whether it answers without a token, and
@@ -53,7 +63,8 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("api config: %w", err)
 	}
-	s := &Server{cfg: cfg, tokens: newTokenSet(cfg.Tokens), api: http.NewServeMux(), stopping: make(chan struct{})}
+	s := &Server{cfg: cfg, tokens: newTokenSet(cfg.Tokens), api: http.NewServeMux(), stopping: make(chan struct{}),
+		hub: store.NewHub(cfg.DB, store.HubConfig{Logger: cfg.Logger})}
 	for _, rt := range routeTable {
 		s.handle(rt.pattern, rt.open, rt.handler(s))
 	}
@@ -94,6 +105,12 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.writeError(w, r, errorf(http.StatusNotFound, CodeNotFound, "no such page; the API is under /api/v1 (see /api/v1/openapi.json)"))
+		return
+	}
+	// An answer of the API is about the moment it was asked: no cache keeps it.
+	w.Header().Set("Cache-Control", "no-store")
+	if e := checkEdge(r); e != nil {
+		s.writeError(w, r, e)
 		return
 	}
 	if origin := r.Header.Get("Origin"); origin != "" && !sameOrigin(origin, r.Host) {

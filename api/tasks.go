@@ -10,12 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/google/uuid"
 
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
+	"github.com/drover-run/drover/taskerr"
 	"github.com/drover-run/drover/taskview"
 )
 
@@ -23,9 +23,10 @@ const maxPromptBytes = task.MaxPromptBytes
 
 // Tasks is the write side the API sends commands through: *taskclient.Client. Each method
 // checks its input as the command line does (task.ValidateID, task.Params.Validate,
-// task.ValidatePrompt) before anything is sent.
+// task.ValidatePrompt) before anything is sent. Create carries the first prompt in the task's
+// start, so that it needs no worker (taskclient.Client.Create).
 type Tasks interface {
-	Start(ctx context.Context, taskID string, p task.Params, prompt task.Prompt, updateID string) (task.PromptAccepted, error)
+	Create(ctx context.Context, taskID string, p task.Params, prompt task.Prompt, updateID string) (task.PromptAccepted, error)
 	Prompt(ctx context.Context, taskID string, prompt task.Prompt, updateID string) (task.PromptAccepted, error)
 	Interrupt(ctx context.Context, taskID string) (task.InterruptResult, error)
 	Close(ctx context.Context, taskID string) error
@@ -63,7 +64,7 @@ type BudgetJSON struct {
 }
 
 // params are the task's parameters and first prompt that c describes.
-func (c CreateTask) params() (task.Params, task.Prompt, *Error) {
+func (c CreateTask) params() (task.Params, task.Prompt, *taskerr.Error) {
 	ws := c.Workspace
 	switch {
 	case ws != "" && c.Cwd != "" && filepath.Clean(ws) != filepath.Clean(c.Cwd):
@@ -177,9 +178,12 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 		}
 		updateID = createUpdatePrefix + key
 	}
-	acc, err := s.cfg.Tasks.Start(ctx, id, p, prompt, updateID)
-	if err != nil {
-		s.writeError(w, r, fromError(err))
+	var acc task.PromptAccepted
+	if e := s.command(r, id, false, func(ctx context.Context) (err error) {
+		acc, err = s.cfg.Tasks.Create(ctx, id, p, prompt, updateID)
+		return err
+	}); e != nil {
+		s.writeError(w, r, e)
 		return
 	}
 	out := accepted(id, acc)
@@ -210,20 +214,38 @@ func (s *Server) writeCreated(w http.ResponseWriter, r *http.Request, acc Accept
 	writeJSON(w, http.StatusCreated, Created{Task: t, Prompt: acc})
 }
 
-// checkIdempotencyKey refuses a key that is too long or holds control characters.
-func checkIdempotencyKey(key string) *Error {
+// checkIdempotencyKey refuses a key that is too long or holds anything but printable ASCII.
+func checkIdempotencyKey(key string) *taskerr.Error {
 	if len(key) > MaxIdempotencyKeyBytes {
-		return errorf(http.StatusBadRequest, CodeInvalidInput,
-			fmt.Sprintf("the Idempotency-Key is %d bytes; use at most %d (a uuid is best)", len(key), MaxIdempotencyKeyBytes))
+		return textProblem("header Idempotency-Key",
+			fmt.Sprintf("is %d bytes; use at most %d (a uuid is best)", len(key), MaxIdempotencyKeyBytes))
 	}
-	if strings.IndexFunc(key, func(r rune) bool { return !unicode.IsPrint(r) }) >= 0 {
-		return errorf(http.StatusBadRequest, CodeInvalidInput, "the Idempotency-Key holds control characters; use a uuid")
+	if strings.IndexFunc(key, func(r rune) bool { return r < ' ' || r > '~' }) >= 0 {
+		return textProblem("header Idempotency-Key", "holds characters other than printable ASCII; use a uuid")
 	}
 	return nil
 }
 
+// commandError is the answer for a command the task refused. Temporal answers a command to a
+// task whose run has ended as if the task did not exist; when the read side knows the task,
+// it has ended, and the answer says so.
+func (s *Server) commandError(ctx context.Context, id string, err error) *taskerr.Error {
+	e := fromError(err)
+	if e.Code != CodeNotFound {
+		return e
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.RequestTimeout)
+	defer cancel()
+	d, rerr := s.cfg.Reader.Show(rctx, id)
+	if rerr != nil {
+		return e
+	}
+	return errorf(http.StatusConflict, taskerr.CodeTaskClosed,
+		fmt.Sprintf("task %s has ended (%s); it takes no more commands: create a new task", id, d.Status))
+}
+
 // taskID is the {id} of r's path, checked as task.ValidateID checks a new task's id.
-func taskID(r *http.Request) (string, *Error) {
+func taskID(r *http.Request) (string, *taskerr.Error) {
 	id := r.PathValue("id")
 	if err := task.ValidateID(id); err != nil {
 		var ie *task.InvalidError
@@ -271,9 +293,12 @@ func (s *Server) promptTask(w http.ResponseWriter, r *http.Request) {
 	if updateID == "" && key != "" {
 		updateID = "api-prompt:" + key
 	}
-	acc, err := s.cfg.Tasks.Prompt(r.Context(), id, prompt, updateID)
-	if err != nil {
-		s.writeError(w, r, fromError(err))
+	var acc task.PromptAccepted
+	if e := s.command(r, id, true, func(ctx context.Context) (err error) {
+		acc, err = s.cfg.Tasks.Prompt(ctx, id, prompt, updateID)
+		return err
+	}); e != nil {
+		s.writeError(w, r, e)
 		return
 	}
 	writeJSON(w, http.StatusAccepted, accepted(id, acc))
@@ -288,27 +313,27 @@ type Control struct {
 }
 
 func (s *Server) interruptTask(w http.ResponseWriter, r *http.Request) {
-	s.control(w, r, func(ctx context.Context, id string) (Control, error) {
+	s.control(w, r, true, func(ctx context.Context, id string) (Control, error) {
 		res, err := s.cfg.Tasks.Interrupt(ctx, id)
 		return Control{TaskID: id, Interrupted: &res.Interrupted, Turn: res.Turn}, err
 	})
 }
 
 func (s *Server) closeTask(w http.ResponseWriter, r *http.Request) {
-	s.control(w, r, func(ctx context.Context, id string) (Control, error) {
+	s.control(w, r, true, func(ctx context.Context, id string) (Control, error) {
 		return Control{TaskID: id}, s.cfg.Tasks.Close(ctx, id)
 	})
 }
 
 func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request) {
-	s.control(w, r, func(ctx context.Context, id string) (Control, error) {
+	s.control(w, r, false, func(ctx context.Context, id string) (Control, error) {
 		return Control{TaskID: id}, s.cfg.Tasks.Cancel(ctx, id)
 	})
 }
 
 // control runs one of interrupt, close and cancel, which take no body (an empty JSON object
-// is allowed).
-func (s *Server) control(w http.ResponseWriter, r *http.Request, do func(context.Context, string) (Control, error)) {
+// is allowed); cancel needs no worker.
+func (s *Server) control(w http.ResponseWriter, r *http.Request, needsWorker bool, do func(context.Context, string) (Control, error)) {
 	id, e := taskID(r)
 	if e != nil {
 		s.writeError(w, r, e)
@@ -319,9 +344,12 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request, do func(context
 		s.writeError(w, r, e)
 		return
 	}
-	out, err := do(r.Context(), id)
-	if err != nil {
-		s.writeError(w, r, fromError(err))
+	var out Control
+	if e := s.command(r, id, needsWorker, func(ctx context.Context) (err error) {
+		out, err = do(ctx, id)
+		return err
+	}); e != nil {
+		s.writeError(w, r, e)
 		return
 	}
 	writeJSON(w, http.StatusAccepted, out)

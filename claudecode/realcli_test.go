@@ -8,14 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-run/drover/internal/tools"
+	"github.com/drover-run/drover/internal/testkit/testtools"
 )
 
 // realCommand returns a Command for the pinned CLI, offline: fresh HOME and config dir, and an API base
 // URL on which nothing listens (these tests never reach a model).
 func realCommand(t *testing.T) Command {
 	t.Helper()
-	bin, err := tools.ClaudeBin()
+	bin, err := testtools.ClaudeBin()
 	if err != nil {
 		t.Skipf("claude CLI not available (run scripts/tools.sh): %v", err)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/drover-run/drover/events"
-	fa "github.com/drover-run/drover/internal/fakeanthropic"
+	fa "github.com/drover-run/drover/internal/offlinemodel"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 )
@@ -630,7 +630,7 @@ func TestAPIDecisionWithoutWorker(t *testing.T) {
 	if b, err := os.ReadFile(ran); err != nil || strings.TrimSpace(string(b)) != "ran-approved" {
 		t.Fatalf("the approved tool did not run once: %q, %v", b, err)
 	}
-	if row := e.row(id, req.RequestID); row.Status != store.RequestAllowed || row.DecidedBy != "carol" {
+	if row := e.row(id, req.RequestID); row.Status != task.OutcomeAllowed || row.DecidedBy != "carol" {
 		t.Fatalf("the request's row: %s by %q", row.Status, row.DecidedBy)
 	}
 }

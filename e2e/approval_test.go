@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/drover-run/drover/events"
-	fa "github.com/drover-run/drover/internal/fakeanthropic"
+	fa "github.com/drover-run/drover/internal/offlinemodel"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 )
@@ -59,7 +59,7 @@ func TestSupervisedApproveAndDeny(t *testing.T) {
 		t.Fatal("the tool ran before anybody approved it")
 	}
 	row, err := store.GetPermission(e.ctx, e.db(), id, r.RequestID)
-	if err != nil || row.Status != store.RequestPending || row.ToolName != "Bash" {
+	if err != nil || row.Status != task.OutcomePending || row.ToolName != "Bash" {
 		t.Fatalf("request row = %+v, %v", row, err)
 	}
 	rec, delivered, err := e.tc.Decide(e.ctx, id, task.Decision{RequestID: r.RequestID, Allow: true, By: "alice"}, 30*time.Second)

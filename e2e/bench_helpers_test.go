@@ -22,7 +22,7 @@ import (
 
 	"github.com/drover-run/drover/claudecode"
 	"github.com/drover-run/drover/events"
-	fa "github.com/drover-run/drover/internal/fakeanthropic"
+	fa "github.com/drover-run/drover/internal/offlinemodel"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/taskclient"
@@ -213,7 +213,7 @@ func (e *benchEnv) waitComplete(seen <-chan seenComplete, taskID string, turn in
 		case <-check.C:
 			rec, err := store.GetTurn(e.ctx, e.pool, taskID, turn)
 			switch {
-			case err != nil || rec.Status != store.TurnCompleted:
+			case err != nil || rec.Status != task.TurnCompleted:
 			case committed.IsZero():
 				committed = time.Now()
 			case time.Since(committed) > 5*time.Second:

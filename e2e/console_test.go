@@ -13,8 +13,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/drover-run/drover/internal/browser"
-	fa "github.com/drover-run/drover/internal/fakeanthropic"
-	"github.com/drover-run/drover/internal/tools"
+	fa "github.com/drover-run/drover/internal/offlinemodel"
+	"github.com/drover-run/drover/internal/testkit/testtools"
 )
 
 var consolePNG = flag.String("console.png", "", "TestConsoleSupervisedTask: also write the screenshot of a waiting request here (docs/console.png)")
@@ -22,7 +22,7 @@ var consolePNG = flag.String("console.png", "", "TestConsoleSupervisedTask: also
 // consolePage opens the web console of s in a headless Chromium of its own.
 func (e *env) consolePage() *browser.Page {
 	e.t.Helper()
-	bin, err := tools.ChromiumBin()
+	bin, err := testtools.ChromiumBin()
 	if err != nil {
 		e.t.Fatalf("chromium: %v", err)
 	}

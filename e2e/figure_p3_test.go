@@ -17,7 +17,7 @@ import (
 	"github.com/drover-run/drover/claudecode"
 	"github.com/drover-run/drover/events"
 	"github.com/drover-run/drover/internal/bench"
-	fa "github.com/drover-run/drover/internal/fakeanthropic"
+	fa "github.com/drover-run/drover/internal/offlinemodel"
 	"github.com/drover-run/drover/task"
 )
 

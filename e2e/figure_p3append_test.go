@@ -18,8 +18,8 @@ import (
 	"github.com/drover-run/drover/engine"
 	"github.com/drover-run/drover/events"
 	"github.com/drover-run/drover/internal/bench"
-	"github.com/drover-run/drover/internal/fakecli"
-	"github.com/drover-run/drover/internal/pgtest"
+	"github.com/drover-run/drover/internal/testkit/fakecli"
+	"github.com/drover-run/drover/internal/testkit/pgtest"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/streamjson"
 	"github.com/drover-run/drover/task"
@@ -33,7 +33,7 @@ const p3AppendGoal = 20000 // events/s
 const p3Recording = "../streamjson/testdata/recorded/tools-partial.jsonl"
 
 // BenchmarkFigureP3Append is figure P3append of `make bench`: the sustained rate of the event
-// log on the live path. The turn engine runs one turn against a scripted CLI (internal/fakecli,
+// log on the live path. The turn engine runs one turn against a scripted CLI (internal/testkit/fakecli,
 // in memory) that prints the body of a recorded CLI transcript over and over, as fast as the
 // engine reads it, then its result; the engine reads the lines, adapts them to events and
 // appends them through its event log (group commit, text of one message coalesced) to a real

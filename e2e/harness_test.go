@@ -22,9 +22,9 @@ import (
 
 	"github.com/drover-run/drover/events"
 	"github.com/drover-run/drover/internal/devserver"
-	"github.com/drover-run/drover/internal/fakeanthropic"
-	"github.com/drover-run/drover/internal/pgtest"
-	"github.com/drover-run/drover/internal/tools"
+	"github.com/drover-run/drover/internal/offlinemodel"
+	"github.com/drover-run/drover/internal/testkit/pgtest"
+	"github.com/drover-run/drover/internal/testkit/testtools"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/taskclient"
@@ -61,7 +61,7 @@ func TestMain(m *testing.M) {
 // setup starts the shared parts once, or skips when the pinned tools are absent.
 func setup(t testing.TB) {
 	t.Helper()
-	temporalBin, err := tools.TemporalBin()
+	temporalBin, err := testtools.TemporalBin()
 	if err != nil {
 		t.Skipf("the temporal CLI is not installed (%v): run scripts/tools.sh", err)
 	}
@@ -83,7 +83,7 @@ func setup(t testing.TB) {
 // setupBinaries finds the Claude CLI and builds drover once, or skips when the CLI is absent.
 func setupBinaries(t testing.TB) {
 	t.Helper()
-	claude, err := tools.ClaudeBin()
+	claude, err := testtools.ClaudeBin()
 	if err != nil {
 		t.Skipf("the real Claude CLI is not installed (%v): run scripts/tools.sh", err)
 	}
@@ -112,7 +112,7 @@ type world struct {
 	dsn       string
 	// workerDSN, when set, is the database URL workers get instead of dsn (a proxy's).
 	workerDSN string
-	fake      *fakeanthropic.Server
+	fake      *offlinemodel.Server
 	queue     string
 	home      string
 	configDir string
@@ -120,13 +120,13 @@ type world struct {
 }
 
 // newWorld makes a world on the shared dev server; the fake answers with fakeCfg.
-func newWorld(tb testing.TB, prefix string, fakeCfg fakeanthropic.Config) world {
+func newWorld(tb testing.TB, prefix string, fakeCfg offlinemodel.Config) world {
 	tb.Helper()
 	return newWorldOn(tb, prefix, fakeCfg, suite.temporal.Address(), suite.temporal.Namespace())
 }
 
 // newWorldOn makes a world whose workers use the Temporal frontend at address, in namespace.
-func newWorldOn(tb testing.TB, prefix string, fakeCfg fakeanthropic.Config, address, namespace string) world {
+func newWorldOn(tb testing.TB, prefix string, fakeCfg offlinemodel.Config, address, namespace string) world {
 	tb.Helper()
 	w := world{queue: prefix + uuid.NewString()[:8], dsn: pgtest.NewDatabase(tb), temporal: address, namespace: namespace}
 	root := tb.TempDir()
@@ -138,7 +138,7 @@ func newWorldOn(tb testing.TB, prefix string, fakeCfg fakeanthropic.Config, addr
 			tb.Fatal(err)
 		}
 	}
-	fake, err := fakeanthropic.Start(fakeCfg)
+	fake, err := offlinemodel.Start(fakeCfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -238,7 +238,7 @@ type env struct {
 	tc   *taskclient.Client
 
 	respondMu sync.Mutex
-	respond   func(*fakeanthropic.Request) (fakeanthropic.Response, bool)
+	respond   func(*offlinemodel.Request) (offlinemodel.Response, bool)
 }
 
 func newEnv(t *testing.T) *env {
@@ -254,7 +254,7 @@ func newEnvOn(t *testing.T, address, namespace string) *env {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	t.Cleanup(cancel)
 	e := &env{t: t, ctx: ctx}
-	e.world = newWorldOn(t, "e2e-", fakeanthropic.Config{Responder: e.responder}, address, namespace)
+	e.world = newWorldOn(t, "e2e-", offlinemodel.Config{Responder: e.responder}, address, namespace)
 
 	c, err := worker.Dial(ctx, address, namespace, nil)
 	if err != nil {
@@ -265,18 +265,18 @@ func newEnvOn(t *testing.T, address, namespace string) *env {
 	return e
 }
 
-func (e *env) responder(r *fakeanthropic.Request) (fakeanthropic.Response, bool) {
+func (e *env) responder(r *offlinemodel.Request) (offlinemodel.Response, bool) {
 	e.respondMu.Lock()
 	fn := e.respond
 	e.respondMu.Unlock()
 	if fn == nil {
-		return fakeanthropic.Response{}, false
+		return offlinemodel.Response{}, false
 	}
 	return fn(r)
 }
 
 // setResponder answers requests the queues do not cover.
-func (e *env) setResponder(fn func(*fakeanthropic.Request) (fakeanthropic.Response, bool)) {
+func (e *env) setResponder(fn func(*offlinemodel.Request) (offlinemodel.Response, bool)) {
 	e.respondMu.Lock()
 	e.respond = fn
 	e.respondMu.Unlock()

@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/drover-run/drover/events"
-	fa "github.com/drover-run/drover/internal/fakeanthropic"
+	fa "github.com/drover-run/drover/internal/offlinemodel"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 )
@@ -213,7 +213,7 @@ func TestWeeklyLimitWaitsWithoutAsking(t *testing.T) {
 		}
 	}
 	accts, err := store.ListAccounts(e.ctx, e.db())
-	if err != nil || len(accts) != 1 || accts[0].Reason != store.AccountUsageLimit || accts[0].Waiting != 3 {
+	if err != nil || len(accts) != 1 || accts[0].Reason != task.WaitUsageLimit || accts[0].Waiting != 3 {
 		t.Fatalf("accounts: %+v, %v", accts, err)
 	}
 	e.fake.LiftLimit(subscription)

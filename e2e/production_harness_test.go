@@ -11,14 +11,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-run/drover/internal/pgtest"
-	"github.com/drover-run/drover/internal/temporalsrv"
-	"github.com/drover-run/drover/internal/tools"
+	"github.com/drover-run/drover/internal/testkit/pgtest"
+	"github.com/drover-run/drover/internal/testkit/temporalsrv"
+	"github.com/drover-run/drover/internal/testkit/testtools"
 	"github.com/drover-run/drover/task"
 )
 
 // The production layout, as docker-compose.yml deploys it, run natively: Temporal's schema step,
-// server and namespace step from deploy/temporal (internal/temporalsrv) on Postgres, `drover
+// server and namespace step from deploy/temporal (internal/testkit/temporalsrv) on Postgres, `drover
 // migrate`, and several `drover worker` processes, each a host with its own host id, HOME and CLI
 // config folder, sharing the workspace.
 //
@@ -44,11 +44,11 @@ var production struct {
 // databases, or a skip when the pinned tools are absent.
 func productionConfig(tb testing.TB) temporalsrv.Config {
 	tb.Helper()
-	srv, err := tools.TemporalServerTools()
+	srv, err := testtools.TemporalServerTools()
 	if err != nil {
 		tb.Skipf("the Temporal server is not installed (%v): run scripts/tools.sh", err)
 	}
-	cli, err := tools.TemporalBin()
+	cli, err := testtools.TemporalBin()
 	if err != nil {
 		tb.Skipf("the temporal CLI is not installed (%v): run scripts/tools.sh", err)
 	}

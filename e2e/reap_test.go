@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/drover-run/drover/claudecode"
-	fa "github.com/drover-run/drover/internal/fakeanthropic"
+	fa "github.com/drover-run/drover/internal/offlinemodel"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 )
@@ -81,7 +81,7 @@ func TestInterruptReapsToolProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Status != store.TurnInterrupted {
+	if rec.Status != task.TurnInterrupted {
 		t.Errorf("turn 1 is %s, want interrupted", rec.Status)
 	}
 	if tool.runs()[0].ended() {

@@ -30,7 +30,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/drover-run/drover/claudecode"
-	fa "github.com/drover-run/drover/internal/fakeanthropic"
+	fa "github.com/drover-run/drover/internal/offlinemodel"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 )

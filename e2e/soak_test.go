@@ -16,7 +16,7 @@ import (
 
 	"github.com/drover-run/drover/claudecode"
 	"github.com/drover-run/drover/events"
-	fa "github.com/drover-run/drover/internal/fakeanthropic"
+	fa "github.com/drover-run/drover/internal/offlinemodel"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 )
@@ -390,7 +390,7 @@ func (r *soakReport) check(t *testing.T, e *env, id string, s *soakScript) {
 	var sumCost float64
 	for k := 1; k <= n; k++ {
 		rec, err := store.GetTurn(e.ctx, e.db(), id, k)
-		if err != nil || rec.Status != store.TurnCompleted {
+		if err != nil || rec.Status != task.TurnCompleted {
 			r.unfinished++
 			t.Errorf("turn %d: %+v, %v", k, rec, err)
 			continue

@@ -7,8 +7,8 @@ import (
 
 	"github.com/drover-run/drover/events"
 	"github.com/drover-run/drover/internal/devserver"
-	fa "github.com/drover-run/drover/internal/fakeanthropic"
-	"github.com/drover-run/drover/internal/tools"
+	fa "github.com/drover-run/drover/internal/offlinemodel"
+	"github.com/drover-run/drover/internal/testkit/testtools"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/taskclient"
@@ -21,7 +21,7 @@ import (
 func TestTemporalRestartMidTurn(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	bin, err := tools.TemporalBin()
+	bin, err := testtools.TemporalBin()
 	if err != nil {
 		t.Skip(err)
 	}
@@ -61,7 +61,7 @@ func TestTemporalRestartMidTurn(t *testing.T) {
 	// The turn ends, and is committed, while Temporal is down; its answer waits for Temporal.
 	e.waitFor("the turn to be committed while Temporal is down", func() bool {
 		rec, err := store.GetTurn(e.ctx, e.db(), id, 1)
-		return err == nil && rec.Status == store.TurnCompleted
+		return err == nil && rec.Status == task.TurnCompleted
 	})
 	srv, err = devserver.Start(e.ctx, cfg)
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	fa "github.com/drover-run/drover/internal/fakeanthropic"
+	fa "github.com/drover-run/drover/internal/offlinemodel"
 	"github.com/drover-run/drover/task"
 )
 

@@ -18,5 +18,5 @@
 //     stopped with its whole tree (the tools it started included); a kept process is reused only
 //     when it stands exactly at the turn's resume point.
 //
-// The activities package is its Temporal edge; tests drive it with internal/fakecli.
+// The activities package is its Temporal edge; tests drive it with internal/testkit/fakecli.
 package engine

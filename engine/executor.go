@@ -36,11 +36,18 @@ type turnEnd struct {
 //
 // Lock order: the adapter's own lock, then mu. Nothing holding mu calls into the adapter.
 type executor struct {
-	taskID  string
-	proc    Process
-	adapter *streamjson.Adapter
-	logger  *slog.Logger
-	debug   *streamjson.DebugCapture
+	taskID string
+	proc   Process
+	// workspace is the folder the CLI runs in; model, the model it was asked to run ("" for its
+	// default).
+	workspace string
+	model     string
+	// windows are the host's context windows; windowSeen says the process reported its own.
+	windows    *contextWindows
+	windowSeen bool
+	adapter    *streamjson.Adapter
+	logger     *slog.Logger
+	debug      *streamjson.DebugCapture
 	// privateDir holds files only this process may read (its MCP configuration); removed
 	// when it stops.
 	privateDir string
@@ -127,12 +134,16 @@ type executorSpec struct {
 	debug             *streamjson.DebugCapture
 	stopTimeout       time.Duration
 	backgroundWait    time.Duration
+	windows           *contextWindows
 }
 
 // startExecutor starts the CLI and the reading goroutine.
 func startExecutor(ctx context.Context, launcher Launcher, taskID string, spec executorSpec, logger *slog.Logger) (*executor, error) {
 	ex := &executor{
 		taskID:       taskID,
+		workspace:    spec.cmd.Dir,
+		model:        spec.cmd.Model,
+		windows:      spec.windows,
 		logger:       logger,
 		debug:        spec.debug,
 		exited:       make(chan struct{}),
@@ -149,6 +160,7 @@ func startExecutor(ctx context.Context, launcher Launcher, taskID string, spec e
 		ResumedSessionID:  spec.resumeSessionID,
 		PartialMessages:   spec.cmd.IncludePartialMessages,
 		PriorTotalCostUSD: spec.priorTotalCostUSD,
+		ContextWindowSize: spec.windows.size(spec.cmd.Model),
 		HostPermissions:   true, // the engine records, reports and answers them (turnApprovals)
 		Logger:            logger,
 	})
@@ -246,7 +258,15 @@ func (ex *executor) emit(ev events.AgentEvent) {
 		}
 	case events.TypeSubagentTask:
 		ex.trackBackground(ev)
+	case events.TypeContextWindow:
+		if ev.ContextWindow != nil && ev.ContextWindow.Size > 0 {
+			ex.windowSeen = true
+			ex.windows.learn(ex.model, ev.ContextWindow.Size)
+		}
 	case events.TypeComplete:
+		if ev.ParentToolCallID == "" && !ex.windowSeen && ex.windows.claimAsk(ex.model) {
+			go ex.learnContextWindow(2 * ex.stopTO)
+		}
 		if ex.busy && ev.Data != nil && ev.Data.Completion != nil && ev.ParentToolCallID == "" {
 			ex.pending = addCompletion(ex.pending, ev.Data.Completion)
 			if len(ex.background) == 0 {
@@ -350,20 +370,6 @@ func (ex *executor) initialize(ctx context.Context, req claudecode.InitializeReq
 	}
 	ex.adapter.HandleInitialize(resp)
 	return nil
-}
-
-// learnContextWindow asks the CLI for the main model's context window, so that the first
-// context_window event of the session already has the right size. It runs beside the turn: the
-// adapter holds the event back until the answer comes.
-func (ex *executor) learnContextWindow(timeout time.Duration) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	u, err := ex.proc.Client().GetContextUsage(ctx)
-	if err != nil {
-		ex.logger.Debug("the CLI did not say its context window", "task_id", ex.taskID, "error", err)
-		return
-	}
-	ex.adapter.SetContextWindow(u.Model, u.MaxTokens)
 }
 
 // alive reports whether the process still runs.

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/drover-run/drover/engine"
-	"github.com/drover-run/drover/internal/fakecli"
+	"github.com/drover-run/drover/internal/testkit/fakecli"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 )

@@ -3,7 +3,7 @@ package pricing
 import (
 	"testing"
 
-	"github.com/drover-run/drover/internal/fakeanthropic"
+	"github.com/drover-run/drover/internal/offlinemodel"
 )
 
 // The fake API's ledger prices its answers as the pinned CLI does (checked against the CLI in
@@ -14,13 +14,13 @@ func TestPricesAgreeWithTheFakeAPIsLedger(t *testing.T) {
 		{InputTokens: 120_000, OutputTokens: 3_000, CacheReadInputTokens: 5, CacheCreationInputTokens: 7},
 		{OutputTokens: 1},
 	}
-	for _, id := range fakeanthropic.BuiltinModels() {
-		m, _ := fakeanthropic.BuiltinModel(id)
+	for _, id := range offlinemodel.BuiltinModels() {
+		m, _ := offlinemodel.BuiltinModel(id)
 		if _, ok := Of(id); !ok {
 			t.Errorf("%s: not in the table", id)
 		}
 		for _, u := range usages {
-			want := m.Price.Cost(fakeanthropic.Usage{InputTokens: int(u.InputTokens), OutputTokens: int(u.OutputTokens),
+			want := m.Price.Cost(offlinemodel.Usage{InputTokens: int(u.InputTokens), OutputTokens: int(u.OutputTokens),
 				CacheReadInputTokens: int(u.CacheReadInputTokens), CacheCreationInputTokens: int(u.CacheCreationInputTokens)})
 			if got := Cost(id, u); got != want {
 				t.Errorf("%s %+v: %v, the fake bills %v", id, u, got, want)

@@ -30,12 +30,14 @@ func Connect(ctx context.Context, databaseURL string) (*pgxpool.Pool, error) {
 
 // EnsureDatabase creates the database databaseURL names when it does not exist
 // yet, connecting to the server's "postgres" database to do so. A user without
-// the right to create databases gets the server's error.
+// the right to create databases gets the server's error. The URL may carry the
+// pool's settings (pool_max_conns and the others Connect reads).
 func EnsureDatabase(ctx context.Context, databaseURL string) error {
-	cfg, err := pgx.ParseConfig(databaseURL)
+	pcfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		return errors.New("ensuring the database: the database URL does not parse")
 	}
+	cfg := pcfg.ConnConfig
 	name := cfg.Database
 	if name == "" || name == "postgres" {
 		return nil

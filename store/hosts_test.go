@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-run/drover/internal/pgtest"
+	"github.com/drover-run/drover/internal/testkit/pgtest"
 	"github.com/drover-run/drover/store"
 )
 

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -20,14 +23,14 @@ type WatchConfig struct {
 	// beginning of the log.
 	AfterSeq int64
 	// PollInterval is how long the watcher waits for a notification before reading anyway, the
-	// safety net for lost notifications. Defaults to 5s.
+	// safety net for notifications that were never sent. Defaults to 5s.
 	PollInterval time.Duration
 	// BatchSize is how many events one read fetches. Defaults to 500.
 	BatchSize int
-	// ReconnectDelay is the pause before reconnecting after the connection was lost.
-	// Defaults to 500ms.
+	// ReconnectDelay is the pause before the listening connection of store.Watch reconnects
+	// after it was lost (a Hub has its own). Defaults to 500ms.
 	ReconnectDelay time.Duration
-	// Logger gets connection losses and reconnects. Nil means silent.
+	// Logger gets the connection losses of store.Watch (a Hub has its own). Nil means silent.
 	Logger *slog.Logger
 }
 
@@ -37,12 +40,6 @@ func (c WatchConfig) withDefaults() WatchConfig {
 	}
 	if c.BatchSize == 0 {
 		c.BatchSize = 500
-	}
-	if c.ReconnectDelay == 0 {
-		c.ReconnectDelay = 500 * time.Millisecond
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c
 }
@@ -70,129 +67,252 @@ func WatchEvents(ctx context.Context, pool *pgxpool.Pool, taskID string, afterSe
 	return Watch(ctx, pool, WatchConfig{TaskID: taskID, AfterSeq: afterSeq}, fn)
 }
 
-// Watch calls fn with every event of cfg.TaskID after cfg.AfterSeq, in order, each exactly once,
-// now and as they are appended, until ctx is done (it returns ctx.Err()) or fn returns an error
-// (it returns that error, wrapped).
-//
-// It holds one connection of pool: it LISTENs on EventsChannel first, then reads from its
-// cursor, so nothing committed in between is missed; then it reads after its cursor whenever a
-// notification for the task announces events past it, and every cfg.PollInterval in case
-// notifications were lost. Events of a task become visible in sequence order (see
-// AppendEvents), so reading after the cursor never skips one. If the connection is lost, Watch
-// reconnects after cfg.ReconnectDelay and catches up from its cursor; other database errors end
-// the watch.
+// Watch is Hub.Watch on a hub of its own: one listening connection for this one watch. A
+// process that watches many tasks at once shares one Hub instead.
 func Watch(ctx context.Context, pool *pgxpool.Pool, cfg WatchConfig, fn func(Event) error) error {
-	cfg = cfg.withDefaults()
-	if err := cfg.validate(); err != nil {
-		return fmt.Errorf("watching events: %w", err)
+	h := NewHub(pool, HubConfig{ReconnectDelay: cfg.ReconnectDelay, Logger: cfg.Logger})
+	return h.Watch(ctx, cfg, fn)
+}
+
+// HubConfig configures a Hub.
+type HubConfig struct {
+	// ReconnectDelay is the pause before reconnecting after the listening connection was lost.
+	// Defaults to 500ms.
+	ReconnectDelay time.Duration
+	// Connect opens the listening connection. Defaults to a connection configured as the
+	// pool's, outside the pool.
+	Connect func(ctx context.Context) (*pgx.Conn, error)
+	// Logger gets connection losses and reconnects. Nil means silent.
+	Logger *slog.Logger
+}
+
+// Hub fans the notifications of EventsChannel out to every watch of a process over one
+// connection of its own: a watch holds no connection of the pool while it waits, and borrows
+// one only for the moment it reads. The hub listens while at least one watch runs and closes
+// its connection when the last one ends. Make one with NewHub; it is safe for concurrent use.
+type Hub struct {
+	pool *pgxpool.Pool
+	cfg  HubConfig
+
+	mu      sync.Mutex
+	subs    map[string]map[*subscriber]struct{}
+	watches int
+	gen     *generation // the running listener, nil while no watch runs
+}
+
+// subscriber is one watch as the hub sees it.
+type subscriber struct {
+	taskID    string
+	wake      chan struct{} // capacity 1: a pending wake-up
+	announced atomic.Int64  // the highest seq a notification announced
+	force     atomic.Bool   // read whatever was announced: the listener (re)connected
+}
+
+func (s *subscriber) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
 	}
-	w := &watcher{cfg: cfg, pool: pool, fn: fn, cursor: cfg.AfterSeq}
+}
+
+// generation is one run of the listener, from the first watch to the last.
+type generation struct {
+	cancel context.CancelFunc
+	ready  chan struct{} // closed once the listener first listens
+}
+
+// NewHub returns a hub for the events of pool's database.
+func NewHub(pool *pgxpool.Pool, cfg HubConfig) *Hub {
+	if cfg.ReconnectDelay <= 0 {
+		cfg.ReconnectDelay = 500 * time.Millisecond
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Connect == nil {
+		cc := pool.Config().ConnConfig
+		cfg.Connect = func(ctx context.Context) (*pgx.Conn, error) { return pgx.ConnectConfig(ctx, cc.Copy()) }
+	}
+	return &Hub{pool: pool, cfg: cfg, subs: map[string]map[*subscriber]struct{}{}}
+}
+
+// Watches is the number of watches running on the hub.
+func (h *Hub) Watches() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.watches
+}
+
+// subscribe adds s and starts the listener if none runs; the channel it returns is closed once
+// the listener listens.
+func (h *Hub) subscribe(s *subscriber) <-chan struct{} {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	set := h.subs[s.taskID]
+	if set == nil {
+		set = map[*subscriber]struct{}{}
+		h.subs[s.taskID] = set
+	}
+	set[s] = struct{}{}
+	h.watches++
+	if h.gen == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		h.gen = &generation{cancel: cancel, ready: make(chan struct{})}
+		go h.listen(ctx, h.gen)
+	}
+	return h.gen.ready
+}
+
+// unsubscribe removes s and stops the listener when s was the last watch.
+func (h *Hub) unsubscribe(s *subscriber) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.subs[s.taskID], s)
+	if len(h.subs[s.taskID]) == 0 {
+		delete(h.subs, s.taskID)
+	}
+	h.watches--
+	if h.watches == 0 && h.gen != nil {
+		h.gen.cancel()
+		h.gen = nil
+	}
+}
+
+// listen holds the listening connection until ctx ends, reconnecting after losses. After each
+// connect it wakes every watch, which then reads past its cursor: notifications sent while
+// nobody listened are lost.
+func (h *Hub) listen(ctx context.Context, g *generation) {
+	var readyOnce sync.Once
 	for {
-		err := w.session(ctx)
+		err := h.listenOnce(ctx, func() {
+			readyOnce.Do(func() { close(g.ready) })
+			h.wakeAll()
+		})
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return
 		}
-		var lost *connLostError
-		if !errors.As(err, &lost) {
-			return fmt.Errorf("watching events of task %s: %w", cfg.TaskID, err)
-		}
-		cfg.Logger.WarnContext(ctx, "event watch lost its connection; reconnecting",
-			"task_id", cfg.TaskID, "after_seq", w.cursor, "error", lost.err, "delay", cfg.ReconnectDelay)
-		t := time.NewTimer(cfg.ReconnectDelay)
+		h.cfg.Logger.WarnContext(ctx, "event listener lost its connection; reconnecting",
+			"error", err, "delay", h.cfg.ReconnectDelay)
+		t := time.NewTimer(h.cfg.ReconnectDelay)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return ctx.Err()
+			return
 		case <-t.C:
 		}
 	}
 }
 
-// watcher is the state of one Watch: its cursor survives reconnects.
-type watcher struct {
-	cfg    WatchConfig
-	pool   *pgxpool.Pool
-	fn     func(Event) error
-	cursor int64 // the last delivered seq
-}
-
-// connLostError marks an error after which Watch reconnects.
-type connLostError struct{ err error }
-
-func (e *connLostError) Error() string { return "connection lost: " + e.err.Error() }
-func (e *connLostError) Unwrap() error { return e.err }
-
-// session watches on one connection until it fails, ctx is done or fn errs.
-func (w *watcher) session(ctx context.Context) error {
-	pc, err := w.pool.Acquire(ctx)
+func (h *Hub) listenOnce(ctx context.Context, listening func()) error {
+	conn, err := h.cfg.Connect(ctx)
 	if err != nil {
-		return &connLostError{fmt.Errorf("acquiring connection: %w", err)}
+		return fmt.Errorf("connecting: %w", err)
 	}
-	conn := pc.Conn()
 	defer func() {
-		// Hand the connection back without the LISTEN, or drop it if that fails.
-		if !conn.IsClosed() {
-			unlistenCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			if _, err := conn.Exec(unlistenCtx, "UNLISTEN "+EventsChannel); err != nil {
-				_ = conn.Close(unlistenCtx)
-			}
-			cancel()
-		}
-		pc.Release()
-	}()
-	// A failure on a connection that is now closed is a lost connection; on a live one it is
-	// the query's own error.
-	classify := func(op string, err error) error {
-		var delivery *deliveryError
-		if errors.As(err, &delivery) {
-			return err
-		}
-		err = fmt.Errorf("%s: %w", op, err)
-		if conn.IsClosed() {
-			return &connLostError{err}
-		}
-		return err
-	}
-
-	if _, err := conn.Exec(ctx, "LISTEN "+EventsChannel); err != nil {
-		return classify("listening", err)
-	}
-	if err := w.catchUp(ctx, pc); err != nil {
-		return classify("reading events", err)
-	}
-	for {
-		waitCtx, cancel := context.WithTimeout(ctx, w.cfg.PollInterval)
-		n, err := conn.WaitForNotification(waitCtx)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		_ = conn.Close(cctx)
 		cancel()
-		switch {
-		case err == nil:
-			if !w.concerns(n) {
-				continue
-			}
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case errors.Is(err, context.DeadlineExceeded) && !conn.IsClosed():
-			// No notification within the poll interval: read anyway.
-		default:
-			return classify("waiting for notification", err)
+	}()
+	if _, err := conn.Exec(ctx, "LISTEN "+EventsChannel); err != nil {
+		return fmt.Errorf("listening: %w", err)
+	}
+	listening()
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return fmt.Errorf("waiting for notifications: %w", err)
 		}
-		if err := w.catchUp(ctx, pc); err != nil {
-			return classify("reading events", err)
-		}
+		h.dispatch(n)
 	}
 }
 
-// concerns reports whether a notification may announce events past the cursor. One that cannot
-// be parsed is assumed to.
-func (w *watcher) concerns(n *pgconn.Notification) bool {
+// dispatch wakes the watches of the task a notification names, or every watch when it cannot
+// be parsed.
+func (h *Hub) dispatch(n *pgconn.Notification) {
 	if n.Channel != EventsChannel {
-		return false
+		return
 	}
 	var notice EventNotice
 	if err := json.Unmarshal([]byte(n.Payload), &notice); err != nil {
-		return true
+		h.wakeAll()
+		return
 	}
-	return notice.TaskID == w.cfg.TaskID && notice.LastSeq > w.cursor
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for s := range h.subs[notice.TaskID] {
+		for {
+			old := s.announced.Load()
+			if notice.LastSeq <= old || s.announced.CompareAndSwap(old, notice.LastSeq) {
+				break
+			}
+		}
+		s.poke()
+	}
+}
+
+func (h *Hub) wakeAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, set := range h.subs {
+		for s := range set {
+			s.force.Store(true)
+			s.poke()
+		}
+	}
+}
+
+// Watch calls fn with every event of cfg.TaskID after cfg.AfterSeq, in order, each exactly once,
+// now and as they are appended, until ctx is done (it returns ctx.Err()) or fn returns an error
+// (it returns that error, wrapped). A failed read ends the watch with its error.
+//
+// The hub listens on EventsChannel before the watch first reads from its cursor, so nothing
+// committed in between is missed; then the watch reads after its cursor whenever a notification
+// announces events of its task past it, whenever the hub reconnects, and every
+// cfg.PollInterval. Events of a task become visible in sequence order (see AppendEvents), so
+// reading after the cursor never skips one. Each read borrows a connection of the pool for its
+// own length.
+func (h *Hub) Watch(ctx context.Context, cfg WatchConfig, fn func(Event) error) error {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return fmt.Errorf("watching events: %w", err)
+	}
+	s := &subscriber{taskID: cfg.TaskID, wake: make(chan struct{}, 1)}
+	ready := h.subscribe(s)
+	defer h.unsubscribe(s)
+	select {
+	case <-ready:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	w := &watcher{cfg: cfg, fn: fn, cursor: cfg.AfterSeq}
+	poll := time.NewTimer(cfg.PollInterval)
+	defer poll.Stop()
+	for {
+		if err := w.catchUp(ctx, h.pool); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("watching events of task %s: %w", cfg.TaskID, err)
+		}
+		for waiting := true; waiting; {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-poll.C:
+				waiting = false
+			case <-s.wake:
+				waiting = !s.force.Swap(false) && s.announced.Load() <= w.cursor
+			}
+		}
+		poll.Reset(cfg.PollInterval)
+	}
+}
+
+// watcher is the state of one Watch.
+type watcher struct {
+	cfg    WatchConfig
+	fn     func(Event) error
+	cursor int64 // the last delivered seq
 }
 
 // catchUp delivers every committed event after the cursor.
@@ -200,7 +320,7 @@ func (w *watcher) catchUp(ctx context.Context, db DB) error {
 	for {
 		events, err := ListEvents(ctx, db, w.cfg.TaskID, w.cursor, w.cfg.BatchSize)
 		if err != nil {
-			return err
+			return fmt.Errorf("reading events: %w", err)
 		}
 		for _, e := range events {
 			if err := w.fn(e); err != nil {

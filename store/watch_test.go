@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/drover-run/drover/internal/pgtest"
+	"github.com/drover-run/drover/internal/testkit/pgtest"
 	"github.com/drover-run/drover/store"
 )
 
@@ -37,12 +37,27 @@ type watch struct {
 
 func startWatch(t *testing.T, pool *pgxpool.Pool, cfg store.WatchConfig) *watch {
 	t.Helper()
+	return startWatchWith(t, cfg, func(ctx context.Context, fn func(store.Event) error) error {
+		return store.Watch(ctx, pool, cfg, fn)
+	})
+}
+
+// startHubWatch is startWatch on a shared hub.
+func startHubWatch(t *testing.T, hub *store.Hub, cfg store.WatchConfig) *watch {
+	t.Helper()
+	return startWatchWith(t, cfg, func(ctx context.Context, fn func(store.Event) error) error {
+		return hub.Watch(ctx, cfg, fn)
+	})
+}
+
+func startWatchWith(t *testing.T, cfg store.WatchConfig, run func(context.Context, func(store.Event) error) error) *watch {
+	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	w := &watch{events: make(chan store.Event, 1000), finished: make(chan struct{}), cancel: cancel}
 	next := cfg.AfterSeq + 1
 	go func() {
 		defer close(w.finished)
-		w.err = store.Watch(ctx, pool, cfg, func(e store.Event) error {
+		w.err = run(ctx, func(e store.Event) error {
 			if e.TaskID != cfg.TaskID || e.Seq != next {
 				return fmt.Errorf("got event %s/%d, want %s/%d", e.TaskID, e.Seq, cfg.TaskID, next)
 			}
@@ -188,45 +203,44 @@ func TestWatchPollsPastLostNotifications(t *testing.T) {
 	w.expect(t, 5, 5)
 }
 
+// The hub's listening connection is terminated: once it reconnects, every watch reads past its
+// cursor and finds what was appended meanwhile, announced or not.
 func TestWatchSurvivesTerminatedConnection(t *testing.T) {
 	t.Parallel()
 	ctx, db := t.Context(), pgtest.NewPool(t)
 
-	// The watcher gets a pool of its own, tagged so its backend can be found, whose second
-	// connection waits until the test lets it through: events appended meanwhile are only
-	// found by the catch-up after reconnecting.
-	cfg, err := pgxpool.ParseConfig(db.Config().ConnString())
-	must(t, err)
-	cfg.ConnConfig.RuntimeParams["application_name"] = "watch-under-test"
+	// The listener is tagged so its backend can be found, and its second connection waits until
+	// the test lets it through: events appended meanwhile are only found by the catch-up after
+	// reconnecting.
+	cc := db.Config().ConnConfig.Copy()
+	cc.RuntimeParams["application_name"] = "listen-under-test"
 	var connects atomic.Int32
 	letReconnect := make(chan struct{})
-	cfg.BeforeConnect = func(ctx context.Context, _ *pgx.ConnConfig) error {
-		if connects.Add(1) == 1 {
-			return nil
-		}
-		select {
-		case <-letReconnect:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	watchPool, err := pgxpool.NewWithConfig(ctx, cfg)
-	must(t, err)
-	t.Cleanup(watchPool.Close)
+	hub := store.NewHub(db, store.HubConfig{
+		ReconnectDelay: time.Millisecond,
+		Logger:         testLogger(t, nil),
+		Connect: func(ctx context.Context) (*pgx.Conn, error) {
+			if connects.Add(1) > 1 {
+				select {
+				case <-letReconnect:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+			return pgx.ConnectConfig(ctx, cc)
+		},
+	})
 
 	appendEvents(t, db, "t", ev("a", ""), ev("b", ""))
-	w := startWatch(t, watchPool, store.WatchConfig{
-		TaskID: "t", PollInterval: never, ReconnectDelay: time.Millisecond, Logger: testLogger(t, nil),
-	})
+	w := startHubWatch(t, hub, store.WatchConfig{TaskID: "t", PollInterval: never})
 	w.expect(t, 1, 2) // connected and caught up
 
 	var killed int
 	must(t, db.QueryRow(ctx, `
 		SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-		WHERE application_name = 'watch-under-test'`).Scan(&killed))
+		WHERE application_name = 'listen-under-test'`).Scan(&killed))
 	if killed != 1 {
-		t.Fatalf("terminated %d watcher backends, want 1", killed)
+		t.Fatalf("terminated %d listener backends, want 1", killed)
 	}
 	appendQuietly(t, db, "t", 2)          // 3..4, never announced
 	appendEvents(t, db, "t", ev("c", "")) // 5, announced while nobody listens
@@ -236,10 +250,54 @@ func TestWatchSurvivesTerminatedConnection(t *testing.T) {
 	appendEvents(t, db, "t", ev("d", "")) // 6, announced to the new connection
 	w.expect(t, 6, 6)
 	if n := connects.Load(); n < 2 {
-		t.Fatalf("watcher connected %d times, want a reconnect", n)
+		t.Fatalf("listener connected %d times, want a reconnect", n)
 	}
 	if err := w.stop(t); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Watch after cancel = %v, want context.Canceled", err)
+	}
+}
+
+// Many watches of many tasks share the hub's one connection, hold no connection of the pool
+// while they wait, and each gets its own task's events; the listener closes after the last.
+func TestHubSharesOneConnection(t *testing.T) {
+	t.Parallel()
+	ctx, db := t.Context(), pgtest.NewPool(t)
+	cc := db.Config().ConnConfig.Copy()
+	cc.RuntimeParams["application_name"] = "hub-under-test"
+	hub := store.NewHub(db, store.HubConfig{Connect: func(ctx context.Context) (*pgx.Conn, error) {
+		return pgx.ConnectConfig(ctx, cc)
+	}})
+	const n = 40 // ten times the pool's connections
+	var ws []*watch
+	for i := range n {
+		ws = append(ws, startHubWatch(t, hub, store.WatchConfig{TaskID: fmt.Sprintf("t%d", i%8), PollInterval: never}))
+	}
+	for i := range 8 {
+		appendEvents(t, db, fmt.Sprintf("t%d", i), ev("x", ""))
+	}
+	for _, w := range ws {
+		w.expect(t, 1, 1)
+	}
+	if got := hub.Watches(); got != n {
+		t.Fatalf("hub counts %d watches, want %d", got, n)
+	}
+	if held := db.Stat().AcquiredConns(); held != 0 {
+		t.Errorf("%d waiting watches hold %d connections of the pool, want 0", n, held)
+	}
+	listeners := func() (c int) {
+		must(t, db.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = 'hub-under-test'`).Scan(&c))
+		return c
+	}
+	if c := listeners(); c != 1 {
+		t.Errorf("%d listening connections for %d watches, want 1", c, n)
+	}
+	for _, w := range ws {
+		if err := w.stop(t); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Watch after cancel = %v", err)
+		}
+	}
+	for c := listeners(); c != 0; c = listeners() { // the listener closes; a hang here times out
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -10,8 +10,8 @@ import (
 
 	"github.com/drover-run/drover/claudecode"
 	"github.com/drover-run/drover/events"
-	"github.com/drover-run/drover/internal/clitest"
-	"github.com/drover-run/drover/internal/fakeanthropic"
+	"github.com/drover-run/drover/internal/offlinemodel"
+	"github.com/drover-run/drover/internal/testkit/clitest"
 )
 
 // liveGuard bounds a live test against a hung CLI. It is a safety net, not an assertion.
@@ -59,8 +59,8 @@ func TestLiveSessionAndResume(t *testing.T) {
 
 	// Turn 1: thinking, text and a Bash call, then a final text.
 	h.Fake.Enqueue(
-		fakeanthropic.Reply(fakeanthropic.Thinking("Let me plan."), fakeanthropic.Text("Running it."), fakeanthropic.UseBash("echo hi-from-bash")),
-		fakeanthropic.Reply(fakeanthropic.Text("Done.")),
+		offlinemodel.Reply(offlinemodel.Thinking("Let me plan."), offlinemodel.Text("Running it."), offlinemodel.UseBash("echo hi-from-bash")),
+		offlinemodel.Reply(offlinemodel.Text("Done.")),
 	)
 	p1 := "6a0f3c1e-1111-4c6e-9b1a-0c6f1e2d3a41"
 	r1 := liveTurn(ctx, t, h, a, p1, "Run the command.")
@@ -97,7 +97,7 @@ func TestLiveSessionAndResume(t *testing.T) {
 	checkInvariants(t, bytes.Join(h.Stdout(), []byte("\n")), rec.evs, 0)
 
 	// Turn 2: an API error. The resume point falls back to the prompt.
-	h.Fake.Enqueue(fakeanthropic.Fail(500, "api_error", 0))
+	h.Fake.Enqueue(offlinemodel.Fail(500, "api_error", 0))
 	p2 := "6a0f3c1e-2222-4c6e-9b1a-0c6f1e2d3a42"
 	r2 := liveTurn(ctx, t, h, a, p2, "Try again.")
 	if !r2.IsError {
@@ -119,7 +119,7 @@ func TestLiveSessionAndResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.Fake.Enqueue(fakeanthropic.Reply(fakeanthropic.Text("Back.")))
+	h.Fake.Enqueue(offlinemodel.Reply(offlinemodel.Text("Back.")))
 	r3 := liveTurn(ctx, t, h, a2, "6a0f3c1e-3333-4c6e-9b1a-0c6f1e2d3a43", "Carry on.")
 	if r3.IsError {
 		t.Fatalf("resumed turn failed: %v\n%s", r3.Errors, h.Dump())

@@ -137,6 +137,19 @@ type Params struct {
 	Budget Budget `json:"budget,omitzero"`
 	// Carry is the state handed over by continue-as-new; nil on a new task.
 	Carry *Carry `json:"carry,omitempty"`
+	// First is the prompt the task was started with, queued as turn 1 when its first run
+	// starts; nil when the first prompt came as an Update. The next run of a continue-as-new
+	// has none.
+	First *FirstPrompt `json:"first,omitempty"`
+}
+
+// FirstPrompt is a prompt carried by a task's start: Temporal records it with the start, so
+// that it needs no worker to be accepted and is never lost before one takes it.
+type FirstPrompt struct {
+	Prompt Prompt `json:"prompt"`
+	// UpdateID is the id under which the task remembers its answer: the same prompt sent again
+	// as an Update with this id is answered once and queued once.
+	UpdateID string `json:"update_id,omitempty"`
 }
 
 // Prompt is one user prompt.
@@ -290,14 +303,26 @@ type RunTurnInput struct {
 	Spent  *Totals `json:"spent,omitempty"`
 }
 
-// TurnStatus is how a turn ended.
+// TurnStatus is where a turn stands: running, or how it ended. The same names are the status
+// of the turn's accounting row in Postgres.
 type TurnStatus string
 
+// The turn statuses. Every status but TurnRunning is final; a RunTurnResult carries a final one.
 const (
+	TurnRunning     TurnStatus = "running"
 	TurnCompleted   TurnStatus = "completed"
 	TurnFailed      TurnStatus = "failed"
 	TurnInterrupted TurnStatus = "interrupted"
 )
+
+// Valid reports whether s is one of the turn statuses.
+func (s TurnStatus) Valid() bool {
+	switch s {
+	case TurnRunning, TurnCompleted, TurnFailed, TurnInterrupted:
+		return true
+	}
+	return false
+}
 
 // RunTurnResult is the result of the RunTurn activity: small values only; the
 // events themselves live in Postgres.

@@ -12,7 +12,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/drover-run/drover/internal/temporaltest"
+	"github.com/drover-run/drover/internal/testkit/temporaltest"
 	"github.com/drover-run/drover/task"
 )
 

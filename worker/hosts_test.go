@@ -15,8 +15,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/drover-run/drover/internal/pgtest"
-	"github.com/drover-run/drover/internal/temporaltest"
+	"github.com/drover-run/drover/internal/testkit/pgtest"
+	"github.com/drover-run/drover/internal/testkit/temporaltest"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 )

@@ -30,6 +30,7 @@ func (s *taskState) wantContinueAsNew(ctx workflow.Context) bool {
 func (s *taskState) continueAsNew(ctx workflow.Context) error {
 	next := s.p
 	next.Carry = s.carry()
+	next.First = nil // queued in the first run, and carried if it still waits
 	workflow.GetLogger(ctx).Info("continuing as new",
 		"turn", s.turn, "pending", len(next.Carry.Pending), "turns_this_run", s.turnsThisRun,
 		"history_length", workflow.GetInfo(ctx).GetCurrentHistoryLength())

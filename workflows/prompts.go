@@ -31,23 +31,23 @@ func (s *taskState) validatePrompt(ctx workflow.Context, p task.Prompt) error {
 		return nil // answered before: the handler repeats that answer
 	}
 	if s.final != "" {
-		return rejection(ErrTypeTaskClosed, fmt.Sprintf("task has ended (%s); it accepts no more prompts", s.final))
+		return rejection(task.ErrTypeTaskClosed, fmt.Sprintf("task has ended (%s); it accepts no more prompts", s.final))
 	}
 	if s.closing {
-		return rejection(ErrTypeTaskClosed, "task is closing; it accepts no more prompts")
+		return rejection(task.ErrTypeTaskClosed, "task is closing; it accepts no more prompts")
 	}
 	if s.exhausted != nil {
 		return budgetRejection(*s.exhausted)
 	}
 	if err := task.ValidatePrompt(p); err != nil {
-		return rejection(ErrTypeInvalidPrompt, err.Error())
+		return rejection(task.ErrTypeInvalidPrompt, err.Error())
 	}
 	size := task.PromptSize(p)
 	if len(s.pending) >= s.lim.maxPending {
-		return rejection(ErrTypeQueueFull, fmt.Sprintf("%d prompts are already waiting; wait for some to run", len(s.pending)))
+		return rejection(task.ErrTypeQueueFull, fmt.Sprintf("%d prompts are already waiting; wait for some to run", len(s.pending)))
 	}
 	if s.queuedBytes+size > s.lim.maxQueuedBytes {
-		return rejection(ErrTypeQueueFull, fmt.Sprintf("waiting prompts already hold %d bytes; this one (%d bytes) would pass the %d allowed, wait for some to run",
+		return rejection(task.ErrTypeQueueFull, fmt.Sprintf("waiting prompts already hold %d bytes; this one (%d bytes) would pass the %d allowed, wait for some to run",
 			s.queuedBytes, size, s.lim.maxQueuedBytes))
 	}
 	return nil
@@ -62,6 +62,12 @@ func (s *taskState) acceptPrompt(ctx workflow.Context, p task.Prompt) (task.Prom
 		workflow.GetLogger(ctx).Info("prompt already accepted by an earlier run", "update_id", id, "turn", a.Turn)
 		return a, nil
 	}
+	return s.enqueue(ctx, p, id), nil
+}
+
+// enqueue gives p the next turn number and its uuid, queues it, and remembers the answer under
+// the Update id id.
+func (s *taskState) enqueue(ctx workflow.Context, p task.Prompt, id string) task.PromptAccepted {
 	s.turn++
 	q := task.QueuedPrompt{Turn: s.turn, PromptUUID: PromptUUID(s.firstRunID, s.turn), Prompt: p}
 	ahead := len(s.pending)
@@ -73,7 +79,25 @@ func (s *taskState) acceptPrompt(ctx workflow.Context, p task.Prompt) (task.Prom
 	workflow.GetLogger(ctx).Info("prompt queued", "turn", q.Turn, "prompt_uuid", q.PromptUUID, "ahead", ahead)
 	a := task.PromptAccepted{Turn: q.Turn, PromptUUID: q.PromptUUID, Queued: ahead}
 	s.remember(id, a)
-	return a, nil
+	return a
+}
+
+// takeFirst queues the prompt a new task was started with (task.Params.First), as its first
+// turn, before any Update is handled. One that no task could take is recorded as the task's
+// last error and dropped.
+func (s *taskState) takeFirst(ctx workflow.Context) {
+	f := s.p.First
+	if f == nil || s.p.Carry != nil {
+		return
+	}
+	if _, dup := s.recentAnswer(f.UpdateID); dup {
+		return
+	}
+	if err := task.ValidatePrompt(f.Prompt); err != nil {
+		s.setLastError("the first prompt was refused: " + err.Error())
+		return
+	}
+	s.enqueue(ctx, f.Prompt, f.UpdateID)
 }
 
 // updateID is the id of the Update being handled, or "" outside one.

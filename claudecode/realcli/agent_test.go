@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/drover-run/drover/claudecode"
-	"github.com/drover-run/drover/internal/clitest"
-	"github.com/drover-run/drover/internal/fakeanthropic"
+	"github.com/drover-run/drover/internal/offlinemodel"
+	"github.com/drover-run/drover/internal/testkit/clitest"
 )
 
 // tasks returns the system task frames of one subtype in msgs.
@@ -29,12 +29,12 @@ func TestAgentForeground(t *testing.T) {
 	ctx := testContext(t)
 	h := start(t, clitest.Options{Command: claudecode.Command{PermissionMode: claudecode.PermissionBypass}})
 	const id = "toolu_drover_agent_fg"
-	agent := fakeanthropic.UseAgent("Check the marker", "SUBAGENT-TASK: run the sub marker and report.", "general-purpose")
+	agent := offlinemodel.UseAgent("Check the marker", "SUBAGENT-TASK: run the sub marker and report.", "general-purpose")
 	agent.ID = id
-	h.Fake.Enqueue(fakeanthropic.Reply(fakeanthropic.Text("Delegating."), agent), fakeanthropic.Reply(fakeanthropic.Text("Main done.")))
+	h.Fake.Enqueue(offlinemodel.Reply(offlinemodel.Text("Delegating."), agent), offlinemodel.Reply(offlinemodel.Text("Main done.")))
 	h.Fake.EnqueueSubagent(
-		fakeanthropic.Reply(fakeanthropic.Text("Running the sub marker."), fakeanthropic.ToolUseID("toolu_drover_sub_bash", "Bash", map[string]any{"command": "echo drover-sub-$((2*21))"})),
-		fakeanthropic.Reply(fakeanthropic.Text("Subagent report: drover-sub-42.")),
+		offlinemodel.Reply(offlinemodel.Text("Running the sub marker."), offlinemodel.ToolUseID("toolu_drover_sub_bash", "Bash", map[string]any{"command": "echo drover-sub-$((2*21))"})),
+		offlinemodel.Reply(offlinemodel.Text("Subagent report: drover-sub-42.")),
 	)
 	msgs := h.RunTurn(ctx, "Delegate the marker check.")
 	if res := result(t, msgs); res.IsError || res.Result != "Main done." {
@@ -71,7 +71,7 @@ func TestAgentForeground(t *testing.T) {
 	if len(started) != 1 || started[0].ToolUseID != id || len(done) != 1 || done[0].ToolUseID != id || done[0].Status != "completed" {
 		t.Errorf("task frames: started %+v, notification %+v", started, done)
 	}
-	subs := h.Fake.RequestsOf(fakeanthropic.ClassSubagent)
+	subs := h.Fake.RequestsOf(offlinemodel.ClassSubagent)
 	if len(subs) != 2 || !strings.Contains(subs[0].LastUserText(), "SUBAGENT-TASK") {
 		t.Errorf("%d subagent requests", len(subs))
 	}
@@ -97,11 +97,11 @@ func TestAgentBackground(t *testing.T) {
 	ctx := testContext(t)
 	h := start(t, clitest.Options{Command: claudecode.Command{PermissionMode: claudecode.PermissionBypass}})
 	const id = "toolu_drover_agent_bg"
-	agent := fakeanthropic.ToolUseID(id, "Agent", map[string]any{"description": "Check the marker", "prompt": "SUBAGENT-TASK: report.", "subagent_type": "general-purpose"})
-	h.Fake.Enqueue(fakeanthropic.Reply(agent), fakeanthropic.Reply(fakeanthropic.Text("Launched it.")), fakeanthropic.Reply(fakeanthropic.Text("The agent finished.")))
+	agent := offlinemodel.ToolUseID(id, "Agent", map[string]any{"description": "Check the marker", "prompt": "SUBAGENT-TASK: report.", "subagent_type": "general-purpose"})
+	h.Fake.Enqueue(offlinemodel.Reply(agent), offlinemodel.Reply(offlinemodel.Text("Launched it.")), offlinemodel.Reply(offlinemodel.Text("The agent finished.")))
 	// The subagent answers only once our turn is over, so that its completion cannot join that turn.
 	release := make(chan struct{})
-	h.Fake.EnqueueSubagent(fakeanthropic.Reply(fakeanthropic.Text("Background report: drover-bg.")).WithHold(0, release))
+	h.Fake.EnqueueSubagent(offlinemodel.Reply(offlinemodel.Text("Background report: drover-bg.")).WithHold(0, release))
 
 	first := h.RunTurn(ctx, "Delegate in the background.")
 	r1 := result(t, first)
@@ -163,12 +163,12 @@ func TestAgentOtherModel(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	h := start(t, clitest.Options{Command: claudecode.Command{PermissionMode: claudecode.PermissionBypass}})
-	agent := fakeanthropic.ToolUseID("toolu_drover_agent_model", "Agent", map[string]any{
+	agent := offlinemodel.ToolUseID("toolu_drover_agent_model", "Agent", map[string]any{
 		"description": "Quick look", "prompt": "SUBAGENT-TASK: say hello.", "subagent_type": "general-purpose",
 		"model": "haiku", "run_in_background": false,
 	})
-	h.Fake.Enqueue(fakeanthropic.Reply(fakeanthropic.Text("Asking a smaller model."), agent), fakeanthropic.Reply(fakeanthropic.Text("Main done.")))
-	h.Fake.EnqueueSubagent(fakeanthropic.Reply(fakeanthropic.Text("Hello from the subagent.")))
+	h.Fake.Enqueue(offlinemodel.Reply(offlinemodel.Text("Asking a smaller model."), agent), offlinemodel.Reply(offlinemodel.Text("Main done.")))
+	h.Fake.EnqueueSubagent(offlinemodel.Reply(offlinemodel.Text("Hello from the subagent.")))
 	msgs := h.RunTurn(ctx, "Ask a subagent on another model.")
 	res := result(t, msgs)
 	if res.IsError || len(res.ModelUsage) < 2 {
@@ -187,7 +187,7 @@ func TestAgentOtherModel(t *testing.T) {
 			t.Logf("model %s has the same window as the main model (%d)", name, u.ContextWindow)
 		}
 	}
-	for _, r := range h.Fake.RequestsOf(fakeanthropic.ClassSubagent) {
+	for _, r := range h.Fake.RequestsOf(offlinemodel.ClassSubagent) {
 		if !strings.Contains(r.Model, "haiku") {
 			t.Errorf("a subagent request asked for model %q, want a haiku", r.Model)
 		}

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/drover-run/drover/claudecode"
-	"github.com/drover-run/drover/internal/clitest"
-	"github.com/drover-run/drover/internal/fakeanthropic"
+	"github.com/drover-run/drover/internal/offlinemodel"
+	"github.com/drover-run/drover/internal/testkit/clitest"
 )
 
 // Each operation here takes a real CLI about a second (cold) or a tenth of one (warm); run with a
@@ -37,7 +37,7 @@ func BenchmarkColdStart(b *testing.B) {
 	var inits []time.Duration
 	for b.Loop() {
 		h := clitest.New(b, clitest.Options{})
-		h.Fake.Enqueue(fakeanthropic.Reply(fakeanthropic.Text("Cold.")))
+		h.Fake.Enqueue(offlinemodel.Reply(offlinemodel.Text("Cold.")))
 		msgs := h.RunTurn(ctx, "Hello.")
 		if r, ok := msgs[len(msgs)-1].(*claudecode.ResultMessage); !ok || r.IsError {
 			b.Fatalf("turn failed: %v", msgs[len(msgs)-1])
@@ -56,11 +56,11 @@ func BenchmarkWarmTurn(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), guard)
 	defer cancel()
 	h := clitest.New(b, clitest.Options{})
-	h.Fake.Enqueue(fakeanthropic.Reply(fakeanthropic.Text("Warm-up.")))
+	h.Fake.Enqueue(offlinemodel.Reply(offlinemodel.Text("Warm-up.")))
 	h.RunTurn(ctx, "Warm up.")
 	var turns []time.Duration
 	for b.Loop() {
-		h.Fake.Enqueue(fakeanthropic.Reply(fakeanthropic.Text("Warm.")))
+		h.Fake.Enqueue(offlinemodel.Reply(offlinemodel.Text("Warm.")))
 		began := time.Now()
 		msgs := h.RunTurn(ctx, "Again.")
 		turns = append(turns, time.Since(began))

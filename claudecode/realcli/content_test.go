@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/drover-run/drover/claudecode"
-	"github.com/drover-run/drover/internal/clitest"
-	"github.com/drover-run/drover/internal/fakeanthropic"
+	"github.com/drover-run/drover/internal/offlinemodel"
+	"github.com/drover-run/drover/internal/testkit/clitest"
 )
 
 // tinyPNG returns a small PNG image.
@@ -34,7 +34,7 @@ func TestImagePrompt(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	h := start(t, clitest.Options{})
-	h.Fake.Enqueue(fakeanthropic.Reply(fakeanthropic.Text("A tiny picture.")))
+	h.Fake.Enqueue(offlinemodel.Reply(offlinemodel.Text("A tiny picture.")))
 	pic := tinyPNG(t)
 	res := result(t, h.Turn(ctx, claudecode.Prompt{Text: "What is in this image?", Images: []claudecode.Image{{MediaType: "image/png", Data: pic}}}))
 	if res.IsError || res.Result != "A tiny picture." {
@@ -88,8 +88,8 @@ func TestThinking(t *testing.T) {
 	ctx := testContext(t)
 	h := start(t, clitest.Options{})
 	h.Fake.Enqueue(
-		fakeanthropic.Reply(fakeanthropic.Thinking("The user wants drover-thought. Think first."), fakeanthropic.Text("Thought it through.")),
-		fakeanthropic.Reply(fakeanthropic.Text("Second answer.")),
+		offlinemodel.Reply(offlinemodel.Thinking("The user wants drover-thought. Think first."), offlinemodel.Text("Thought it through.")),
+		offlinemodel.Reply(offlinemodel.Text("Second answer.")),
 	)
 	msgs := h.RunTurn(ctx, "Think, then answer.")
 	if res := result(t, msgs); res.IsError || res.Result != "Thought it through." {
@@ -134,9 +134,9 @@ func TestThinking(t *testing.T) {
 // partialScript is thinking, text and a Bash call, then a closing text.
 func partialScript(h *clitest.Harness) {
 	h.Fake.Enqueue(
-		fakeanthropic.Reply(fakeanthropic.Thinking("Plan: run the marker."), fakeanthropic.Text("Running the marker."),
-			fakeanthropic.ToolUseID("toolu_drover_partial", "Bash", map[string]any{"command": bashMarker})),
-		fakeanthropic.Reply(fakeanthropic.Text("The marker says drover-bash-42.")),
+		offlinemodel.Reply(offlinemodel.Thinking("Plan: run the marker."), offlinemodel.Text("Running the marker."),
+			offlinemodel.ToolUseID("toolu_drover_partial", "Bash", map[string]any{"command": bashMarker})),
+		offlinemodel.Reply(offlinemodel.Text("The marker says drover-bash-42.")),
 	)
 }
 

@@ -1,5 +1,5 @@
 // Package realcli holds end-to-end tests of package claudecode against the real, pinned Claude
-// Code CLI, run offline against internal/fakeanthropic through internal/clitest. Each test asserts
+// Code CLI, run offline against internal/offlinemodel through internal/testkit/clitest. Each test asserts
 // what the CLI did (what reached the fake API, what landed on disk, which control requests came
 // and in which order), not merely that it ran.
 //

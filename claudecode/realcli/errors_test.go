@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/drover-run/drover/claudecode"
-	"github.com/drover-run/drover/internal/clitest"
-	"github.com/drover-run/drover/internal/fakeanthropic"
+	"github.com/drover-run/drover/internal/offlinemodel"
+	"github.com/drover-run/drover/internal/testkit/clitest"
 )
 
 // TestAPIErrorThenGoodTurn: with CLAUDE_CODE_MAX_RETRIES=0 an HTTP 500 ends the turn at once with
@@ -18,8 +18,8 @@ func TestAPIErrorThenGoodTurn(t *testing.T) {
 	ctx := testContext(t)
 	h := start(t, clitest.Options{MaxRetries: 0})
 	h.Fake.Enqueue(
-		fakeanthropic.Fail(500, "api_error", 0),
-		fakeanthropic.Reply(fakeanthropic.Text("Working again.")),
+		offlinemodel.Fail(500, "api_error", 0),
+		offlinemodel.Reply(offlinemodel.Text("Working again.")),
 	)
 	msgs := h.RunTurn(ctx, "First try.")
 	bad := result(t, msgs)
@@ -56,7 +56,7 @@ func TestAPIErrorExitStatus(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	h := start(t, clitest.Options{})
-	h.Fake.Enqueue(fakeanthropic.Fail(529, "overloaded_error", 0))
+	h.Fake.Enqueue(offlinemodel.Fail(529, "overloaded_error", 0))
 	if res := result(t, h.RunTurn(ctx, "Try.")); !res.IsError || res.APIErrorStatus != 529 {
 		t.Errorf("result: is_error %v status %d", res.IsError, res.APIErrorStatus)
 	}
@@ -73,8 +73,8 @@ func TestMaxTurns(t *testing.T) {
 	ctx := testContext(t)
 	h := start(t, clitest.Options{Command: claudecode.Command{MaxTurns: 1, PermissionMode: claudecode.PermissionBypass}})
 	h.Fake.Enqueue(
-		fakeanthropic.Reply(fakeanthropic.ToolUseID("toolu_drover_max_turns", "Bash", map[string]any{"command": bashMarker})),
-		fakeanthropic.Reply(fakeanthropic.Text("Must not be asked for.")),
+		offlinemodel.Reply(offlinemodel.ToolUseID("toolu_drover_max_turns", "Bash", map[string]any{"command": bashMarker})),
+		offlinemodel.Reply(offlinemodel.Text("Must not be asked for.")),
 	)
 	msgs := h.RunTurn(ctx, "Run the marker command, then tell me about it.")
 	res := result(t, msgs)

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/drover-run/drover/claudecode"
-	"github.com/drover-run/drover/internal/clitest"
-	"github.com/drover-run/drover/internal/fakeanthropic"
+	"github.com/drover-run/drover/internal/offlinemodel"
+	"github.com/drover-run/drover/internal/testkit/clitest"
 )
 
 // hookHandler answers PreToolUse hooks with decision, Stop hooks with approve, and allows every
@@ -64,8 +64,8 @@ func runHookedBash(t *testing.T, h *clitest.Harness, id string) []claudecode.Mes
 		t.Errorf("initialize answered no slash commands")
 	}
 	h.Fake.Enqueue(
-		fakeanthropic.Reply(fakeanthropic.ToolUseID(id, "Bash", map[string]any{"command": bashMarker})),
-		fakeanthropic.Reply(fakeanthropic.Text("Done with the hook.")),
+		offlinemodel.Reply(offlinemodel.ToolUseID(id, "Bash", map[string]any{"command": bashMarker})),
+		offlinemodel.Reply(offlinemodel.Text("Done with the hook.")),
 	)
 	msgs := h.RunTurn(ctx, "Run the marker command.")
 	if res := result(t, msgs); res.IsError || res.Result != "Done with the hook." {
@@ -95,7 +95,7 @@ func runHookedBash(t *testing.T, h *clitest.Harness, id string) []claudecode.Mes
 }
 
 // fakeToolResult returns the one tool result of the fake's second main request.
-func fakeToolResult(t *testing.T, h *clitest.Harness) fakeanthropic.ToolResult {
+func fakeToolResult(t *testing.T, h *clitest.Harness) offlinemodel.ToolResult {
 	t.Helper()
 	main := h.Fake.MainRequests()
 	if len(main) != 2 {
@@ -187,7 +187,7 @@ func TestStopHook(t *testing.T) {
 	}}); err != nil {
 		t.Fatalf("initialize: %v", err)
 	}
-	h.Fake.Enqueue(fakeanthropic.Reply(fakeanthropic.Text("All done.")))
+	h.Fake.Enqueue(offlinemodel.Reply(offlinemodel.Text("All done.")))
 	msgs := h.RunTurn(ctx, "Finish up.")
 	res := result(t, msgs)
 	if res.IsError || res.Result != "All done." {

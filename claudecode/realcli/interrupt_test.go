@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/drover-run/drover/claudecode"
-	"github.com/drover-run/drover/internal/clitest"
-	"github.com/drover-run/drover/internal/fakeanthropic"
+	"github.com/drover-run/drover/internal/offlinemodel"
+	"github.com/drover-run/drover/internal/testkit/clitest"
 )
 
 // TestInterruptWhileStreaming: an interrupt while the API answer is still streaming ends the turn
@@ -24,8 +24,8 @@ func TestInterruptWhileStreaming(t *testing.T) {
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
 	h.Fake.Enqueue(
-		fakeanthropic.Reply(fakeanthropic.Text("First block, streamed."), fakeanthropic.Text("Second block, never sent.")).WithHold(1, release),
-		fakeanthropic.Reply(fakeanthropic.Text("After the interrupt.")),
+		offlinemodel.Reply(offlinemodel.Text("First block, streamed."), offlinemodel.Text("Second block, never sent.")).WithHold(1, release),
+		offlinemodel.Reply(offlinemodel.Text("After the interrupt.")),
 	)
 	h.Send(ctx, claudecode.Prompt{Text: "Tell me a long story."})
 	first, err := h.ReadUntil(ctx, func(m claudecode.Message) bool {
@@ -101,8 +101,8 @@ func TestInterruptWhilePermissionPending(t *testing.T) {
 		}),
 	})
 	h.Fake.Enqueue(
-		fakeanthropic.Reply(fakeanthropic.ToolUseID("toolu_drover_pending", "Bash", map[string]any{"command": bashMarker})),
-		fakeanthropic.Reply(fakeanthropic.Text("After the interrupt.")),
+		offlinemodel.Reply(offlinemodel.ToolUseID("toolu_drover_pending", "Bash", map[string]any{"command": bashMarker})),
+		offlinemodel.Reply(offlinemodel.Text("After the interrupt.")),
 	)
 	h.Send(ctx, claudecode.Prompt{Text: "Run the marker command."})
 	msgs, err := h.ReadUntil(ctx, isCanUseTool)

@@ -10,13 +10,13 @@ import (
 	"time"
 
 	"github.com/drover-run/drover/claudecode"
-	"github.com/drover-run/drover/internal/clitest"
-	"github.com/drover-run/drover/internal/fakeanthropic"
+	"github.com/drover-run/drover/internal/offlinemodel"
+	"github.com/drover-run/drover/internal/testkit/clitest"
 )
 
 // These tests pin what the CLI does at the API's limits: rate limits with retry-after, overload,
 // the usage limits of claude.ai subscriptions, spend caps, and --max-budget-usd. The fake's account
-// limits (fakeanthropic.Server.SetLimit) play the API; its request log (Calls) is the independent
+// limits (offlinemodel.Server.SetLimit) play the API; its request log (Calls) is the independent
 // witness of what reached the API and when. Fields the claudecode types do not decode yet are read
 // from the raw lines.
 
@@ -102,10 +102,10 @@ func TestRateLimitAPIKey(t *testing.T) {
 	h := start(t, clitest.Options{MaxRetries: 2})
 	acct := h.Account()
 	h.Fake.Enqueue(
-		fakeanthropic.Reply(fakeanthropic.Text("Ready.")),
-		fakeanthropic.Reply(fakeanthropic.Text("After the wait.")),
-		fakeanthropic.Fail(429, "", time.Second).WithHeader("X-Should-Retry", "false"),
-		fakeanthropic.Reply(fakeanthropic.Text("Free again.")),
+		offlinemodel.Reply(offlinemodel.Text("Ready.")),
+		offlinemodel.Reply(offlinemodel.Text("After the wait.")),
+		offlinemodel.Fail(429, "", time.Second).WithHeader("X-Should-Retry", "false"),
+		offlinemodel.Reply(offlinemodel.Text("Free again.")),
 	)
 	// A first turn, so that the process is warm and the next request comes at once.
 	if r := result(t, h.RunTurn(ctx, "Warm up.")); r.IsError {
@@ -115,13 +115,13 @@ func TestRateLimitAPIKey(t *testing.T) {
 	// 1. A usage limit that lifts within the retries: one wait, then the answer.
 	mark := len(h.Fake.Calls())
 	reset := time.Now().Add(4 * time.Second)
-	h.Fake.SetLimit(acct, fakeanthropic.UsageLimit(fakeanthropic.WindowFiveHour, reset))
+	h.Fake.SetLimit(acct, offlinemodel.UsageLimit(offlinemodel.WindowFiveHour, reset))
 	msgs := h.RunTurn(ctx, "First: wait for the limit.")
 	if r := result(t, msgs); r.IsError || r.Result != "After the wait." {
 		t.Fatalf("turn 1: %q is_error %v\n%s", r.Result, r.IsError, h.Dump())
 	}
 	calls := h.Fake.Calls()[mark:].Of(acct)
-	refused := calls.Limited(fakeanthropic.LimitUsage)
+	refused := calls.Limited(offlinemodel.LimitUsage)
 	answered := calls.Answered()
 	if len(refused) != 1 || len(answered) != 1 {
 		t.Fatalf("turn 1: %d refused and %d answered calls, want 1 and 1: %+v", len(refused), len(answered), calls)
@@ -139,7 +139,7 @@ func TestRateLimitAPIKey(t *testing.T) {
 	}
 
 	// 2. A limit held past its reset: retry-after 1 s each time, retries exhausted, API error 429.
-	h.Fake.SetLimit(acct, fakeanthropic.UsageLimit(fakeanthropic.WindowFiveHour, time.Now().Add(time.Second)).HeldPastReset())
+	h.Fake.SetLimit(acct, offlinemodel.UsageLimit(offlinemodel.WindowFiveHour, time.Now().Add(time.Second)).HeldPastReset())
 	mark = len(h.Fake.Calls())
 	msgs = h.RunTurn(ctx, "Second: retries run out.")
 	_, synthetic := checkAPIError(t, "turn 2", msgs, 429, "rate_limit")
@@ -154,7 +154,7 @@ func TestRateLimitAPIKey(t *testing.T) {
 	}
 
 	// 3. A retry-after above 60 s: no retry at all.
-	h.Fake.SetLimit(acct, fakeanthropic.UsageLimit(fakeanthropic.WindowFiveHour, time.Now().Add(2*time.Minute)))
+	h.Fake.SetLimit(acct, offlinemodel.UsageLimit(offlinemodel.WindowFiveHour, time.Now().Add(2*time.Minute)))
 	mark = len(h.Fake.Calls())
 	began := time.Now()
 	msgs = h.RunTurn(ctx, "Third: a long retry-after.")
@@ -190,14 +190,14 @@ func TestOverloaded(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	h := start(t, clitest.Options{MaxRetries: 2})
-	h.Fake.SetLimit(h.Account(), fakeanthropic.OverloadLimit(time.Time{}))
-	h.Fake.Enqueue(fakeanthropic.Reply(fakeanthropic.Text("Capacity is back.")))
+	h.Fake.SetLimit(h.Account(), offlinemodel.OverloadLimit(time.Time{}))
+	h.Fake.Enqueue(offlinemodel.Reply(offlinemodel.Text("Capacity is back.")))
 	msgs := h.RunTurn(ctx, "Try while the API is overloaded.")
 	checkAPIError(t, "overloaded", msgs, 529, "server_error")
 	if d := retryDelays(t, msgs, 2, 529, "overloaded"); len(d) != 2 {
 		t.Errorf("retry delays %v, want 2", d)
 	}
-	if n := len(h.Fake.Calls().Limited(fakeanthropic.LimitOverload)); n != 3 {
+	if n := len(h.Fake.Calls().Limited(offlinemodel.LimitOverload)); n != 3 {
 		t.Errorf("%d refused calls, want 3", n)
 	}
 	h.Fake.LiftLimit(h.Account())
@@ -218,10 +218,10 @@ func TestOverloadedFallback(t *testing.T) {
 	ctx := testContext(t)
 	h := start(t, clitest.Options{MaxRetries: 5, Command: claudecode.Command{
 		Model: "claude-opus-5-5", ExtraArgs: []string{"--fallback-model=claude-haiku-4-5"}}})
-	overloaded := fakeanthropic.Fail(529, "", 0)
+	overloaded := offlinemodel.Fail(529, "", 0)
 	h.Fake.Enqueue(overloaded, overloaded, overloaded,
-		fakeanthropic.Reply(fakeanthropic.Text("From the fallback model.")),
-		fakeanthropic.Reply(fakeanthropic.Text("From the main model.")))
+		offlinemodel.Reply(offlinemodel.Text("From the fallback model.")),
+		offlinemodel.Reply(offlinemodel.Text("From the main model.")))
 	msgs := h.RunTurn(ctx, "Try while the main model is overloaded.")
 	if r := result(t, msgs); r.IsError || r.Result != "From the fallback model." {
 		t.Fatalf("result %q is_error %v\n%s", r.Result, r.IsError, h.Dump())
@@ -258,7 +258,7 @@ func TestOverloadedFallback(t *testing.T) {
 // (whatever CLAUDE_CODE_MAX_RETRIES), a rate_limit_event with status rejected, the window and the
 // reset, and an API error result with api_error "usage_limit_reached" whose synthetic message has
 // the same rate_limit_info in api_error_params. It returns the event's rate_limit_info.
-func checkUsageLimited(t *testing.T, what string, h *clitest.Harness, mark int, msgs []claudecode.Message, kind fakeanthropic.LimitKind, window string, reset time.Time) map[string]any {
+func checkUsageLimited(t *testing.T, what string, h *clitest.Harness, mark int, msgs []claudecode.Message, kind offlinemodel.LimitKind, window string, reset time.Time) map[string]any {
 	t.Helper()
 	res, synthetic := checkAPIError(t, what, msgs, 429, "rate_limit")
 	if res["api_error"] != "usage_limit_reached" {
@@ -299,15 +299,15 @@ func TestUsageLimitFiveHour(t *testing.T) {
 	h := start(t, clitest.Options{OAuth: true, MaxRetries: 2})
 	acct := h.Account()
 	now := time.Now()
-	quota := fakeanthropic.Quota{
-		FiveHour: fakeanthropic.QuotaWindow{Utilization: 0.3, Reset: now.Add(3 * time.Hour)},
-		SevenDay: fakeanthropic.QuotaWindow{Utilization: 0.1, Reset: now.Add(100 * time.Hour)},
+	quota := offlinemodel.Quota{
+		FiveHour: offlinemodel.QuotaWindow{Utilization: 0.3, Reset: now.Add(3 * time.Hour)},
+		SevenDay: offlinemodel.QuotaWindow{Utilization: 0.1, Reset: now.Add(100 * time.Hour)},
 	}
 	h.Fake.SetQuota(acct, quota)
 	h.Fake.Enqueue(
-		fakeanthropic.Reply(fakeanthropic.Text("One.")),
-		fakeanthropic.Reply(fakeanthropic.Text("Two.")),
-		fakeanthropic.Reply(fakeanthropic.Text("Back after the limit.")),
+		offlinemodel.Reply(offlinemodel.Text("One.")),
+		offlinemodel.Reply(offlinemodel.Text("Two.")),
+		offlinemodel.Reply(offlinemodel.Text("Back after the limit.")),
 	)
 
 	msgs := h.RunTurn(ctx, "Turn one.")
@@ -327,9 +327,9 @@ func TestUsageLimitFiveHour(t *testing.T) {
 	}
 
 	reset := time.Now().Add(4 * time.Second)
-	h.Fake.SetLimit(acct, fakeanthropic.UsageLimit(fakeanthropic.WindowFiveHour, reset).HeldPastReset())
+	h.Fake.SetLimit(acct, offlinemodel.UsageLimit(offlinemodel.WindowFiveHour, reset).HeldPastReset())
 	mark := len(h.Fake.Calls())
-	checkUsageLimited(t, "turn 3", h, mark, h.RunTurn(ctx, "Turn three, limited."), fakeanthropic.LimitUsage, "five_hour", reset)
+	checkUsageLimited(t, "turn 3", h, mark, h.RunTurn(ctx, "Turn three, limited."), offlinemodel.LimitUsage, "five_hour", reset)
 
 	time.Sleep(time.Until(reset) + 500*time.Millisecond)
 	mark = len(h.Fake.Calls())
@@ -348,7 +348,7 @@ func TestUsageLimitFiveHour(t *testing.T) {
 	if infos := rateLimitInfos(msgs); len(infos) != 1 || infos[0]["status"] != "allowed" {
 		t.Errorf("turn 5: rate_limit_event %v", infos)
 	}
-	if n := h.Fake.Calls().Of(acct).Class(fakeanthropic.ClassMain).MaxInFlight(); n != 1 {
+	if n := h.Fake.Calls().Of(acct).Class(offlinemodel.ClassMain).MaxInFlight(); n != 1 {
 		t.Errorf("%d main requests in flight at once", n)
 	}
 	if err := finish(t, h); err != nil {
@@ -373,15 +373,15 @@ func TestUsageLimitSevenDay(t *testing.T) {
 	ctx := testContext(t)
 	h := start(t, clitest.Options{OAuth: true, MaxRetries: 2})
 	reset := time.Now().Add(50 * time.Hour).Truncate(time.Second)
-	h.Fake.SetLimit(h.Account(), fakeanthropic.UsageLimit(fakeanthropic.WindowSevenDay, reset).WithOverage("out_of_credits"))
-	info := checkUsageLimited(t, "weekly", h, 0, h.RunTurn(ctx, "Work this week."), fakeanthropic.LimitUsage, "seven_day", reset)
+	h.Fake.SetLimit(h.Account(), offlinemodel.UsageLimit(offlinemodel.WindowSevenDay, reset).WithOverage("out_of_credits"))
+	info := checkUsageLimited(t, "weekly", h, 0, h.RunTurn(ctx, "Work this week."), offlinemodel.LimitUsage, "seven_day", reset)
 	if info["overageStatus"] != "rejected" || info["overageDisabledReason"] != "out_of_credits" || info["isUsingOverage"] != false {
 		t.Errorf("overage fields %v", info)
 	}
 	h.Fake.LiftLimit(h.Account())
 
-	bare := fakeanthropic.Fail(429, "", time.Second)
-	h.Fake.Enqueue(bare, bare, bare, fakeanthropic.Reply(fakeanthropic.Text("A new week.")))
+	bare := offlinemodel.Fail(429, "", time.Second)
+	h.Fake.Enqueue(bare, bare, bare, offlinemodel.Reply(offlinemodel.Text("A new week.")))
 	mark := len(h.Fake.Calls())
 	msgs := h.RunTurn(ctx, "Work while the server limits requests.")
 	res, _ := checkAPIError(t, "bare 429", msgs, 429, "rate_limit")
@@ -412,17 +412,17 @@ func TestAllowedWarning(t *testing.T) {
 	now := time.Now().Truncate(time.Second)
 	fiveHours := now.Add(3 * time.Hour)
 	h.Fake.Enqueue(
-		fakeanthropic.Reply(fakeanthropic.Text("Close to the limit.")),
-		fakeanthropic.Reply(fakeanthropic.Text("Early in the week.")),
-		fakeanthropic.Reply(fakeanthropic.Text("Late in the window.")),
+		offlinemodel.Reply(offlinemodel.Text("Close to the limit.")),
+		offlinemodel.Reply(offlinemodel.Text("Early in the week.")),
+		offlinemodel.Reply(offlinemodel.Text("Late in the window.")),
 	)
 
 	week := now.Add(6 * 24 * time.Hour)
-	quiet := fakeanthropic.QuotaWindow{Utilization: 0.1, Reset: week}
+	quiet := offlinemodel.QuotaWindow{Utilization: 0.1, Reset: week}
 
 	// Every step reports both windows: the CLI keeps the last reading of a window that an answer
 	// leaves out.
-	q := fakeanthropic.WarningQuota(fakeanthropic.WindowFiveHour, 0.92, 0.9, fiveHours)
+	q := offlinemodel.WarningQuota(offlinemodel.WindowFiveHour, 0.92, 0.9, fiveHours)
 	q.SevenDay = quiet
 	h.Fake.SetQuota(acct, q)
 	msgs := h.RunTurn(ctx, "Threshold surpassed.")
@@ -434,9 +434,9 @@ func TestAllowedWarning(t *testing.T) {
 	}
 
 	// 80% of the week used one day into it: a warning without any threshold header.
-	h.Fake.SetQuota(acct, fakeanthropic.Quota{
-		FiveHour: fakeanthropic.QuotaWindow{Utilization: 0.2, Reset: fiveHours},
-		SevenDay: fakeanthropic.QuotaWindow{Utilization: 0.8, Reset: week},
+	h.Fake.SetQuota(acct, offlinemodel.Quota{
+		FiveHour: offlinemodel.QuotaWindow{Utilization: 0.2, Reset: fiveHours},
+		SevenDay: offlinemodel.QuotaWindow{Utilization: 0.8, Reset: week},
 	})
 	infos = rateLimitInfos(h.RunTurn(ctx, "Fast spending."))
 	if len(infos) != 1 || infos[0]["status"] != "allowed_warning" || infos[0]["rateLimitType"] != "seven_day" ||
@@ -445,8 +445,8 @@ func TestAllowedWarning(t *testing.T) {
 	}
 
 	// The status header alone, with utilizations that are no cause for concern: allowed.
-	h.Fake.SetQuota(acct, fakeanthropic.Quota{Status: "allowed_warning",
-		FiveHour: fakeanthropic.QuotaWindow{Utilization: 0.5, Reset: now.Add(10 * time.Minute)}, SevenDay: quiet})
+	h.Fake.SetQuota(acct, offlinemodel.Quota{Status: "allowed_warning",
+		FiveHour: offlinemodel.QuotaWindow{Utilization: 0.5, Reset: now.Add(10 * time.Minute)}, SevenDay: quiet})
 	infos = rateLimitInfos(h.RunTurn(ctx, "Status header only."))
 	if len(infos) != 1 || infos[0]["status"] != "allowed" {
 		t.Errorf("status header alone: rate_limit_event %v", infos)
@@ -467,9 +467,9 @@ func TestSpendCapAPIKey(t *testing.T) {
 	ctx := testContext(t)
 	h := start(t, clitest.Options{MaxRetries: 1})
 	acct := h.Account()
-	h.Fake.Enqueue(fakeanthropic.Reply(fakeanthropic.Text("Budget raised.")))
+	h.Fake.Enqueue(offlinemodel.Reply(offlinemodel.Text("Budget raised.")))
 
-	h.Fake.SetLimit(acct, fakeanthropic.SpendCapLimit(fakeanthropic.SpendCapEnforced))
+	h.Fake.SetLimit(acct, offlinemodel.SpendCapLimit(offlinemodel.SpendCapEnforced))
 	msgs := h.RunTurn(ctx, "Spend past the tier's cap.")
 	res, _ := checkAPIError(t, "tier cap", msgs, 429, "rate_limit")
 	if res["api_error_code"] != "enforced_spend_limit_reached" {
@@ -478,11 +478,11 @@ func TestSpendCapAPIKey(t *testing.T) {
 	if d := retryDelays(t, msgs, 1, 429, "rate_limit"); len(d) != 1 {
 		t.Errorf("tier cap: %d retries, want 1", len(d))
 	}
-	if n := len(h.Fake.Calls().Limited(fakeanthropic.LimitSpendCap)); n != 2 {
+	if n := len(h.Fake.Calls().Limited(offlinemodel.LimitSpendCap)); n != 2 {
 		t.Errorf("tier cap: %d refused calls, want 2", n)
 	}
 
-	h.Fake.SetLimit(acct, fakeanthropic.SpendCapLimit(fakeanthropic.SpendCapConsole))
+	h.Fake.SetLimit(acct, offlinemodel.SpendCapLimit(offlinemodel.SpendCapConsole))
 	mark := len(h.Fake.Calls())
 	msgs = h.RunTurn(ctx, "Spend past the Console limit.")
 	res, synthetic := checkAPIError(t, "console limit", msgs, 400, "unknown")
@@ -494,7 +494,7 @@ func TestSpendCapAPIKey(t *testing.T) {
 		t.Errorf("console limit: %d requests for one turn, want 6; synthetic %v", n, synthetic)
 	}
 
-	h.Fake.SetLimit(acct, fakeanthropic.SpendCapLimit(fakeanthropic.SpendCapCredits))
+	h.Fake.SetLimit(acct, offlinemodel.SpendCapLimit(offlinemodel.SpendCapCredits))
 	mark = len(h.Fake.Calls())
 	msgs = h.RunTurn(ctx, "Spend without credits.")
 	res, synthetic = checkAPIError(t, "credits", msgs, 400, "billing_error")
@@ -524,11 +524,11 @@ func TestSpendCapSubscription(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	h := start(t, clitest.Options{OAuth: true, MaxRetries: 2})
-	h.Fake.SetLimit(h.Account(), fakeanthropic.SpendCapLimit(""))
-	h.Fake.Enqueue(fakeanthropic.Reply(fakeanthropic.Text("Cap raised.")))
+	h.Fake.SetLimit(h.Account(), offlinemodel.SpendCapLimit(""))
+	h.Fake.Enqueue(offlinemodel.Reply(offlinemodel.Text("Cap raised.")))
 	limit, _ := h.Fake.Limit(h.Account())
 	msgs := h.RunTurn(ctx, "Spend past the cap.")
-	info := checkUsageLimited(t, "spend cap", h, 0, msgs, fakeanthropic.LimitSpendCap, "overage", limit.Reset)
+	info := checkUsageLimited(t, "spend cap", h, 0, msgs, offlinemodel.LimitSpendCap, "overage", limit.Reset)
 	if info["overageStatus"] != "rejected" || info["overageDisabledReason"] == nil || num(info, "overageResetsAt") != float64(limit.Reset.Unix()) {
 		t.Errorf("spend cap: rate_limit_info %v", info)
 	}
@@ -544,8 +544,8 @@ func TestSpendCapSubscription(t *testing.T) {
 }
 
 // costly is a response billed $0.03 on claude-opus-5-5 (7,500 input tokens at $4 per million).
-func costly(blocks ...fakeanthropic.Block) fakeanthropic.Response {
-	return fakeanthropic.Reply(blocks...).WithUsage(fakeanthropic.Usage{InputTokens: 7500})
+func costly(blocks ...offlinemodel.Block) offlinemodel.Response {
+	return offlinemodel.Reply(blocks...).WithUsage(offlinemodel.Usage{InputTokens: 7500})
 }
 
 // TestMaxBudget: --max-budget-usd counts what this process spent (not what a resumed session had
@@ -560,8 +560,8 @@ func TestMaxBudget(t *testing.T) {
 	cmd := claudecode.Command{PermissionMode: claudecode.PermissionBypass, ExtraArgs: []string{"--max-budget-usd=0.05"}}
 	h := start(t, clitest.Options{Command: cmd})
 	h.Fake.Enqueue(
-		costly(fakeanthropic.Text("Step one."), fakeanthropic.UseBash("echo drover-budget-one")),
-		costly(fakeanthropic.Text("Step two."), fakeanthropic.UseBash("echo drover-budget-two")),
+		costly(offlinemodel.Text("Step one."), offlinemodel.UseBash("echo drover-budget-one")),
+		costly(offlinemodel.Text("Step two."), offlinemodel.UseBash("echo drover-budget-two")),
 	)
 	msgs := h.RunTurn(ctx, "Work until the budget runs out.")
 	r := result(t, msgs)
@@ -593,7 +593,7 @@ func TestMaxBudget(t *testing.T) {
 	}
 	record(t, h, "max-budget")
 
-	h.Fake.Enqueue(costly(fakeanthropic.Text("Resumed within budget.")), costly(fakeanthropic.Text("Over budget again.")))
+	h.Fake.Enqueue(costly(offlinemodel.Text("Resumed within budget.")), costly(offlinemodel.Text("Over budget again.")))
 	h.Resume(ctx, sessionID, "")
 	r = result(t, h.RunTurn(ctx, "Go on in a new process."))
 	if r.IsError || r.Result != "Resumed within budget." || math.Abs(r.TotalCostUSD-(priorTotal+0.03)) > 1e-9 {
@@ -623,7 +623,7 @@ func TestMaxBudgetNotChangeable(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	h := start(t, clitest.Options{Command: claudecode.Command{ExtraArgs: []string{"--max-budget-usd=0.02"}}})
-	h.Fake.Enqueue(costly(fakeanthropic.Text("Spent.")), costly(fakeanthropic.Text("Must not be asked for.")))
+	h.Fake.Enqueue(costly(offlinemodel.Text("Spent.")), costly(offlinemodel.Text("Must not be asked for.")))
 	if r := result(t, h.RunTurn(ctx, "Spend.")); r.Subtype != claudecode.SubtypeErrorMaxBudgetUSD {
 		t.Fatalf("turn 1: %s", r.Raw())
 	}
@@ -641,9 +641,9 @@ type sessionEntry struct {
 	UUID       string `json:"uuid"`
 	ParentUUID string `json:"parentUuid"`
 	Message    struct {
-		ID    string              `json:"id"`
-		Model string              `json:"model"`
-		Usage fakeanthropic.Usage `json:"usage"`
+		ID    string             `json:"id"`
+		Model string             `json:"model"`
+		Usage offlinemodel.Usage `json:"usage"`
 	} `json:"message"`
 	// TotalCostUSD belongs to a cost-state entry.
 	TotalCostUSD float64 `json:"totalCostUSD"`
@@ -679,7 +679,7 @@ func billedAfter(t *testing.T, entries []sessionEntry, from string) (cost float6
 			continue
 		}
 		seen[e.Message.ID] = true
-		m, ok := fakeanthropic.BuiltinModel(e.Message.Model)
+		m, ok := offlinemodel.BuiltinModel(e.Message.Model)
 		if !ok {
 			t.Fatalf("no price for model %q", e.Message.Model)
 		}
@@ -704,12 +704,12 @@ func TestKilledAttemptCost(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	h := start(t, clitest.Options{Command: claudecode.Command{PermissionMode: claudecode.PermissionBypass}})
-	usage := func(in, out, read, write int) fakeanthropic.Usage {
-		return fakeanthropic.Usage{InputTokens: in, OutputTokens: out, CacheReadInputTokens: read, CacheCreationInputTokens: write}
+	usage := func(in, out, read, write int) offlinemodel.Usage {
+		return offlinemodel.Usage{InputTokens: in, OutputTokens: out, CacheReadInputTokens: read, CacheCreationInputTokens: write}
 	}
 
 	// Process A: one turn, clean exit.
-	h.Fake.Enqueue(fakeanthropic.Reply(fakeanthropic.Text("One.")).WithUsage(usage(1000, 10, 0, 0)))
+	h.Fake.Enqueue(offlinemodel.Reply(offlinemodel.Text("One.")).WithUsage(usage(1000, 10, 0, 0)))
 	r1 := result(t, h.RunTurn(ctx, "Turn one."))
 	sessionID := r1.SessionID
 	if err := finish(t, h); err != nil {
@@ -734,10 +734,10 @@ func TestKilledAttemptCost(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	h.Fake.Enqueue(
-		fakeanthropic.Reply(fakeanthropic.Text("Two.")).WithUsage(usage(2000, 20, 500, 100)),
-		fakeanthropic.Reply(fakeanthropic.Text("Three, step one."), fakeanthropic.UseBash("echo drover-killed-one")).WithUsage(usage(3000, 30, 700, 200)),
-		fakeanthropic.Reply(fakeanthropic.UseBash("echo drover-killed-two")).WithUsage(usage(4000, 40, 900, 300)),
-		fakeanthropic.Reply(fakeanthropic.Text("Never finished.")).WithHold(0, release),
+		offlinemodel.Reply(offlinemodel.Text("Two.")).WithUsage(usage(2000, 20, 500, 100)),
+		offlinemodel.Reply(offlinemodel.Text("Three, step one."), offlinemodel.UseBash("echo drover-killed-one")).WithUsage(usage(3000, 30, 700, 200)),
+		offlinemodel.Reply(offlinemodel.UseBash("echo drover-killed-two")).WithUsage(usage(4000, 40, 900, 300)),
+		offlinemodel.Reply(offlinemodel.Text("Never finished.")).WithHold(0, release),
 	)
 	cmd := h.Command()
 	cmd.Resume, cmd.IncludePartialMessages = sessionID, true
@@ -770,7 +770,7 @@ func TestKilledAttemptCost(t *testing.T) {
 	if err := h.Stop(ctx); !errors.As(err, &exit) || exit.Signal != syscall.SIGKILL {
 		t.Errorf("stop of the killed process: %v", err)
 	}
-	killed := fakeanthropic.SumLedger(h.Fake.LedgerSince(mark))
+	killed := offlinemodel.SumLedger(h.Fake.LedgerSince(mark))
 	if killed.Responses != 2 || killed.Incomplete != 1 {
 		t.Fatalf("ledger of the killed turn: %+v", killed)
 	}
@@ -793,7 +793,7 @@ func TestKilledAttemptCost(t *testing.T) {
 		killed.CostUSD, killed.IncompleteCostUSD, cost, lagging, done)
 
 	// Process C: resumed at the last committed position.
-	h.Fake.Enqueue(fakeanthropic.Reply(fakeanthropic.Text("Four.")).WithUsage(usage(5000, 50, 0, 0)))
+	h.Fake.Enqueue(offlinemodel.Reply(offlinemodel.Text("Four.")).WithUsage(usage(5000, 50, 0, 0)))
 	h.Resume(ctx, sessionID, at)
 	r4 := result(t, h.RunTurn(ctx, "Turn four."))
 	want := r1.TotalCostUSD + sinceLastCost(r4)
@@ -825,8 +825,8 @@ func TestTerminatedAttemptCost(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	h.Fake.Enqueue(
-		fakeanthropic.Reply(fakeanthropic.Text("Step one."), fakeanthropic.UseBash("echo drover-terminated")),
-		fakeanthropic.Reply(fakeanthropic.Text("Never finished.")).WithHold(0, release),
+		offlinemodel.Reply(offlinemodel.Text("Step one."), offlinemodel.UseBash("echo drover-terminated")),
+		offlinemodel.Reply(offlinemodel.Text("Never finished.")).WithHold(0, release),
 	)
 	h.Send(ctx, claudecode.Prompt{Text: "A turn to be terminated."})
 	sessionID := ""
@@ -857,7 +857,7 @@ func TestTerminatedAttemptCost(t *testing.T) {
 	if len(saved) != 1 || math.Abs(saved[0]-billed.CostUSD) > 1e-9 {
 		t.Errorf("cost-state after SIGTERM: %v, want [%v]", saved, billed.CostUSD)
 	}
-	h.Fake.Enqueue(fakeanthropic.Reply(fakeanthropic.Text("Resumed.")))
+	h.Fake.Enqueue(offlinemodel.Reply(offlinemodel.Text("Resumed.")))
 	h.Resume(ctx, sessionID, "")
 	r := result(t, h.RunTurn(ctx, "Go on."))
 	if math.Abs(r.TotalCostUSD-(billed.CostUSD+sinceLastCost(r))) > 1e-9 {
@@ -872,11 +872,11 @@ func streamedCost(t *testing.T, lines [][]byte) (done, cut float64) {
 	t.Helper()
 	var (
 		model string
-		usage fakeanthropic.Usage
+		usage offlinemodel.Usage
 		open  bool
 	)
 	price := func() float64 {
-		m, ok := fakeanthropic.BuiltinModel(model)
+		m, ok := offlinemodel.BuiltinModel(model)
 		if !ok {
 			t.Fatalf("no price for model %q", model)
 		}
@@ -889,10 +889,10 @@ func streamedCost(t *testing.T, lines [][]byte) (done, cut float64) {
 			Event           struct {
 				Type    string `json:"type"`
 				Message struct {
-					Model string              `json:"model"`
-					Usage fakeanthropic.Usage `json:"usage"`
+					Model string             `json:"model"`
+					Usage offlinemodel.Usage `json:"usage"`
 				} `json:"message"`
-				Usage fakeanthropic.Usage `json:"usage"`
+				Usage offlinemodel.Usage `json:"usage"`
 			} `json:"event"`
 		}
 		if json.Unmarshal(line, &f) != nil || f.Type != "stream_event" || f.ParentToolUseID != nil {
@@ -927,8 +927,8 @@ func TestUsageLimitMidTurn(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	h := start(t, clitest.Options{OAuth: true, Command: claudecode.Command{PermissionMode: claudecode.PermissionBypass}})
-	h.Fake.Enqueue(fakeanthropic.Reply(fakeanthropic.Text("Working."), fakeanthropic.UseBash("sleep 2; echo drover-mid-turn")).
-		WithUsage(fakeanthropic.Usage{InputTokens: 3000, OutputTokens: 40}))
+	h.Fake.Enqueue(offlinemodel.Reply(offlinemodel.Text("Working."), offlinemodel.UseBash("sleep 2; echo drover-mid-turn")).
+		WithUsage(offlinemodel.Usage{InputTokens: 3000, OutputTokens: 40}))
 	h.Send(ctx, claudecode.Prompt{Text: "Work until the limit."})
 	deadline := time.Now().Add(time.Minute)
 	for len(h.Fake.Ledger()) < 1 {
@@ -938,7 +938,7 @@ func TestUsageLimitMidTurn(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	reset := time.Now().Add(time.Hour).Truncate(time.Second)
-	h.Fake.SetLimit(h.Account(), fakeanthropic.UsageLimit(fakeanthropic.WindowFiveHour, reset))
+	h.Fake.SetLimit(h.Account(), offlinemodel.UsageLimit(offlinemodel.WindowFiveHour, reset))
 	msgs := h.UntilResult(ctx)
 	res, _ := checkAPIError(t, "mid-turn", msgs, 429, "rate_limit")
 	billed := h.Fake.LedgerTotals()

@@ -14,8 +14,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/drover-run/drover/claudecode"
-	"github.com/drover-run/drover/internal/clitest"
-	"github.com/drover-run/drover/internal/fakeanthropic"
+	"github.com/drover-run/drover/internal/offlinemodel"
+	"github.com/drover-run/drover/internal/testkit/clitest"
 )
 
 // TestMain fails the run if a goroutine (a client reader, a handler, a process waiter, the fake's
@@ -171,7 +171,7 @@ func finish(t *testing.T, h *clitest.Harness) error {
 }
 
 // roles renders a request's messages as role:blocktypes, for logs.
-func roles(r fakeanthropic.Request) string {
+func roles(r offlinemodel.Request) string {
 	var parts []string
 	for _, m := range r.Messages {
 		parts = append(parts, m.Role+":"+strings.Join(m.BlockTypes(), "+"))

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/drover-run/drover/claudecode"
-	"github.com/drover-run/drover/internal/clitest"
-	"github.com/drover-run/drover/internal/fakeanthropic"
+	"github.com/drover-run/drover/internal/offlinemodel"
+	"github.com/drover-run/drover/internal/testkit/clitest"
 )
 
 // pendingHandler is supervisedHandler whose can_use_tool answers wait for the request's context
@@ -71,8 +71,8 @@ func TestPermissionCancelledAndLateAnswer(t *testing.T) {
 		t.Fatalf("initialize: %v", err)
 	}
 	h.Fake.Enqueue(
-		fakeanthropic.Reply(fakeanthropic.ToolUseID("toolu_pending_late", "Bash", map[string]any{"command": bashMarker})),
-		fakeanthropic.Reply(fakeanthropic.Text("After the interrupt.")),
+		offlinemodel.Reply(offlinemodel.ToolUseID("toolu_pending_late", "Bash", map[string]any{"command": bashMarker})),
+		offlinemodel.Reply(offlinemodel.Text("After the interrupt.")),
 	)
 	h.Send(ctx, claudecode.Prompt{Text: "Run the marker command."})
 	msgs, err := h.ReadUntil(ctx, isCanUseTool)
@@ -130,8 +130,8 @@ func TestPermissionPendingAtEOF(t *testing.T) {
 		t.Fatalf("initialize: %v", err)
 	}
 	h.Fake.Enqueue(
-		fakeanthropic.Reply(fakeanthropic.ToolUseID("toolu_pending_eof", "Bash", map[string]any{"command": bashMarker})),
-		fakeanthropic.Reply(fakeanthropic.Text("The shell was refused.")),
+		offlinemodel.Reply(offlinemodel.ToolUseID("toolu_pending_eof", "Bash", map[string]any{"command": bashMarker})),
+		offlinemodel.Reply(offlinemodel.Text("The shell was refused.")),
 	)
 	h.Send(ctx, claudecode.Prompt{Text: "Run the marker command."})
 	msgs, err := h.ReadUntil(ctx, isCanUseTool)

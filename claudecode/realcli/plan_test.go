@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/drover-run/drover/claudecode"
-	"github.com/drover-run/drover/internal/clitest"
-	"github.com/drover-run/drover/internal/fakeanthropic"
+	"github.com/drover-run/drover/internal/offlinemodel"
+	"github.com/drover-run/drover/internal/testkit/clitest"
 )
 
 // The plan a scripted model writes into the plan file, and what a reviewer answers to the first
@@ -26,17 +26,17 @@ const (
 // scripted returns a fake configuration whose main requests are answered by steps, in order; a
 // step sees the request (to find the plan file, for instance). Requests past the last step get
 // the fake's default reply.
-func scripted(steps ...func(*fakeanthropic.Request) fakeanthropic.Response) fakeanthropic.Config {
+func scripted(steps ...func(*offlinemodel.Request) offlinemodel.Response) offlinemodel.Config {
 	var mu sync.Mutex
 	next := 0
-	return fakeanthropic.Config{Responder: func(r *fakeanthropic.Request) (fakeanthropic.Response, bool) {
-		if r.Class != fakeanthropic.ClassMain {
-			return fakeanthropic.Response{}, false
+	return offlinemodel.Config{Responder: func(r *offlinemodel.Request) (offlinemodel.Response, bool) {
+		if r.Class != offlinemodel.ClassMain {
+			return offlinemodel.Response{}, false
 		}
 		mu.Lock()
 		defer mu.Unlock()
 		if next >= len(steps) {
-			return fakeanthropic.Response{}, false
+			return offlinemodel.Response{}, false
 		}
 		next++
 		return steps[next-1](r), true
@@ -44,21 +44,21 @@ func scripted(steps ...func(*fakeanthropic.Request) fakeanthropic.Response) fake
 }
 
 // reply is a step that ignores the request.
-func reply(blocks ...fakeanthropic.Block) func(*fakeanthropic.Request) fakeanthropic.Response {
-	return func(*fakeanthropic.Request) fakeanthropic.Response { return fakeanthropic.Reply(blocks...) }
+func reply(blocks ...offlinemodel.Block) func(*offlinemodel.Request) offlinemodel.Response {
+	return func(*offlinemodel.Request) offlinemodel.Response { return offlinemodel.Reply(blocks...) }
 }
 
 // writePlan is a step that writes testPlan into the plan file the CLI's plan-mode reminder names.
-func writePlan(r *fakeanthropic.Request) fakeanthropic.Response {
-	return fakeanthropic.Reply(fakeanthropic.ToolUseID("toolu_plan_write", "Write", map[string]any{
-		"file_path": fakeanthropic.PlanFilePath(r), "content": testPlan,
+func writePlan(r *offlinemodel.Request) offlinemodel.Response {
+	return offlinemodel.Reply(offlinemodel.ToolUseID("toolu_plan_write", "Write", map[string]any{
+		"file_path": offlinemodel.PlanFilePath(r), "content": testPlan,
 	}))
 }
 
 // exitPlan is a step calling ExitPlanMode with id; the model's own plan text is replaced by the
 // CLI with the plan file's.
-func exitPlan(id string) func(*fakeanthropic.Request) fakeanthropic.Response {
-	b := fakeanthropic.UseExitPlanMode("the model's own words, which the CLI replaces")
+func exitPlan(id string) func(*offlinemodel.Request) offlinemodel.Response {
+	b := offlinemodel.UseExitPlanMode("the model's own words, which the CLI replaces")
 	b.ID = id
 	return reply(b)
 }
@@ -167,12 +167,12 @@ func TestPlanModeAtLaunch(t *testing.T) {
 		Handler: supervisedHandler(rev.answer),
 		Fake: scripted(
 			writePlan,
-			reply(fakeanthropic.ToolUseID("toolu_plan_bash", "Bash", map[string]any{"command": "mkdir -p made-in-plan"})),
-			reply(fakeanthropic.ToolUseID("toolu_plan_other", "Write", map[string]any{"file_path": "elsewhere.txt", "content": "x\n"})),
+			reply(offlinemodel.ToolUseID("toolu_plan_bash", "Bash", map[string]any{"command": "mkdir -p made-in-plan"})),
+			reply(offlinemodel.ToolUseID("toolu_plan_other", "Write", map[string]any{"file_path": "elsewhere.txt", "content": "x\n"})),
 			exitPlan("toolu_exit_denied"),
 			exitPlan("toolu_exit_approved"),
-			reply(fakeanthropic.ToolUseID("toolu_after_bash", "Bash", map[string]any{"command": "mkdir -p made-after-plan"})),
-			reply(fakeanthropic.Text("Planned and done.")),
+			reply(offlinemodel.ToolUseID("toolu_after_bash", "Bash", map[string]any{"command": "mkdir -p made-after-plan"})),
+			reply(offlinemodel.Text("Planned and done.")),
 		),
 	})
 	msgs := h.RunTurn(ctx, "Plan the change, then make it.")
@@ -234,12 +234,12 @@ func TestPlanModeSupervised(t *testing.T) {
 	rev := &planReviewer{}
 	h := startSupervised(t, clitest.Options{Fake: scripted(
 		writePlan,
-		reply(fakeanthropic.ToolUseID("toolu_plan_ls", "Bash", map[string]any{"command": "ls"})),
-		reply(fakeanthropic.ToolUseID("toolu_plan_bash", "Bash", map[string]any{"command": "mkdir -p made-in-plan"})),
+		reply(offlinemodel.ToolUseID("toolu_plan_ls", "Bash", map[string]any{"command": "ls"})),
+		reply(offlinemodel.ToolUseID("toolu_plan_bash", "Bash", map[string]any{"command": "mkdir -p made-in-plan"})),
 		exitPlan("toolu_exit_denied"),
 		exitPlan("toolu_exit_approved"),
-		reply(fakeanthropic.ToolUseID("toolu_after_bash", "Bash", map[string]any{"command": "mkdir -p made-after-plan"})),
-		reply(fakeanthropic.Text("Planned, approved, done.")),
+		reply(offlinemodel.ToolUseID("toolu_after_bash", "Bash", map[string]any{"command": "mkdir -p made-after-plan"})),
+		reply(offlinemodel.Text("Planned, approved, done.")),
 	)}, rev.answer)
 	if err := h.SetPermissionMode(ctx, claudecode.PermissionPlan); err != nil {
 		t.Fatalf("set_permission_mode plan: %v", err)
@@ -309,8 +309,8 @@ func TestPlanModeAutonomous(t *testing.T) {
 	h := start(t, clitest.Options{Command: supervisedCommand, Handler: noOpinion, Fake: scripted(
 		writePlan,
 		exitPlan("toolu_exit_approved"),
-		reply(fakeanthropic.ToolUseID("toolu_after_bash", "Bash", map[string]any{"command": "mkdir -p made-after-plan"})),
-		reply(fakeanthropic.Text("Done on my own.")),
+		reply(offlinemodel.ToolUseID("toolu_after_bash", "Bash", map[string]any{"command": "mkdir -p made-after-plan"})),
+		reply(offlinemodel.Text("Done on my own.")),
 	)})
 	if _, err := h.Initialize(ctx, claudecode.InitializeRequest{Hooks: claudecode.SupervisedHooks(toolCallback, "")}); err != nil {
 		t.Fatalf("initialize: %v", err)
@@ -349,8 +349,8 @@ func TestPlanHooksWithoutPlanMode(t *testing.T) {
 	ctx := testContext(t)
 	h := start(t, clitest.Options{Command: supervisedCommand, Handler: supervisedHandler(allowRequest), Fake: scripted(
 		exitPlan("toolu_exit_unhooked"),
-		reply(fakeanthropic.ToolUseID("toolu_free_bash", "Bash", map[string]any{"command": "mkdir -p made-freely"})),
-		reply(fakeanthropic.Text("Nothing stopped me.")),
+		reply(offlinemodel.ToolUseID("toolu_free_bash", "Bash", map[string]any{"command": "mkdir -p made-freely"})),
+		reply(offlinemodel.Text("Nothing stopped me.")),
 	)})
 	if _, err := h.Initialize(ctx, claudecode.InitializeRequest{Hooks: map[string][]claudecode.HookMatcher{
 		claudecode.HookPreToolUse: {{Matcher: "^ExitPlanMode$", HookCallbackIDs: []string{toolCallback}}},

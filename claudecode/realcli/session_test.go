@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"github.com/drover-run/drover/claudecode"
-	"github.com/drover-run/drover/internal/clitest"
-	"github.com/drover-run/drover/internal/fakeanthropic"
+	"github.com/drover-run/drover/internal/offlinemodel"
+	"github.com/drover-run/drover/internal/testkit/clitest"
 )
 
 // historyHas reports whether a request's history holds a message of role whose text contains s.
-func historyHas(r fakeanthropic.Request, role, s string) bool {
+func historyHas(r offlinemodel.Request, role, s string) bool {
 	for _, m := range r.Messages {
 		if m.Role == role && strings.Contains(m.Text(), s) {
 			return true
@@ -40,8 +40,8 @@ func TestTwoTurns(t *testing.T) {
 	ctx := testContext(t)
 	h := start(t, clitest.Options{})
 	h.Fake.Enqueue(
-		fakeanthropic.Reply(fakeanthropic.Text("First answer.")),
-		fakeanthropic.Reply(fakeanthropic.Text("Second answer.")),
+		offlinemodel.Reply(offlinemodel.Text("First answer.")),
+		offlinemodel.Reply(offlinemodel.Text("Second answer.")),
 	)
 	one := h.RunTurn(ctx, "First question, drover-q1.")
 	began := time.Now()
@@ -84,8 +84,8 @@ func TestResume(t *testing.T) {
 	ctx := testContext(t)
 	h := start(t, clitest.Options{})
 	h.Fake.Enqueue(
-		fakeanthropic.Reply(fakeanthropic.Text("Noted: drover-pineapple.")),
-		fakeanthropic.Reply(fakeanthropic.Text("The word was drover-pineapple.")),
+		offlinemodel.Reply(offlinemodel.Text("Noted: drover-pineapple.")),
+		offlinemodel.Reply(offlinemodel.Text("The word was drover-pineapple.")),
 	)
 	r1 := result(t, h.RunTurn(ctx, "Remember the word drover-pineapple."))
 	if r1.IsError {
@@ -135,9 +135,9 @@ func TestResumeSessionAt(t *testing.T) {
 	ctx := testContext(t)
 	h := start(t, clitest.Options{})
 	h.Fake.Enqueue(
-		fakeanthropic.Reply(fakeanthropic.Text("Answer A.")),
-		fakeanthropic.Reply(fakeanthropic.Text("Answer B.")),
-		fakeanthropic.Reply(fakeanthropic.Text("Answer C.")),
+		offlinemodel.Reply(offlinemodel.Text("Answer A.")),
+		offlinemodel.Reply(offlinemodel.Text("Answer B.")),
+		offlinemodel.Reply(offlinemodel.Text("Answer C.")),
 	)
 	one := h.RunTurn(ctx, "Prompt A, drover-keep.")
 	r1 := result(t, one)
@@ -191,7 +191,7 @@ func TestResumeSessionAtUnknown(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	h := start(t, clitest.Options{})
-	h.Fake.Enqueue(fakeanthropic.Reply(fakeanthropic.Text("Answer A.")))
+	h.Fake.Enqueue(offlinemodel.Reply(offlinemodel.Text("Answer A.")))
 	r1 := result(t, h.RunTurn(ctx, "Prompt A."))
 	if err := finish(t, h); err != nil {
 		t.Errorf("exit of the first process: %v", err)

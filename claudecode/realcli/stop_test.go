@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/drover-run/drover/claudecode"
-	"github.com/drover-run/drover/internal/clitest"
-	"github.com/drover-run/drover/internal/fakeanthropic"
+	"github.com/drover-run/drover/internal/offlinemodel"
+	"github.com/drover-run/drover/internal/testkit/clitest"
 )
 
 // startStop starts a session whose Stop hook (with timeout seconds, 0 for the CLI's default) is
@@ -68,7 +68,7 @@ func TestStopHookBlock(t *testing.T) {
 		}
 		return claudecode.StopBlock(why), nil
 	})
-	h.Fake.Enqueue(fakeanthropic.Reply(fakeanthropic.Text("Finished, I think.")), fakeanthropic.Reply(fakeanthropic.Text("Committed, now finished.")))
+	h.Fake.Enqueue(offlinemodel.Reply(offlinemodel.Text("Finished, I think.")), offlinemodel.Reply(offlinemodel.Text("Committed, now finished.")))
 	msgs := h.RunTurn(ctx, "Finish up.")
 	if res := result(t, msgs); res.IsError || res.Result != "Committed, now finished." || res.TerminalReason != "completed" {
 		t.Fatalf("result: is_error %v result %q terminal %q\n%s", res.IsError, res.Result, res.TerminalReason, h.Dump())
@@ -105,7 +105,7 @@ func TestStopHookBlockCap(t *testing.T) {
 		return claudecode.StopBlock("Keep going."), nil
 	})
 	for i := range 12 {
-		h.Fake.Enqueue(fakeanthropic.Reply(fakeanthropic.Text(fmt.Sprintf("Attempt %d.", i+1))))
+		h.Fake.Enqueue(offlinemodel.Reply(offlinemodel.Text(fmt.Sprintf("Attempt %d.", i+1))))
 	}
 	msgs := h.RunTurn(ctx, "Never stop.")
 	res := result(t, msgs)
@@ -161,7 +161,7 @@ func TestStopHookAnswers(t *testing.T) {
 		return a, nil
 	})
 	for i := range answers {
-		h.Fake.Enqueue(fakeanthropic.Reply(fakeanthropic.Text(fmt.Sprintf("Reply %d.", i+1))))
+		h.Fake.Enqueue(offlinemodel.Reply(offlinemodel.Text(fmt.Sprintf("Reply %d.", i+1))))
 	}
 	type want struct {
 		result, terminal string
@@ -215,7 +215,7 @@ func TestStopHookUnanswered(t *testing.T) {
 		causes <- context.Cause(ctx)
 		return nil, context.Cause(ctx)
 	})
-	h.Fake.Enqueue(fakeanthropic.Reply(fakeanthropic.Text("Waiting for nobody.")))
+	h.Fake.Enqueue(offlinemodel.Reply(offlinemodel.Text("Waiting for nobody.")))
 	msgs := h.RunTurn(ctx, "Finish.")
 	res := result(t, msgs)
 	if res.IsError || res.Result != "Waiting for nobody." || res.TerminalReason != "completed" {
@@ -257,7 +257,7 @@ func TestStopHookInterrupted(t *testing.T) {
 		}
 		return claudecode.StopApprove(""), nil
 	})
-	h.Fake.Enqueue(fakeanthropic.Reply(fakeanthropic.Text("Almost there.")), fakeanthropic.Reply(fakeanthropic.Text("Next turn.")))
+	h.Fake.Enqueue(offlinemodel.Reply(offlinemodel.Text("Almost there.")), offlinemodel.Reply(offlinemodel.Text("Next turn.")))
 	h.Send(ctx, claudecode.Prompt{Text: "Finish."})
 	msgs, err := h.ReadUntil(ctx, isHook(claudecode.HookStop))
 	if err != nil {

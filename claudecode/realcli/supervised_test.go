@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/drover-run/drover/claudecode"
-	"github.com/drover-run/drover/internal/clitest"
-	"github.com/drover-run/drover/internal/fakeanthropic"
+	"github.com/drover-run/drover/internal/offlinemodel"
+	"github.com/drover-run/drover/internal/testkit/clitest"
 )
 
 // supervisedCommand is how drover runs a supervised session: every check bypassed, except that
@@ -107,12 +107,12 @@ func TestSupervisedMatcher(t *testing.T) {
 	}
 	created := filepath.Join(h.WorkDir, "created.txt")
 	h.Fake.Enqueue(
-		fakeanthropic.Reply(fakeanthropic.ToolUseID("toolu_sup_read", "Read", map[string]any{"file_path": notes})),
-		fakeanthropic.Reply(fakeanthropic.ToolUseID("toolu_sup_search", "ToolSearch", map[string]any{"query": "select:CronList"})),
-		fakeanthropic.Reply(fakeanthropic.ToolUseID("toolu_sup_bash", "Bash", map[string]any{"command": bashMarker})),
-		fakeanthropic.Reply(fakeanthropic.ToolUseID("toolu_sup_write", "Write", map[string]any{"file_path": created, "content": "made\n"})),
-		fakeanthropic.Reply(fakeanthropic.ToolUseID("toolu_sup_mcp", mcpToolFull, map[string]any{"text": "hello"})),
-		fakeanthropic.Reply(fakeanthropic.Text("Supervised done.")),
+		offlinemodel.Reply(offlinemodel.ToolUseID("toolu_sup_read", "Read", map[string]any{"file_path": notes})),
+		offlinemodel.Reply(offlinemodel.ToolUseID("toolu_sup_search", "ToolSearch", map[string]any{"query": "select:CronList"})),
+		offlinemodel.Reply(offlinemodel.ToolUseID("toolu_sup_bash", "Bash", map[string]any{"command": bashMarker})),
+		offlinemodel.Reply(offlinemodel.ToolUseID("toolu_sup_write", "Write", map[string]any{"file_path": created, "content": "made\n"})),
+		offlinemodel.Reply(offlinemodel.ToolUseID("toolu_sup_mcp", mcpToolFull, map[string]any{"text": "hello"})),
+		offlinemodel.Reply(offlinemodel.Text("Supervised done.")),
 	)
 	msgs := h.RunTurn(ctx, "Read, search, run, write and echo.")
 	if res := result(t, msgs); res.IsError || res.Result != "Supervised done." {
@@ -155,7 +155,7 @@ func TestSupervisedMatcher(t *testing.T) {
 			t.Errorf("%s was hooked or asked", id)
 		}
 	}
-	results := map[string]fakeanthropic.ToolResult{}
+	results := map[string]offlinemodel.ToolResult{}
 	for _, tr := range h.Fake.MainRequests()[5].ToolResults() {
 		results[tr.ToolUseID] = tr
 	}
@@ -209,11 +209,11 @@ func TestSupervisedAnswers(t *testing.T) {
 		return claudecode.DenyTool("stop the turn", true), nil
 	})
 	h.Fake.Enqueue(
-		fakeanthropic.Reply(fakeanthropic.ToolUseID("toolu_sup_changed", "Bash", map[string]any{"command": "echo original"})),
-		fakeanthropic.Reply(fakeanthropic.ToolUseID("toolu_sup_denied", "Bash", map[string]any{"command": bashMarker})),
-		fakeanthropic.Reply(fakeanthropic.Text("Understood.")),
-		fakeanthropic.Reply(fakeanthropic.ToolUseID("toolu_sup_stopped", "Bash", map[string]any{"command": bashMarker})),
-		fakeanthropic.Reply(fakeanthropic.Text("Never asked for.")),
+		offlinemodel.Reply(offlinemodel.ToolUseID("toolu_sup_changed", "Bash", map[string]any{"command": "echo original"})),
+		offlinemodel.Reply(offlinemodel.ToolUseID("toolu_sup_denied", "Bash", map[string]any{"command": bashMarker})),
+		offlinemodel.Reply(offlinemodel.Text("Understood.")),
+		offlinemodel.Reply(offlinemodel.ToolUseID("toolu_sup_stopped", "Bash", map[string]any{"command": bashMarker})),
+		offlinemodel.Reply(offlinemodel.Text("Never asked for.")),
 	)
 	res := result(t, h.RunTurn(ctx, "Run two commands."))
 	if res.IsError || res.Result != "Understood." {
@@ -279,9 +279,9 @@ func TestSupervisedAllowAlways(t *testing.T) {
 		return claudecode.AllowTool(nil, req.CanUseTool.ToolUseID).WithUpdatedPermissions(offered[0]), nil
 	})
 	h.Fake.Enqueue(
-		fakeanthropic.Reply(fakeanthropic.ToolUseID("toolu_sup_always1", "Bash", map[string]any{"command": cmd})),
-		fakeanthropic.Reply(fakeanthropic.ToolUseID("toolu_sup_always2", "Bash", map[string]any{"command": cmd})),
-		fakeanthropic.Reply(fakeanthropic.Text("Twice.")),
+		offlinemodel.Reply(offlinemodel.ToolUseID("toolu_sup_always1", "Bash", map[string]any{"command": cmd})),
+		offlinemodel.Reply(offlinemodel.ToolUseID("toolu_sup_always2", "Bash", map[string]any{"command": cmd})),
+		offlinemodel.Reply(offlinemodel.Text("Twice.")),
 	)
 	msgs := h.RunTurn(ctx, "Run it twice.")
 	if res := result(t, msgs); res.IsError || res.Result != "Twice." {
@@ -327,15 +327,15 @@ func TestRulesInDefaultMode(t *testing.T) {
 	})})
 	file = filepath.Join(h.WorkDir, "ruled.txt")
 	h.Fake.Enqueue(
-		fakeanthropic.Reply(fakeanthropic.ToolUseID("toolu_rule_cmd", "Bash", map[string]any{"command": cmd})),
-		fakeanthropic.Reply(fakeanthropic.ToolUseID("toolu_rule_cmd_again", "Bash", map[string]any{"command": cmd})),
-		fakeanthropic.Reply(fakeanthropic.ToolUseID("toolu_rule_other", "Bash", map[string]any{"command": other})),
-		fakeanthropic.Reply(fakeanthropic.ToolUseID("toolu_rule_compound", "Bash", map[string]any{"command": compound})),
-		fakeanthropic.Reply(fakeanthropic.ToolUseID("toolu_rule_compound_again", "Bash", map[string]any{"command": compound})),
-		fakeanthropic.Reply(fakeanthropic.ToolUseID("toolu_rule_write", "Write", map[string]any{"file_path": file, "content": "one\n"})),
-		fakeanthropic.Reply(fakeanthropic.ToolUseID("toolu_rule_write_again", "Write", map[string]any{"file_path": file, "content": "two\n"})),
-		fakeanthropic.Reply(fakeanthropic.ToolUseID("toolu_rule_edit", "Edit", map[string]any{"file_path": file, "old_string": "two", "new_string": "three"})),
-		fakeanthropic.Reply(fakeanthropic.Text("Ruled.")),
+		offlinemodel.Reply(offlinemodel.ToolUseID("toolu_rule_cmd", "Bash", map[string]any{"command": cmd})),
+		offlinemodel.Reply(offlinemodel.ToolUseID("toolu_rule_cmd_again", "Bash", map[string]any{"command": cmd})),
+		offlinemodel.Reply(offlinemodel.ToolUseID("toolu_rule_other", "Bash", map[string]any{"command": other})),
+		offlinemodel.Reply(offlinemodel.ToolUseID("toolu_rule_compound", "Bash", map[string]any{"command": compound})),
+		offlinemodel.Reply(offlinemodel.ToolUseID("toolu_rule_compound_again", "Bash", map[string]any{"command": compound})),
+		offlinemodel.Reply(offlinemodel.ToolUseID("toolu_rule_write", "Write", map[string]any{"file_path": file, "content": "one\n"})),
+		offlinemodel.Reply(offlinemodel.ToolUseID("toolu_rule_write_again", "Write", map[string]any{"file_path": file, "content": "two\n"})),
+		offlinemodel.Reply(offlinemodel.ToolUseID("toolu_rule_edit", "Edit", map[string]any{"file_path": file, "old_string": "two", "new_string": "three"})),
+		offlinemodel.Reply(offlinemodel.Text("Ruled.")),
 	)
 	msgs := h.RunTurn(ctx, "Run and write, twice each.")
 	if res := result(t, msgs); res.IsError || res.Result != "Ruled." {
@@ -423,15 +423,15 @@ func TestAskUserQuestion(t *testing.T) {
 		}
 		return claudecode.AllowTool(in, c.ToolUseID), nil
 	})
-	ask := fakeanthropic.UseAskUserQuestion(
-		fakeanthropic.AskQuestion{Question: "Which database?", Header: "Database", Options: []string{"Postgres", "SQLite"}},
-		fakeanthropic.AskQuestion{Question: "Which features?", Header: "Features", MultiSelect: true, Options: []string{"Auth", "Search", "Export"}},
+	ask := offlinemodel.UseAskUserQuestion(
+		offlinemodel.AskQuestion{Question: "Which database?", Header: "Database", Options: []string{"Postgres", "SQLite"}},
+		offlinemodel.AskQuestion{Question: "Which features?", Header: "Features", MultiSelect: true, Options: []string{"Auth", "Search", "Export"}},
 	)
 	ask.ID = "toolu_ask_answered"
 	again := ask
 	again.ID = "toolu_ask_declined"
-	h.Fake.Enqueue(fakeanthropic.Reply(ask), fakeanthropic.Reply(fakeanthropic.Text("Noted.")),
-		fakeanthropic.Reply(again), fakeanthropic.Reply(fakeanthropic.Text("Fine.")))
+	h.Fake.Enqueue(offlinemodel.Reply(ask), offlinemodel.Reply(offlinemodel.Text("Noted.")),
+		offlinemodel.Reply(again), offlinemodel.Reply(offlinemodel.Text("Fine.")))
 	msgs := h.RunTurn(ctx, "Ask me.")
 	if res := result(t, msgs); res.IsError || res.Result != "Noted." {
 		t.Fatalf("result: is_error %v result %q\n%s", res.IsError, res.Result, h.Dump())
@@ -468,12 +468,12 @@ func TestSupervisedSubagent(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	h := startSupervised(t, clitest.Options{}, allowRequest)
-	agent := fakeanthropic.UseAgent("Run the sub marker", "SUBAGENT-TASK: run it.", "general-purpose")
+	agent := offlinemodel.UseAgent("Run the sub marker", "SUBAGENT-TASK: run it.", "general-purpose")
 	agent.ID = "toolu_sup_agent"
-	h.Fake.Enqueue(fakeanthropic.Reply(agent), fakeanthropic.Reply(fakeanthropic.Text("Main done.")))
+	h.Fake.Enqueue(offlinemodel.Reply(agent), offlinemodel.Reply(offlinemodel.Text("Main done.")))
 	h.Fake.EnqueueSubagent(
-		fakeanthropic.Reply(fakeanthropic.ToolUseID("toolu_sup_sub_bash", "Bash", map[string]any{"command": "echo drover-sub-$((2*21))"})),
-		fakeanthropic.Reply(fakeanthropic.Text("Subagent report.")),
+		offlinemodel.Reply(offlinemodel.ToolUseID("toolu_sup_sub_bash", "Bash", map[string]any{"command": "echo drover-sub-$((2*21))"})),
+		offlinemodel.Reply(offlinemodel.Text("Subagent report.")),
 	)
 	msgs := h.RunTurn(ctx, "Delegate.")
 	if res := result(t, msgs); res.IsError || res.Result != "Main done." {
@@ -500,7 +500,7 @@ func TestSupervisedSubagent(t *testing.T) {
 	if raw := clitest.Object(msgs[ask].Raw()); raw["request"].(map[string]any)["parent_tool_use_id"] != nil {
 		t.Errorf("can_use_tool names a parent tool use: %s", msgs[ask].Raw())
 	}
-	if subs := h.Fake.RequestsOf(fakeanthropic.ClassSubagent); len(subs) != 2 || !strings.Contains(subs[1].ToolResults()[0].Content, "drover-sub-42") {
+	if subs := h.Fake.RequestsOf(offlinemodel.ClassSubagent); len(subs) != 2 || !strings.Contains(subs[1].ToolResults()[0].Content, "drover-sub-42") {
 		t.Errorf("the subagent's command did not run")
 	}
 	if err := finish(t, h); err != nil {

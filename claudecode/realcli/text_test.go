@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/drover-run/drover/claudecode"
-	"github.com/drover-run/drover/internal/clitest"
-	"github.com/drover-run/drover/internal/fakeanthropic"
+	"github.com/drover-run/drover/internal/offlinemodel"
+	"github.com/drover-run/drover/internal/testkit/clitest"
 )
 
 // TestTextTurn: one prompt, one scripted text answer. The result carries that text and the session
@@ -15,7 +15,7 @@ func TestTextTurn(t *testing.T) {
 	t.Parallel()
 	ctx := testContext(t)
 	h := start(t, clitest.Options{})
-	h.Fake.Enqueue(fakeanthropic.Reply(fakeanthropic.Text("Hello from the fake model.")))
+	h.Fake.Enqueue(offlinemodel.Reply(offlinemodel.Text("Hello from the fake model.")))
 
 	msgs := h.RunTurn(ctx, "Say hello, drover-text-prompt.")
 	t.Logf("cold start (spawn to system/init): %v", h.ColdStart())
@@ -46,7 +46,7 @@ func TestTextTurn(t *testing.T) {
 	record(t, h, "text")
 }
 
-func lastUserText(rs []fakeanthropic.Request) string {
+func lastUserText(rs []offlinemodel.Request) string {
 	if len(rs) == 0 {
 		return ""
 	}

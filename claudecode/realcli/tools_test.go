@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/drover-run/drover/claudecode"
-	"github.com/drover-run/drover/internal/clitest"
-	"github.com/drover-run/drover/internal/fakeanthropic"
+	"github.com/drover-run/drover/internal/offlinemodel"
+	"github.com/drover-run/drover/internal/testkit/clitest"
 )
 
 // bashMarker is a command that needs permission (it writes) and whose output ("drover-bash-42")
@@ -50,9 +50,9 @@ func TestBashAllow(t *testing.T) {
 	ctx := testContext(t)
 	h := start(t, clitest.Options{Command: permissionCommand, Handler: answerTools(allowAll)})
 	h.Fake.Enqueue(
-		fakeanthropic.Reply(fakeanthropic.Text("Running it."),
-			fakeanthropic.ToolUseID("toolu_drover_bash_allow", "Bash", map[string]any{"command": bashMarker, "description": "Make a folder and print a marker"})),
-		fakeanthropic.Reply(fakeanthropic.Text("The command printed the marker.")),
+		offlinemodel.Reply(offlinemodel.Text("Running it."),
+			offlinemodel.ToolUseID("toolu_drover_bash_allow", "Bash", map[string]any{"command": bashMarker, "description": "Make a folder and print a marker"})),
+		offlinemodel.Reply(offlinemodel.Text("The command printed the marker.")),
 	)
 	msgs := h.RunTurn(ctx, "Run the marker command.")
 	res := result(t, msgs)
@@ -104,8 +104,8 @@ func TestBashDeny(t *testing.T) {
 		return claudecode.DenyTool(why, false)
 	})})
 	h.Fake.Enqueue(
-		fakeanthropic.Reply(fakeanthropic.ToolUseID("toolu_drover_bash_deny", "Bash", map[string]any{"command": bashMarker})),
-		fakeanthropic.Reply(fakeanthropic.Text("Understood, I will not run it.")),
+		offlinemodel.Reply(offlinemodel.ToolUseID("toolu_drover_bash_deny", "Bash", map[string]any{"command": bashMarker})),
+		offlinemodel.Reply(offlinemodel.Text("Understood, I will not run it.")),
 	)
 	msgs := h.RunTurn(ctx, "Run the marker command.")
 	res := result(t, msgs)
@@ -146,8 +146,8 @@ func TestBashDenyInterrupt(t *testing.T) {
 		return claudecode.DenyTool(why, true)
 	})})
 	h.Fake.Enqueue(
-		fakeanthropic.Reply(fakeanthropic.ToolUseID("toolu_drover_bash_stop", "Bash", map[string]any{"command": bashMarker})),
-		fakeanthropic.Reply(fakeanthropic.Text("Next turn.")),
+		offlinemodel.Reply(offlinemodel.ToolUseID("toolu_drover_bash_stop", "Bash", map[string]any{"command": bashMarker})),
+		offlinemodel.Reply(offlinemodel.Text("Next turn.")),
 	)
 	msgs := h.RunTurn(ctx, "Run the marker command.")
 	res := result(t, msgs)
@@ -197,9 +197,9 @@ func TestWriteEdit(t *testing.T) {
 	h := start(t, clitest.Options{Command: permissionCommand, Handler: answerTools(allowAll)})
 	path := filepath.Join(h.WorkDir, "notes.txt")
 	h.Fake.Enqueue(
-		fakeanthropic.Reply(fakeanthropic.Text("Writing the file."), fakeanthropic.UseWrite(path, "alpha\nbeta\n")),
-		fakeanthropic.Reply(fakeanthropic.UseEdit(path, "beta", "gamma")),
-		fakeanthropic.Reply(fakeanthropic.Text("Written and edited.")),
+		offlinemodel.Reply(offlinemodel.Text("Writing the file."), offlinemodel.UseWrite(path, "alpha\nbeta\n")),
+		offlinemodel.Reply(offlinemodel.UseEdit(path, "beta", "gamma")),
+		offlinemodel.Reply(offlinemodel.Text("Written and edited.")),
 	)
 	msgs := h.RunTurn(ctx, "Write notes.txt, then change beta to gamma.")
 	res := result(t, msgs)

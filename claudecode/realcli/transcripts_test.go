@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/drover-run/drover/claudecode"
-	"github.com/drover-run/drover/internal/clitest"
+	"github.com/drover-run/drover/internal/testkit/clitest"
 )
 
 // secretPattern matches anything that looks like an Anthropic API key.

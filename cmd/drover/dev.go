@@ -15,7 +15,7 @@ import (
 	"github.com/drover-run/drover/api"
 	"github.com/drover-run/drover/claudecode"
 	"github.com/drover-run/drover/internal/devserver"
-	"github.com/drover-run/drover/internal/fakeanthropic"
+	"github.com/drover-run/drover/internal/offlinemodel"
 	"github.com/drover-run/drover/internal/telemetry"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/worker"
@@ -27,7 +27,7 @@ import (
 // more workers, each a host of its own.
 type stack struct {
 	temporal *devserver.Server
-	fake     *fakeanthropic.Server
+	fake     *offlinemodel.Server
 	// worker and cfg are the first host's.
 	worker *worker.Worker
 	cfg    worker.Config
@@ -47,7 +47,7 @@ type stackOptions struct {
 	port, uiPort    int
 	headless        bool
 	fakeAPI         bool
-	fakeResponder   func(*fakeanthropic.Request) (fakeanthropic.Response, bool)
+	fakeResponder   func(*offlinemodel.Request) (offlinemodel.Response, bool)
 	hostID          string
 	keepAlive       time.Duration
 	// workers is how many hosts run (0 means 1). With more than one, host i (from 1) is
@@ -121,7 +121,7 @@ func startStack(ctx context.Context, e env, o stackOptions, log *slog.Logger) (*
 	}
 
 	if o.fakeAPI {
-		fake, err := fakeanthropic.Start(fakeanthropic.Config{Responder: o.fakeResponder})
+		fake, err := offlinemodel.Start(offlinemodel.Config{Responder: o.fakeResponder})
 		if err != nil {
 			return nil, fmt.Errorf("starting the fake Messages API: %w", err)
 		}
@@ -194,7 +194,7 @@ func newDevCommand(a *app) *cobra.Command {
 	f := c.Flags()
 	f.StringVar(&o.state, "state", ".drover", "folder for the dev server's database and the CLI's sessions")
 	f.StringVar(&o.addr, "temporal-address", "", "use this Temporal server instead of starting the dev server")
-	f.IntVar(&o.port, "port", 7233, "dev server gRPC port")
+	f.IntVar(&o.port, "port", worker.DefaultTemporalPort, "dev server gRPC port")
 	f.IntVar(&o.uiPort, "ui-port", 8233, "dev server web UI port")
 	f.BoolVar(&o.fake, "fake-api", a.env.apiKey == "" && a.env.baseURL == "",
 		"answer the CLI from drover's offline fake Messages API (default when ANTHROPIC_API_KEY is unset)")
@@ -267,7 +267,7 @@ func runDev(ctx context.Context, a *app, o stackOptions, listen string) error {
 	} else {
 		fmt.Fprintf(stdout, "\nIn another terminal:\n")
 	}
-	if s.cfg.TemporalAddress != "127.0.0.1:7233" {
+	if s.cfg.TemporalAddress != worker.DefaultTemporalAddress {
 		fmt.Fprintf(stdout, "  export TEMPORAL_ADDRESS=%s\n", s.cfg.TemporalAddress)
 	}
 	fmt.Fprintf(stdout, "  go run ./cmd/drover task start --id hello --workspace . \"Say hello\"\n")

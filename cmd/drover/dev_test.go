@@ -14,9 +14,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	enumspb "go.temporal.io/api/enums/v1"
 
+	"github.com/drover-run/drover/engine"
 	"github.com/drover-run/drover/events"
-	"github.com/drover-run/drover/internal/pgtest"
-	"github.com/drover-run/drover/internal/tools"
+	"github.com/drover-run/drover/internal/testkit/pgtest"
+	"github.com/drover-run/drover/internal/testkit/testtools"
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/taskclient"
 	"github.com/drover-run/drover/taskview"
@@ -27,7 +28,7 @@ import (
 // always has.
 func TestHostConfigsOne(t *testing.T) {
 	t.Parallel()
-	cfg := worker.Config{HostID: "dev"}
+	cfg := worker.Config{Config: engine.Config{HostID: "dev"}}
 	cfg.Claude.ConfigDir = "/s/claude"
 	got := hostConfigs(cfg, 1)
 	if len(got) != 1 || got[0].HostID != "dev" || got[0].Claude.ConfigDir != "/s/claude" {
@@ -109,11 +110,11 @@ func TestDevRunsTwoHosts(t *testing.T) {
 // state; it is stopped when the test ends.
 func startDevStack(ctx context.Context, t *testing.T, state string, workers int) (*stack, env) {
 	t.Helper()
-	temporalBin, err := tools.TemporalBin()
+	temporalBin, err := testtools.TemporalBin()
 	if err != nil {
 		t.Fatalf("the temporal CLI is not installed (%v): run scripts/tools.sh", err)
 	}
-	claude, err := tools.ClaudeBin()
+	claude, err := testtools.ClaudeBin()
 	if err != nil {
 		t.Fatalf("the Claude CLI is not installed (%v): run scripts/tools.sh", err)
 	}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/drover-run/drover/internal/pgtest"
+	"github.com/drover-run/drover/internal/testkit/pgtest"
 )
 
 func TestNormalizeCommandOnRecordedTranscripts(t *testing.T) {

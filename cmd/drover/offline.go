@@ -3,7 +3,7 @@ package main
 import (
 	"strings"
 
-	fa "github.com/drover-run/drover/internal/fakeanthropic"
+	fa "github.com/drover-run/drover/internal/offlinemodel"
 )
 
 // offlinePrefix marks what the offline model says, so that no one takes it for a real model.

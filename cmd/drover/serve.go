@@ -104,6 +104,7 @@ func startAPI(ctx context.Context, a *app, o apiOptions) (*apiServer, error) {
 		Tasks:   tasks,
 		Reader:  view,
 		Decider: &taskclient.Decider{Temporal: tc, View: view},
+		Workers: tasks.WorkersPolling,
 		Exists: func(ctx context.Context, id string) error {
 			_, err := tc.DescribeWorkflow(ctx, id, "")
 			return err

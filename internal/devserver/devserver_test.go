@@ -9,11 +9,11 @@ import (
 	"go.temporal.io/api/operatorservice/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/drover-run/drover/internal/tools"
+	"github.com/drover-run/drover/internal/testkit/testtools"
 )
 
 func TestStartRestartKeepsState(t *testing.T) {
-	bin, err := tools.TemporalBin()
+	bin, err := testtools.TemporalBin()
 	if err != nil {
 		t.Skip(err)
 	}

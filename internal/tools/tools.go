@@ -120,18 +120,6 @@ func (env Env) ChromiumBin() (string, error) {
 	return executable("chromium", path)
 }
 
-// ChromiumBin is Env(os.Getenv).ChromiumBin, for tests.
-func ChromiumBin() (string, error) { return Env(os.Getenv).ChromiumBin() }
-
-// ClaudeBin is Env(os.Getenv).ClaudeBin, for tests.
-func ClaudeBin() (string, error) { return Env(os.Getenv).ClaudeBin() }
-
-// TemporalBin is Env(os.Getenv).TemporalBin, for tests.
-func TemporalBin() (string, error) { return Env(os.Getenv).TemporalBin() }
-
-// TemporalServerTools is Env(os.Getenv).TemporalServer, for tests.
-func TemporalServerTools() (TemporalServer, error) { return Env(os.Getenv).TemporalServer() }
-
 func (env Env) locate(name, key, rel string) (string, error) {
 	path := env(key)
 	if path == "" {

@@ -69,8 +69,8 @@ func TestLocateTemporalServer(t *testing.T) {
 	t.Setenv(EnvToolsDir, dir)
 	t.Setenv(EnvTemporalServerDir, "")
 	release := filepath.Join(dir, "temporal-server-"+TemporalServerVersion)
-	if _, err := TemporalServerTools(); !errors.Is(err, ErrNotInstalled) {
-		t.Fatalf("TemporalServerTools() on an empty folder: %v", err)
+	if _, err := Env(os.Getenv).TemporalServer(); !errors.Is(err, ErrNotInstalled) {
+		t.Fatalf("Env(os.Getenv).TemporalServer() on an empty folder: %v", err)
 	}
 	for _, bin := range []string{"temporal-server", "temporal-sql-tool"} {
 		if err := os.MkdirAll(release, 0o755); err != nil {
@@ -81,27 +81,27 @@ func TestLocateTemporalServer(t *testing.T) {
 		}
 	}
 	// Binaries without the schema are not an installation.
-	if _, err := TemporalServerTools(); !errors.Is(err, ErrNotInstalled) || !strings.Contains(err.Error(), "schema") {
-		t.Fatalf("TemporalServerTools() without the schema: %v", err)
+	if _, err := Env(os.Getenv).TemporalServer(); !errors.Is(err, ErrNotInstalled) || !strings.Contains(err.Error(), "schema") {
+		t.Fatalf("Env(os.Getenv).TemporalServer() without the schema: %v", err)
 	}
 	for _, kind := range []string{"temporal", "visibility"} {
 		if err := os.MkdirAll(filepath.Join(release, "schema", "postgresql", "v12", kind, "versioned"), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got, err := TemporalServerTools()
+	got, err := Env(os.Getenv).TemporalServer()
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := TemporalServer{Dir: release, Bin: filepath.Join(release, "temporal-server"),
 		SQLTool: filepath.Join(release, "temporal-sql-tool"), SchemaDir: filepath.Join(release, "schema")}
 	if got != want {
-		t.Fatalf("TemporalServerTools() = %+v, want %+v", got, want)
+		t.Fatalf("Env(os.Getenv).TemporalServer() = %+v, want %+v", got, want)
 	}
 	// The variable names another release folder.
 	t.Setenv(EnvTemporalServerDir, filepath.Join(dir, "elsewhere"))
-	if _, err := TemporalServerTools(); !errors.Is(err, ErrNotInstalled) || !strings.Contains(err.Error(), "elsewhere") {
-		t.Fatalf("TemporalServerTools() with %s set: %v", EnvTemporalServerDir, err)
+	if _, err := Env(os.Getenv).TemporalServer(); !errors.Is(err, ErrNotInstalled) || !strings.Contains(err.Error(), "elsewhere") {
+		t.Fatalf("Env(os.Getenv).TemporalServer() with %s set: %v", EnvTemporalServerDir, err)
 	}
 }
 
@@ -118,11 +118,11 @@ func TestLocate(t *testing.T) {
 	t.Setenv(EnvClaudeBin, "")
 	t.Setenv(EnvTemporalBin, "")
 
-	got, err := ClaudeBin()
+	got, err := Env(os.Getenv).ClaudeBin()
 	if err != nil || got != claude {
 		t.Fatalf("ClaudeBin() = %q, %v; want %q", got, err, claude)
 	}
-	_, err = TemporalBin()
+	_, err = Env(os.Getenv).TemporalBin()
 	if !errors.Is(err, ErrNotInstalled) || !strings.Contains(err.Error(), "scripts/tools.sh") {
 		t.Fatalf("TemporalBin() error = %v; want ErrNotInstalled mentioning scripts/tools.sh", err)
 	}
@@ -133,7 +133,7 @@ func TestLocate(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv(EnvTemporalBin, other)
-	if got, err := TemporalBin(); err != nil || got != other {
+	if got, err := Env(os.Getenv).TemporalBin(); err != nil || got != other {
 		t.Fatalf("TemporalBin() = %q, %v; want %q", got, err, other)
 	}
 
@@ -141,7 +141,7 @@ func TestLocate(t *testing.T) {
 	if err := os.Chmod(other, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := TemporalBin(); !errors.Is(err, ErrNotInstalled) {
+	if _, err := Env(os.Getenv).TemporalBin(); !errors.Is(err, ErrNotInstalled) {
 		t.Fatalf("TemporalBin() on a non-executable file: %v", err)
 	}
 
