@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/drover-run/drover/internal/bench"
-	fa "github.com/drover-run/drover/internal/fakeanthropic"
+	fa "github.com/drover-run/drover/internal/offlinemodel"
 	"github.com/drover-run/drover/task"
 )
 

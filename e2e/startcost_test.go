@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/drover-run/drover/events"
-	fa "github.com/drover-run/drover/internal/fakeanthropic"
+	fa "github.com/drover-run/drover/internal/offlinemodel"
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/taskview"
 )
