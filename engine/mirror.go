@@ -37,7 +37,7 @@ const mirrorChainLimit = 64
 // errMirrorCorrupt reports a mirror that does not rebuild what its manifest and hashes say.
 var errMirrorCorrupt = errors.New("the session mirror is corrupt")
 
-// mirrorUpdate returns what the mirror needs to hold a session's files as they stand now, given
+// update returns what the mirror needs to hold a session's files as they stand now, given
 // the mirror's state: for each file, the bytes appended since the mirror's last chunk, or the
 // whole file when it is new, was rewritten (its mirrored part changed) or its chain is long; and
 // the manifest of them all. A transcript is taken up to its last complete line: the CLI may be
