@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-run/drover/api"
+	"github.com/drover-run/drover/internal/telemetry"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/taskclient"
 	"github.com/drover-run/drover/taskview"
@@ -30,6 +31,12 @@ bearer tokens every request must carry.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			ctx := c.Context()
+			tel, err := telemetry.Setup(ctx, telemetry.Config{Service: "drover-api", Version: version,
+				Traces: a.env.otlpTraces, Metrics: a.env.otlpMetrics, Logger: a.log})
+			if err != nil {
+				return err
+			}
+			defer tel.Shutdown(context.WithoutCancel(ctx))
 			o.temporalAddress, o.databaseURL = a.env.temporalAddress, a.env.databaseURL
 			srv, err := startAPI(ctx, a, o)
 			if err != nil {
