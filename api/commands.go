@@ -23,7 +23,7 @@ const workerCheckFresh = time.Second
 
 // checkWorkers answers 503 when Config.Workers says no worker polls: nothing is sent then, so
 // nothing runs later that the client was not told of.
-func (s *Server) checkWorkers(ctx context.Context) *Error {
+func (s *Server) checkWorkers(ctx context.Context) *taskerr.Error {
 	if s.cfg.Workers == nil {
 		return nil
 	}
@@ -36,7 +36,7 @@ func (s *Server) checkWorkers(ctx context.Context) *Error {
 		if err != nil {
 			e := fromError(err)
 			if e.Code == CodeInternal {
-				e = &Error{status: http.StatusServiceUnavailable, Code: taskerr.CodeUnavailable, cause: err}
+				e = &taskerr.Error{Status: http.StatusServiceUnavailable, Code: taskerr.CodeUnavailable, Err: err}
 			}
 			e.Message = "Temporal did not say whether a worker runs; nothing was sent: try again"
 			return e
@@ -54,7 +54,7 @@ func (s *Server) checkWorkers(ctx context.Context) *Error {
 // ends with it. When needsWorker, the command is sent only if a worker polls. The answer for a
 // failure says what the client can know: a command sent and not confirmed in time may still
 // apply, and the same Idempotency-Key or request_id learns its answer without applying it twice.
-func (s *Server) command(r *http.Request, id string, needsWorker bool, do func(ctx context.Context) error) *Error {
+func (s *Server) command(r *http.Request, id string, needsWorker bool, do func(ctx context.Context) error) *taskerr.Error {
 	if needsWorker {
 		if e := s.checkWorkers(r.Context()); e != nil {
 			return e

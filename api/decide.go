@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/drover-run/drover/task"
+	"github.com/drover-run/drover/taskerr"
 )
 
 // Decider records a person's decision on a pending request and tells its task, with or without a
@@ -72,15 +73,15 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 		d.Allow, d.Always = true, body.Always
 	case DecisionDeny:
 		if strings.TrimSpace(body.Message) == "" {
-			s.writeError(w, r, &Error{status: http.StatusBadRequest, Code: CodeInvalidInput,
+			s.writeError(w, r, &taskerr.Error{Status: http.StatusBadRequest, Code: CodeInvalidInput,
 				Message:  "message: a denial needs a message; it is what the agent reads",
-				Problems: []Problem{{Field: "message", Reason: "is required to deny"}}})
+				Problems: []taskerr.Problem{{Field: "message", Reason: "is required to deny"}}})
 			return
 		}
 	default:
-		s.writeError(w, r, &Error{status: http.StatusBadRequest, Code: CodeInvalidInput,
+		s.writeError(w, r, &taskerr.Error{Status: http.StatusBadRequest, Code: CodeInvalidInput,
 			Message:  fmt.Sprintf("decision: %q is unknown; use allow, deny or allow_always", body.Decision),
-			Problems: []Problem{{Field: "decision", Reason: "use allow, deny or allow_always"}}})
+			Problems: []taskerr.Problem{{Field: "decision", Reason: "use allow, deny or allow_always"}}})
 		return
 	}
 	if body.Always != "" && body.Decision != DecisionAllowAlways {
@@ -111,7 +112,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 }
 
 // onlySuggestion is the key of the one suggestion the pending request offers.
-func (s *Server) onlySuggestion(ctx context.Context, taskID, reqID string) (string, *Error) {
+func (s *Server) onlySuggestion(ctx context.Context, taskID, reqID string) (string, *taskerr.Error) {
 	ps, err := s.cfg.Reader.Pending(ctx, taskID, 0)
 	if err != nil {
 		return "", fromError(err)

@@ -11,11 +11,13 @@ import (
 	"reflect"
 	"strings"
 	"time"
+
+	"github.com/drover-run/drover/taskerr"
 )
 
 // decode reads r's body, one JSON object, into v: unknown fields, trailing data, a wrong type
 // or a body over the limit are refused with what was wrong.
-func decode(r *http.Request, v any) *Error {
+func decode(r *http.Request, v any) *taskerr.Error {
 	if e := checkJSON(r); e != nil {
 		return e
 	}
@@ -55,9 +57,9 @@ func decode(r *http.Request, v any) *Error {
 		if field == "" {
 			return errorf(http.StatusBadRequest, CodeInvalidJSON, "the body must be a JSON object, not "+typ.Value)
 		}
-		return &Error{status: http.StatusBadRequest, Code: CodeInvalidJSON,
+		return &taskerr.Error{Status: http.StatusBadRequest, Code: CodeInvalidJSON,
 			Message:  fmt.Sprintf("%s: is %s, want %s", field, typ.Value, typ.Type),
-			Problems: []Problem{{Field: field, Reason: fmt.Sprintf("is %s, want %s", typ.Value, typ.Type)}}}
+			Problems: []taskerr.Problem{{Field: field, Reason: fmt.Sprintf("is %s, want %s", typ.Value, typ.Type)}}}
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		name := strings.TrimPrefix(err.Error(), "json: unknown field ")
 		return errorf(http.StatusBadRequest, CodeUnknownField,
@@ -65,14 +67,14 @@ func decode(r *http.Request, v any) *Error {
 	}
 	var de *durationError
 	if errors.As(err, &de) {
-		return &Error{status: http.StatusBadRequest, Code: CodeInvalidJSON, Message: de.Error()}
+		return &taskerr.Error{Status: http.StatusBadRequest, Code: CodeInvalidJSON, Message: de.Error()}
 	}
 	return errorf(http.StatusBadRequest, CodeInvalidJSON, "the body could not be read: "+err.Error())
 }
 
 // checkJSON refuses a body of any Content-Type but JSON (none is taken as JSON): the types a
 // web page may send to another origin without asking (form, text) never reach a handler.
-func checkJSON(r *http.Request) *Error {
+func checkJSON(r *http.Request) *taskerr.Error {
 	ct := r.Header.Get("Content-Type")
 	if ct == "" {
 		return nil
@@ -86,7 +88,7 @@ func checkJSON(r *http.Request) *Error {
 }
 
 // decodeOptional is decode for a body that may be left out: an empty body leaves v as it is.
-func decodeOptional(r *http.Request, v any) *Error {
+func decodeOptional(r *http.Request, v any) *taskerr.Error {
 	if e := checkJSON(r); e != nil {
 		return e
 	}

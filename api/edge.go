@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/drover-run/drover/task"
+	"github.com/drover-run/drover/taskerr"
 )
 
 // What every string a request carries must be: text, without a NUL byte. Postgres stores no
@@ -31,13 +32,13 @@ func badText(s string) string {
 }
 
 // textProblem is the 400 answer for a field that is not text.
-func textProblem(field, reason string) *Error {
+func textProblem(field, reason string) *taskerr.Error {
 	return invalidInput(&task.InvalidError{Field: field, Reason: reason})
 }
 
 // checkEdge refuses a request whose path, query or headers are not text: each is named in the
 // answer. It runs before any route.
-func checkEdge(r *http.Request) *Error {
+func checkEdge(r *http.Request) *taskerr.Error {
 	if why := badText(r.URL.Path); why != "" {
 		return textProblem("path", why)
 	}
@@ -76,7 +77,7 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // checkBodyText refuses a body that is not UTF-8, naming the field that holds the bad bytes.
 // The JSON decoder would silently replace them.
-func checkBodyText(b []byte) *Error {
+func checkBodyText(b []byte) *taskerr.Error {
 	if utf8.Valid(b) {
 		return nil
 	}

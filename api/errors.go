@@ -32,42 +32,21 @@ const (
 	CodeInternal     = taskerr.CodeInternal
 )
 
-// Error is the body of every error answer: {"error": Error}.
-type Error struct {
-	// Code is stable; clients branch on it.
-	Code string `json:"code"`
-	// Message says, for a person, what went wrong and what to do.
-	Message string `json:"message"`
-	// Problems lists each field that is wrong, for invalid_input.
-	Problems []Problem `json:"problems,omitempty"`
-
-	status int
-	cause  error // logged, never sent
-}
-
-// Problem is one wrong field of a request.
-type Problem struct {
-	Field  string `json:"field"`
-	Reason string `json:"reason"`
-}
-
-func (e *Error) Error() string { return e.Code + ": " + e.Message }
-
-func errorf(status int, code, msg string) *Error {
-	return &Error{status: status, Code: code, Message: msg}
+func errorf(status int, code, msg string) *taskerr.Error {
+	return &taskerr.Error{Status: status, Code: code, Message: msg}
 }
 
 // writeError sends e as the answer, and logs its cause when it is the server's fault.
-func (s *Server) writeError(w http.ResponseWriter, r *http.Request, e *Error) {
-	if e.status >= 500 {
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, e *taskerr.Error) {
+	if e.Status >= 500 {
 		s.cfg.Logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path,
-			"code", e.Code, "error", e.cause)
+			"code", e.Code, "error", e.Err)
 	}
-	if e.status == http.StatusUnauthorized {
+	if e.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="drover"`)
 	}
-	writeJSON(w, e.status, struct {
-		Error *Error `json:"error"`
+	writeJSON(w, e.Status, struct {
+		Error *taskerr.Error `json:"error"`
 	}{e})
 }
 
@@ -85,19 +64,19 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // invalidInput is the answer for input the task package refuses: each *task.InvalidError a
 // problem of its own.
-func invalidInput(err error) *Error {
-	var ps []Problem
+func invalidInput(err error) *taskerr.Error {
+	var ps []taskerr.Problem
 	for _, e := range flatten(err) {
 		var ie *task.InvalidError
 		if errors.As(e, &ie) {
-			ps = append(ps, Problem{Field: ie.Field, Reason: ie.Reason})
+			ps = append(ps, taskerr.Problem{Field: ie.Field, Reason: ie.Reason})
 		}
 	}
 	msg := "the request cannot run as given: " + err.Error()
 	if len(ps) == 1 {
 		msg = ps[0].Field + ": " + ps[0].Reason
 	}
-	return &Error{status: http.StatusBadRequest, Code: CodeInvalidInput, Message: msg, Problems: ps}
+	return &taskerr.Error{Status: http.StatusBadRequest, Code: CodeInvalidInput, Message: msg, Problems: ps}
 }
 
 // flatten lists the errors that err joins, at any depth.
@@ -115,8 +94,8 @@ func flatten(err error) []error {
 
 // fromError turns an error of the write or read side into an answer, as taskerr names it. A
 // fault of the server is answered without its details, which go to the log.
-func fromError(err error) *Error {
-	var e *Error
+func fromError(err error) *taskerr.Error {
+	var e *taskerr.Error
 	if errors.As(err, &e) {
 		return e
 	}
@@ -129,5 +108,5 @@ func fromError(err error) *Error {
 	if d.Code == taskerr.CodeInternal {
 		msg = "the server failed; its log says why"
 	}
-	return &Error{status: d.Status, Code: d.Code, Message: msg, cause: err}
+	return &taskerr.Error{Status: d.Status, Code: d.Code, Message: msg, Err: err}
 }

@@ -13,30 +13,12 @@ import (
 
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/taskerr"
+	"github.com/drover-run/drover/taskview"
 )
-
-// Event is one event of a task's log, as the API sends it: in a page of events and as the
-// data of a Server-Sent Event. It is the line drover task watch --output json prints.
-type Event struct {
-	Seq     int64           `json:"seq"`
-	Time    time.Time       `json:"time"`
-	Turn    int             `json:"turn"`
-	Attempt int             `json:"attempt"`
-	Type    string          `json:"type"`
-	Event   json.RawMessage `json:"event"`
-}
-
-func eventOf(ev store.Event) Event {
-	payload := ev.Payload
-	if payload == nil {
-		payload = json.RawMessage("null")
-	}
-	return Event{Seq: ev.Seq, Time: ev.CreatedAt, Turn: ev.Turn, Attempt: ev.Attempt, Type: ev.Type, Event: payload}
-}
 
 // EventPage is the answer to GET /api/v1/tasks/{id}/events with Accept: application/json.
 type EventPage struct {
-	Events []Event `json:"events"`
+	Events []taskview.Event `json:"events"`
 	// NextAfter is the cursor of the next page: the last event's seq, or the request's after.
 	NextAfter int64 `json:"next_after"`
 }
@@ -83,7 +65,7 @@ func (s *Server) exists(ctx context.Context, id string) error {
 }
 
 // eventCursor is the seq after which events are sent: Last-Event-ID, else ?after, else 0.
-func eventCursor(r *http.Request) (int64, *Error) {
+func eventCursor(r *http.Request) (int64, *taskerr.Error) {
 	v, what := r.Header.Get("Last-Event-ID"), "Last-Event-ID"
 	if v == "" {
 		v, what = r.URL.Query().Get("after"), "after"
@@ -131,9 +113,9 @@ func (s *Server) eventPage(w http.ResponseWriter, r *http.Request, id string, af
 		s.writeError(w, r, fromError(err))
 		return
 	}
-	page := EventPage{Events: make([]Event, 0, len(evs)), NextAfter: after}
+	page := EventPage{Events: make([]taskview.Event, 0, len(evs)), NextAfter: after}
 	for _, ev := range evs {
-		page.Events = append(page.Events, eventOf(ev))
+		page.Events = append(page.Events, taskview.EventOf(ev))
 		page.NextAfter = ev.Seq
 	}
 	writeJSON(w, http.StatusOK, page)
@@ -208,7 +190,7 @@ func (s *Server) followEvents(ctx context.Context, id string, after int64, write
 	for {
 		select {
 		case ev := <-evc:
-			data, err := json.Marshal(eventOf(ev))
+			data, err := json.Marshal(taskview.EventOf(ev))
 			if err != nil {
 				s.cfg.Logger.ErrorContext(ctx, "encoding an event failed", "task_id", id, "seq", ev.Seq, "error", err)
 				return

@@ -121,7 +121,7 @@ func checkAgainstLog(t *testing.T, db *pgxpool.Pool, taskID string, got []sse, a
 		t.Fatalf("streamed %d events, the log has %d after %d", len(got), len(log), after)
 	}
 	for i, ev := range got {
-		var data api.Event
+		var data taskview.Event
 		if err := json.Unmarshal([]byte(ev.data), &data); err != nil {
 			t.Fatalf("event %s: data %q: %v", ev.id, ev.data, err)
 		}

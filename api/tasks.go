@@ -64,7 +64,7 @@ type BudgetJSON struct {
 }
 
 // params are the task's parameters and first prompt that c describes.
-func (c CreateTask) params() (task.Params, task.Prompt, *Error) {
+func (c CreateTask) params() (task.Params, task.Prompt, *taskerr.Error) {
 	ws := c.Workspace
 	switch {
 	case ws != "" && c.Cwd != "" && filepath.Clean(ws) != filepath.Clean(c.Cwd):
@@ -215,7 +215,7 @@ func (s *Server) writeCreated(w http.ResponseWriter, r *http.Request, acc Accept
 }
 
 // checkIdempotencyKey refuses a key that is too long or holds anything but printable ASCII.
-func checkIdempotencyKey(key string) *Error {
+func checkIdempotencyKey(key string) *taskerr.Error {
 	if len(key) > MaxIdempotencyKeyBytes {
 		return textProblem("header Idempotency-Key",
 			fmt.Sprintf("is %d bytes; use at most %d (a uuid is best)", len(key), MaxIdempotencyKeyBytes))
@@ -229,7 +229,7 @@ func checkIdempotencyKey(key string) *Error {
 // commandError is the answer for a command the task refused. Temporal answers a command to a
 // task whose run has ended as if the task did not exist; when the read side knows the task,
 // it has ended, and the answer says so.
-func (s *Server) commandError(ctx context.Context, id string, err error) *Error {
+func (s *Server) commandError(ctx context.Context, id string, err error) *taskerr.Error {
 	e := fromError(err)
 	if e.Code != CodeNotFound {
 		return e
@@ -245,7 +245,7 @@ func (s *Server) commandError(ctx context.Context, id string, err error) *Error 
 }
 
 // taskID is the {id} of r's path, checked as task.ValidateID checks a new task's id.
-func taskID(r *http.Request) (string, *Error) {
+func taskID(r *http.Request) (string, *taskerr.Error) {
 	id := r.PathValue("id")
 	if err := task.ValidateID(id); err != nil {
 		var ie *task.InvalidError

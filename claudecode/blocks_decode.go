@@ -1,6 +1,6 @@
 package claudecode
 
-import "github.com/drover-run/drover/internal/jsonscan"
+import "github.com/drover-run/drover/claudecode/internal/jsonscan"
 
 // Content blocks carry the bulk of the bytes (tool results are often hundreds of kilobytes), and their
 // "string or array" and "keep unknown blocks verbatim" rules would make a reflective decoder scan them
@@ -10,72 +10,20 @@ import "github.com/drover-run/drover/internal/jsonscan"
 // UnmarshalJSON decodes a block, keeping Raw for unmodelled types. A value that is not an object
 // leaves b zero. It fails only on invalid JSON.
 func (b *ContentBlock) UnmarshalJSON(data []byte) error {
+	*b = ContentBlock{}
 	d := jsonscan.New(rawCopy(data))
 	b.decode(d)
 	d.End()
 	return d.Err()
 }
 
-// decode reads one block; any value but an object leaves b zero.
-func (b *ContentBlock) decode(d *jsonscan.Decoder) {
-	*b = ContentBlock{}
-	if d.Peek() != '{' {
-		d.Skip()
-		return
-	}
-	start := d.Offset()
-	for more := d.Object(); more; more = d.More() {
-		switch string(d.Key()) {
-		case "type":
-			d.Name(&b.Type)
-		case "text":
-			d.Str(&b.Text)
-		case "thinking":
-			d.Str(&b.Thinking)
-		case "signature":
-			d.Str(&b.Signature)
-		case "data":
-			d.Str(&b.Data)
-		case "id":
-			d.Name(&b.ID)
-		case "name":
-			d.Name(&b.Name)
-		case "tool_use_id":
-			d.Name(&b.ToolUseID)
-		case "is_error":
-			d.Bool(&b.IsError)
-		case "input":
-			b.Input = d.Raw()
-		case "content":
-			b.Content.decode(d)
-		case "source":
-			b.Source = decodePtr(d, b.Source, (*ImageSource).decode)
-		default:
-			d.Skip()
-		}
-	}
+// unmodelled reports whether b is of a type ContentBlock does not model, whose bytes it keeps in Raw.
+func (b *ContentBlock) unmodelled() bool {
 	switch b.Type {
 	case BlockText, BlockThinking, BlockRedactedThinking, BlockToolUse, BlockToolResult, BlockImage:
-	default:
-		b.Raw = d.Since(start)
+		return false
 	}
-}
-
-func (s *ImageSource) decode(d *jsonscan.Decoder) {
-	for more := d.Object(); more; more = d.More() {
-		switch string(d.Key()) {
-		case "type":
-			d.Name(&s.Type)
-		case "media_type":
-			d.Name(&s.MediaType)
-		case "data":
-			d.Str(&s.Data)
-		case "url":
-			d.Str(&s.URL)
-		default:
-			d.Skip()
-		}
-	}
+	return true
 }
 
 // UnmarshalJSON accepts a string, an array of blocks or null. Any other JSON value leaves c zero. It
@@ -94,7 +42,7 @@ func (c *Content) decode(d *jsonscan.Decoder) {
 	case '"':
 		c.Text, _ = d.String()
 	case '[':
-		c.Blocks = decodeSlice(d, []ContentBlock(nil), (*ContentBlock).decode)
+		c.Blocks = decodeSlice(d, nil, (*ContentBlock).decode)
 	default:
 		d.Skip()
 	}

@@ -28,10 +28,10 @@ const (
 //   - anything else: Raw (the block verbatim), plus whichever of the fields above it happens to carry
 type ContentBlock struct {
 	Type      string          `json:"type"`
-	Text      string          `json:"text,omitempty"`
-	Thinking  string          `json:"thinking,omitempty"`
-	Signature string          `json:"signature,omitempty"`
-	Data      string          `json:"data,omitempty"`
+	Text      string          `json:"text,omitempty" wire:"text"`
+	Thinking  string          `json:"thinking,omitempty" wire:"text"`
+	Signature string          `json:"signature,omitempty" wire:"text"`
+	Data      string          `json:"data,omitempty" wire:"text"`
 	ID        string          `json:"id,omitempty"`
 	Name      string          `json:"name,omitempty"`
 	Input     json.RawMessage `json:"input,omitempty"`
@@ -40,15 +40,15 @@ type ContentBlock struct {
 	IsError   bool            `json:"is_error,omitempty"`
 	Source    *ImageSource    `json:"source,omitempty"`
 	// Raw is the block verbatim, kept only for types not listed above.
-	Raw json.RawMessage `json:"-"`
+	Raw json.RawMessage `json:"-" wire:"verbatim,if=unmodelled"`
 }
 
 // ImageSource is the source of an image block.
 type ImageSource struct {
 	Type      string `json:"type"` // base64 or url
 	MediaType string `json:"media_type,omitempty"`
-	Data      string `json:"data,omitempty"`
-	URL       string `json:"url,omitempty"`
+	Data      string `json:"data,omitempty" wire:"text"`
+	URL       string `json:"url,omitempty" wire:"text"`
 }
 
 // Content is message or tool-result content, which the wire carries either as a plain string (Text)

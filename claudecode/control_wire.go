@@ -26,18 +26,18 @@ type CanUseTool struct {
 	// DisplayName, Title and Description are the CLI's words for the prompt, when it sends them
 	// (Description is the Bash command, or the file name of a file tool).
 	DisplayName string `json:"display_name,omitempty"`
-	Title       string `json:"title,omitempty"`
-	Description string `json:"description,omitempty"`
+	Title       string `json:"title,omitempty" wire:"text"`
+	Description string `json:"description,omitempty" wire:"text"`
 	// PermissionSuggestions are the CLI's own "always allow" choices, an array of PermissionUpdate
 	// (see Suggestions). The CLI sends none for a call a PreToolUse hook asked about.
 	PermissionSuggestions json.RawMessage `json:"permission_suggestions,omitempty"`
 	// BlockedPath is the path that made the CLI ask (a directory outside the allowed ones, a file
 	// a command writes), when there is one.
-	BlockedPath string `json:"blocked_path,omitempty"`
+	BlockedPath string `json:"blocked_path,omitempty" wire:"text"`
 	// DecisionReason is why the CLI asks, in words (a hook's permissionDecisionReason, a safety
 	// check's warning); it may carry ANSI escapes. DecisionReasonType names the kind: hook, mode,
 	// rule, workingDir, safetyCheck, subcommandResults, classifier, …
-	DecisionReason          string `json:"decision_reason,omitempty"`
+	DecisionReason          string `json:"decision_reason,omitempty" wire:"text"`
 	DecisionReasonType      string `json:"decision_reason_type,omitempty"`
 	DecisionReasonCode      string `json:"decision_reason_code,omitempty"`
 	DecisionReasonHookEvent string `json:"decision_reason_hook_event,omitempty"`
@@ -77,7 +77,7 @@ type HookCallback struct {
 type HookInput struct {
 	HookEventName  string          `json:"hook_event_name"` // PreToolUse, PostToolUse, Stop, …
 	SessionID      string          `json:"session_id,omitempty"`
-	TranscriptPath string          `json:"transcript_path,omitempty"`
+	TranscriptPath string          `json:"transcript_path,omitempty" wire:"text"`
 	CWD            string          `json:"cwd,omitempty"`
 	PermissionMode string          `json:"permission_mode,omitempty"`
 	ToolName       string          `json:"tool_name,omitempty"`
@@ -90,9 +90,9 @@ type HookInput struct {
 	// StopHookActive is set on a Stop hook when an earlier Stop hook of the same turn blocked.
 	StopHookActive bool `json:"stop_hook_active,omitempty"`
 	// LastAssistantMessage is the text the agent would stop on (Stop hooks).
-	LastAssistantMessage string `json:"last_assistant_message,omitempty"`
+	LastAssistantMessage string `json:"last_assistant_message,omitempty" wire:"text"`
 	// Raw is the input object verbatim.
-	Raw json.RawMessage `json:"-"`
+	Raw json.RawMessage `json:"-" wire:"verbatim"`
 }
 
 // ControlResponse answers one of our control requests ({"type":"control_response","response":

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/drover-run/drover/internal/jsonscan"
+	"github.com/drover-run/drover/claudecode/internal/jsonscan"
 )
+
+//go:generate go run ./internal/wiregen/cmd/wiregen -o wire_decode.go wire.go control_wire.go content.go
 
 // ErrNotObject is returned (wrapped) by Decode for valid JSON that is not an object.
 var ErrNotObject = errors.New("not a JSON object")
@@ -252,3 +254,81 @@ func syntaxError(data []byte) error {
 	}
 	return errors.New("invalid JSON")
 }
+
+// decodeSlice decodes an array with decode for each element: null gives nil, an array a non-nil
+// slice (empty when the array is), anything else leaves old.
+func decodeSlice[T any](d *jsonscan.Decoder, old []T, decode func(*T, *jsonscan.Decoder)) []T {
+	switch d.Peek() {
+	case 'n':
+		d.Skip()
+		return nil
+	case '[':
+	default:
+		d.Skip()
+		return old
+	}
+	out := []T{}
+	for more := d.Array(); more; more = d.ArrayMore() {
+		var v T
+		decode(&v, d)
+		out = append(out, v)
+	}
+	return out
+}
+
+// decodePtr decodes an optional object: null gives nil, an object a new value, anything else leaves
+// old.
+func decodePtr[T any](d *jsonscan.Decoder, old *T, decode func(*T, *jsonscan.Decoder)) *T {
+	switch d.Peek() {
+	case 'n':
+		d.Skip()
+		return nil
+	case '{':
+		v := new(T)
+		decode(v, d)
+		return v
+	}
+	d.Skip()
+	return old
+}
+
+// decodeNew decodes an optional value of a type whose decode reads any value (one that keeps its
+// object verbatim): null gives nil, anything else a new value, as encoding/json does for a pointer
+// to an Unmarshaler.
+func decodeNew[T any](d *jsonscan.Decoder, decode func(*T, *jsonscan.Decoder)) *T {
+	if d.Peek() == 'n' {
+		d.Skip()
+		return nil
+	}
+	v := new(T)
+	decode(v, d)
+	return v
+}
+
+// decodeMap decodes an object of values keyed by name: null gives nil, an object a non-nil map
+// (empty when the object is), anything else leaves old. A repeated name decodes into the value
+// already there.
+func decodeMap[T any](d *jsonscan.Decoder, old map[string]T, decode func(*T, *jsonscan.Decoder)) map[string]T {
+	switch d.Peek() {
+	case 'n':
+		d.Skip()
+		return nil
+	case '{':
+	default:
+		d.Skip()
+		return old
+	}
+	if old == nil {
+		old = map[string]T{}
+	}
+	for more := d.Object(); more; more = d.More() {
+		name := string(d.Key())
+		v := old[name]
+		decode(&v, d)
+		old[name] = v
+	}
+	return old
+}
+
+// rawCopy returns a copy of data for the UnmarshalJSON methods, which must not keep their input.
+func rawCopy(data []byte) []byte { return append(json.RawMessage(nil), data...) }

@@ -120,7 +120,7 @@ func FuzzClient(f *testing.F) {
 	})
 }
 
-// FuzzContentBlock: the hand-written block decoder never panics on any input, and on valid input it
+// FuzzContentBlock: the generated block decoder never panics on any input, and on valid input it
 // agrees with encoding/json for the modelled string fields.
 func FuzzContentBlock(f *testing.F) {
 	for _, s := range []string{`{"type":"text","text":"hi"}`, `{"type":"tool_result","content":[{"type":"text","text":"a"}],"is_error":true}`,

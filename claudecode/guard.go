@@ -14,8 +14,9 @@ import (
 // A guard is a small process between the host and the CLI. The host starts the guard (in a
 // process group of its own, as the CLI would be) with its parent-death signal set; the guard
 // runs the CLI as its child with the same standard streams, environment and process group, and
-// waits. When the CLI exits, the guard kills what is left of its tree (every process carrying
-// the CLI's TagEnv) and exits the way the CLI did. When the host dies, however it dies, the
+// waits. When the CLI exits, the guard kills what is left of its tree (every process below it:
+// the guard is their subreaper; every process carrying the CLI's TagEnv where the kernel does not
+// list a process's children) and exits the way the CLI did. When the host dies, however it dies, the
 // guard kills the CLI and its whole tree at once and exits: no tool of a lost attempt runs on
 // beside the next one. Without a guard the CLI dies with its host (parent-death signal), but the
 // tools it started live on until the host's next start kills them by tag.
@@ -54,6 +55,8 @@ func RunGuard(args []string) int {
 		return 1 // the host died while the guard started
 	}
 
+	// Every process of the CLI's tree stays below the guard, so that its end is found there.
+	subreaper := becomeSubreaper() == nil
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -73,7 +76,9 @@ func RunGuard(args []string) int {
 	for {
 		select {
 		case err := <-done:
-			killTree(tag)
+			if !subreaper || !killDescendants() {
+				killTree(tag)
+			}
 			return exitStatus(err)
 		case sig := <-sigs:
 			if sig == guardDeathSignal {
@@ -82,6 +87,9 @@ func RunGuard(args []string) int {
 			// The host's Stop signals the whole group, the CLI included: let the CLI end as it
 			// chooses; the host escalates if it does not.
 		case <-tick.C:
+			if subreaper {
+				reapOrphans(cmd.Process.Pid)
+			}
 			if os.Getppid() != host {
 				return orphaned(cmd, tag, done)
 			}

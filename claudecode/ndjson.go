@@ -8,7 +8,7 @@ import (
 	"io"
 	"sync"
 
-	"github.com/drover-run/drover/internal/jsonscan"
+	"github.com/drover-run/drover/claudecode/internal/jsonscan"
 )
 
 // readerBufferSize is the size of the bufio.Reader under Reader; lines longer than this are assembled

@@ -64,6 +64,8 @@ type Process struct {
 	client *Client
 	stderr *stderrRing
 	tag    string // the TagEnv value of the CLI's tree; "" when the command carries none
+	// guarded: the command is a guard (Command.Guard), which kills the CLI's tree itself.
+	guarded bool
 
 	stopOnce sync.Once
 	stopErr  error
@@ -125,12 +127,13 @@ func Start(ctx context.Context, cmd *exec.Cmd, cfg ProcessConfig) (*Process, err
 	_ = errW.Close()
 
 	p := &Process{
-		cmd:    cmd,
-		cfg:    cfg,
-		log:    cfg.Client.Logger,
-		stderr: newStderrRing(cfg.StderrLines, cfg.StderrBytes, secretEnvValues(cmd.Env)),
-		tag:    envValue(cmd.Env, TagEnv),
-		exited: make(chan struct{}),
+		cmd:     cmd,
+		cfg:     cfg,
+		log:     cfg.Client.Logger,
+		stderr:  newStderrRing(cfg.StderrLines, cfg.StderrBytes, secretEnvValues(cmd.Env)),
+		tag:     envValue(cmd.Env, TagEnv),
+		guarded: cmd.SysProcAttr.Pdeathsig == guardDeathSignal,
+		exited:  make(chan struct{}),
 	}
 	p.client = NewClient(outR, inW, cfg.Client)
 	stderrDone := make(chan struct{})
@@ -151,7 +154,8 @@ func (p *Process) wait(ctx context.Context, errR *os.File, stderrDone <-chan str
 	// What is left of the CLI's tree must not outlive it: members of its group, and the tools'
 	// own sessions (the Bash tool starts each command in a session of its own), found by tag.
 	_ = killGroup(p.cmd, syscall.SIGKILL)
-	if p.tag != "" {
+	// A guard that exited by itself killed the tree already (RunGuard); one that was killed did not.
+	if p.tag != "" && !(p.guarded && p.cmd.ProcessState != nil && p.cmd.ProcessState.Exited()) {
 		KillTagged(p.tag)
 	}
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"os"
 	"strconv"
 	"syscall"
@@ -94,4 +95,97 @@ func taggedPIDs(match func(tag []byte) bool) []int {
 		}
 	}
 	return out
+}
+
+// prSetChildSubreaper is prctl(2)'s PR_SET_CHILD_SUBREAPER.
+const prSetChildSubreaper = 36
+
+// becomeSubreaper makes the calling process the parent of its orphaned descendants: a tool that
+// leaves the CLI's session, or whose parent exits, stays below it, where killDescendants finds
+// it without reading every process of the host.
+func becomeSubreaper() error {
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0); errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// childrenOf lists pid's children as the kernel keeps them (/proc/PID/task/TID/children); ok is
+// false when it does not offer the list.
+func childrenOf(pid int) (out []int, ok bool) {
+	base := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(base)
+	if err != nil {
+		return nil, false
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile(base + "/" + t.Name() + "/children")
+		if errors.Is(err, os.ErrNotExist) {
+			if _, serr := os.Stat(base + "/" + t.Name()); serr == nil {
+				return nil, false // the task is there, its list is not: the kernel has none
+			}
+			continue // the thread ended
+		}
+		if err != nil {
+			return nil, false
+		}
+		for f := range bytes.FieldsSeq(b) {
+			if c, err := strconv.Atoi(string(f)); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out, true
+}
+
+// killDescendants kills every process below the calling process and reaps them, over a few
+// rounds (a process may start a child between the listing and the kill). Called by a subreaper
+// once its own child is reaped, it ends that child's whole tree. It reports false when the
+// kernel does not list children or some process outlived the rounds; the caller then falls back
+// to the tags.
+func killDescendants() bool {
+	self := os.Getpid()
+	for range 5 {
+		reapAll()
+		var below []int
+		for queue := []int{self}; len(queue) > 0; queue = queue[1:] {
+			kids, ok := childrenOf(queue[0])
+			if !ok {
+				return false
+			}
+			below = append(below, kids...)
+			queue = append(queue, kids...)
+		}
+		if len(below) == 0 {
+			return true
+		}
+		for _, pid := range below {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	reapAll()
+	return false
+}
+
+// reapAll reaps the calling process's children that have ended, without waiting.
+func reapAll() {
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		if pid <= 0 || err != nil {
+			return
+		}
+	}
+}
+
+// reapOrphans reaps the ended children of the calling process other than keep, whose end its
+// own Wait collects: a subreaper's adopted orphans would otherwise stay zombies.
+func reapOrphans(keep int) {
+	kids, _ := childrenOf(os.Getpid())
+	for _, pid := range kids {
+		if pid != keep {
+			var ws syscall.WaitStatus
+			_, _ = syscall.Wait4(pid, &ws, syscall.WNOHANG, nil)
+		}
+	}
 }

@@ -90,6 +90,32 @@ func TestGuardKillsTheTreeWhenItsHostDies(t *testing.T) {
 	eventually(t, "the tool to die with its host", func() bool { return gone(tool) })
 }
 
+// When a guarded CLI exits, its guard ends the tools it left, even one that cleared its
+// environment (and with it the tag): they are below the guard, which adopts them.
+func TestGuardKillsWhatTheCLILeftWhenItExits(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	toolPID := filepath.Join(t.TempDir(), "tool.pid")
+	c := Command{Path: "/bin/sh", Guard: []string{self}, TagPrefix: "test-host",
+		Env: []string{"PATH=" + os.Getenv("PATH"), guardEnv + "=1"}}
+	built, err := c.Build(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The "CLI" starts a tool in a session of its own with an empty environment, then exits.
+	script := "env -i setsid sleep 300 & echo $! > " + toolPID + "; while [ ! -s " + toolPID + " ]; do :; done; exit 0"
+	built.Args = append(built.Args[:len(built.Args)-len(c.allArgs())], "-c", script)
+	p, err := Start(context.Background(), built, quick)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool := readPID(t, toolPID)
+	<-p.Exited()
+	eventually(t, "the tool the CLI left to be killed", func() bool { return gone(tool) })
+}
+
 // A host that starts again kills what CLIs of its earlier run left, by their tag.
 func TestKillTaggedUnderFindsLeftovers(t *testing.T) {
 	leftover := exec.Command("/bin/sh", "-c", "exec sleep 300")

@@ -82,7 +82,7 @@ func (*line) message() {}
 type SystemHeader struct {
 	line
 	Subtype   string `json:"subtype"`
-	UUID      string `json:"uuid,omitempty"`
+	UUID      string `json:"uuid,omitempty" wire:"text"`
 	SessionID string `json:"session_id,omitempty"`
 }
 
@@ -121,7 +121,7 @@ type SystemStatus struct {
 	Status         string `json:"status"`
 	PermissionMode string `json:"permissionMode,omitempty"`
 	CompactResult  string `json:"compact_result,omitempty"`
-	CompactError   string `json:"compact_error,omitempty"`
+	CompactError   string `json:"compact_error,omitempty" wire:"text"`
 }
 
 // SystemAPIRetry is system/api_retry: the CLI will retry a failed API call after RetryDelayMS.
@@ -147,7 +147,7 @@ type CompactMetadata struct {
 	PostTokens         int64  `json:"post_tokens,omitempty"`
 	DurationMS         int64  `json:"duration_ms,omitempty"`
 	MessagesSummarized int64  `json:"messages_summarized,omitempty"`
-	UserContext        string `json:"user_context,omitempty"`
+	UserContext        string `json:"user_context,omitempty" wire:"text"`
 }
 
 // SystemTask is system/task_started, system/task_progress, system/task_updated or
@@ -157,13 +157,13 @@ type SystemTask struct {
 	TaskID       string          `json:"task_id"`
 	RunID        string          `json:"run_id,omitempty"`
 	ToolUseID    string          `json:"tool_use_id,omitempty"`
-	Description  string          `json:"description,omitempty"`
+	Description  string          `json:"description,omitempty" wire:"text"`
 	SubagentType string          `json:"subagent_type,omitempty"`
 	TaskType     string          `json:"task_type,omitempty"`
-	Prompt       string          `json:"prompt,omitempty"`
+	Prompt       string          `json:"prompt,omitempty" wire:"text"`
 	Status       string          `json:"status,omitempty"` // task_notification: completed, failed, stopped, …
-	Summary      string          `json:"summary,omitempty"`
-	OutputFile   string          `json:"output_file,omitempty"`
+	Summary      string          `json:"summary,omitempty" wire:"text"`
+	OutputFile   string          `json:"output_file,omitempty" wire:"text"`
 	Patch        json.RawMessage `json:"patch,omitempty"` // task_updated: the fields that changed
 	Usage        json.RawMessage `json:"usage,omitempty"`
 	LastToolName string          `json:"last_tool_name,omitempty"` // task_progress
@@ -184,8 +184,8 @@ type SystemPermissionDenied struct {
 	AgentID            string `json:"agent_id,omitempty"`
 	DecisionReasonType string `json:"decision_reason_type,omitempty"`
 	DecisionReasonCode string `json:"decision_reason_code,omitempty"`
-	DecisionReason     string `json:"decision_reason,omitempty"`
-	Message            string `json:"message,omitempty"`
+	DecisionReason     string `json:"decision_reason,omitempty" wire:"text"`
+	Message            string `json:"message,omitempty" wire:"text"`
 }
 
 // SystemInformational is system/informational: a notice for the person, with a level (notice,
@@ -195,7 +195,7 @@ type SystemPermissionDenied struct {
 // auto_mode_no_server_check).
 type SystemInformational struct {
 	SystemHeader
-	Content string `json:"content"`
+	Content string `json:"content" wire:"text"`
 	Level   string `json:"level,omitempty"`
 	Tag     string `json:"tag,omitempty"`
 }
@@ -205,7 +205,7 @@ type SystemInformational struct {
 type SystemNotification struct {
 	SystemHeader
 	Key      string `json:"key"`
-	Text     string `json:"text"`
+	Text     string `json:"text" wire:"text"`
 	Priority string `json:"priority,omitempty"`
 }
 
@@ -216,9 +216,9 @@ type SystemHook struct {
 	HookID    string `json:"hook_id"`
 	HookName  string `json:"hook_name"`
 	HookEvent string `json:"hook_event"`
-	Output    string `json:"output,omitempty"`
-	Stdout    string `json:"stdout,omitempty"`
-	Stderr    string `json:"stderr,omitempty"`
+	Output    string `json:"output,omitempty" wire:"text"`
+	Stdout    string `json:"stdout,omitempty" wire:"text"`
+	Stderr    string `json:"stderr,omitempty" wire:"text"`
 	ExitCode  *int64 `json:"exit_code,omitempty"`
 	Outcome   string `json:"outcome,omitempty"` // success, error, cancelled
 }
@@ -230,7 +230,7 @@ type AssistantMessage struct {
 	line
 	Message         APIMessage `json:"message"`
 	ParentToolUseID string     `json:"parent_tool_use_id"` // "" for the main agent (JSON null)
-	UUID            string     `json:"uuid"`
+	UUID            string     `json:"uuid" wire:"text"`
 	SessionID       string     `json:"session_id"`
 	Aborted         bool       `json:"aborted,omitempty"`
 	// Error is set on a synthetic message standing for an API error (Message.Model "<synthetic>"):
@@ -291,7 +291,7 @@ type UserMessage struct {
 	line
 	Message         UserContent `json:"message"`
 	ParentToolUseID string      `json:"parent_tool_use_id"` // "" for the main agent (JSON null)
-	UUID            string      `json:"uuid"`
+	UUID            string      `json:"uuid" wire:"text"`
 	SessionID       string      `json:"session_id"`
 	// ToolUseResult is the CLI's structured tool output (Bash {stdout,stderr,…}, Edit
 	// {structuredPatch,…}, or a string "Error: …"), verbatim.
@@ -299,7 +299,7 @@ type UserMessage struct {
 	IsReplay      bool            `json:"isReplay,omitempty"`
 	IsSynthetic   bool            `json:"isSynthetic,omitempty"`
 	AgentID       string          `json:"agent_id,omitempty"`
-	Timestamp     string          `json:"timestamp,omitempty"`
+	Timestamp     string          `json:"timestamp,omitempty" wire:"text"`
 	Priority      string          `json:"priority,omitempty"`
 }
 
@@ -320,9 +320,9 @@ type ResultMessage struct {
 	line
 	Subtype                   string                `json:"subtype"`
 	IsError                   bool                  `json:"is_error"`
-	Result                    string                `json:"result,omitempty"` // the last assistant text block
+	Result                    string                `json:"result,omitempty" wire:"text"` // the last assistant text block
 	SessionID                 string                `json:"session_id"`
-	UUID                      string                `json:"uuid"` // not a transcript entry
+	UUID                      string                `json:"uuid" wire:"text"` // not a transcript entry
 	TotalCostUSD              float64               `json:"total_cost_usd"`
 	Usage                     Usage                 `json:"usage"`
 	ModelUsage                map[string]ModelUsage `json:"modelUsage"`
@@ -373,7 +373,7 @@ type StreamEvent struct {
 	line
 	Event           APIEvent `json:"event"`
 	ParentToolUseID string   `json:"parent_tool_use_id"`
-	UUID            string   `json:"uuid"`
+	UUID            string   `json:"uuid" wire:"text"`
 	SessionID       string   `json:"session_id"`
 	TTFTMS          int64    `json:"ttft_ms,omitempty"`
 	// APIMessageID is the API's msg_… id of the response the event belongs to (absent on pings).
@@ -393,17 +393,17 @@ type APIEvent struct {
 	Message      *APIMessage   `json:"message,omitempty"`
 	Usage        *Usage        `json:"usage,omitempty"`
 	// Raw is the event object verbatim.
-	Raw json.RawMessage `json:"-"`
+	Raw json.RawMessage `json:"-" wire:"verbatim"`
 }
 
 // Delta is the delta of content_block_delta (text_delta, thinking_delta, signature_delta,
 // input_json_delta) or of message_delta (StopReason).
 type Delta struct {
 	Type         string `json:"type,omitempty"`
-	Text         string `json:"text,omitempty"`
-	Thinking     string `json:"thinking,omitempty"`
-	Signature    string `json:"signature,omitempty"`
-	PartialJSON  string `json:"partial_json,omitempty"`
+	Text         string `json:"text,omitempty" wire:"text"`
+	Thinking     string `json:"thinking,omitempty" wire:"text"`
+	Signature    string `json:"signature,omitempty" wire:"text"`
+	PartialJSON  string `json:"partial_json,omitempty" wire:"text"`
 	StopReason   string `json:"stop_reason,omitempty"`
 	StopSequence string `json:"stop_sequence,omitempty"`
 }
@@ -422,7 +422,7 @@ func (*ControlCancelRequest) Type() string { return TypeControlCancelRequest }
 type RateLimitEvent struct {
 	line
 	RateLimitInfo RateLimitInfo `json:"rate_limit_info"`
-	UUID          string        `json:"uuid"`
+	UUID          string        `json:"uuid" wire:"text"`
 	SessionID     string        `json:"session_id"`
 }
 
@@ -455,7 +455,7 @@ type CommandLifecycle struct {
 	CommandUUID string `json:"command_uuid"`
 	State       string `json:"state"`
 	// UUID is this frame's own uuid, not a transcript entry.
-	UUID      string `json:"uuid"`
+	UUID      string `json:"uuid" wire:"text"`
 	SessionID string `json:"session_id,omitempty"`
 }
 
@@ -468,7 +468,7 @@ type Unknown struct {
 	line
 	MessageType string `json:"type"`
 	Subtype     string `json:"subtype,omitempty"`
-	UUID        string `json:"uuid,omitempty"`
+	UUID        string `json:"uuid,omitempty" wire:"text"`
 	SessionID   string `json:"session_id,omitempty"`
 }
 

@@ -9,7 +9,7 @@ import (
 // built with createElement and every text set with text nodes.
 func TestNoMarkupFromData(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"app.js", "api.js", "dom.js", "render.js", "index.html"} {
+	for _, name := range []string{"app.js", "api.js", "dom.js", "render.js", EnumsFile, "index.html"} {
 		b, err := assets.ReadFile("assets/" + name)
 		if err != nil {
 			t.Fatal(err)

@@ -23,6 +23,7 @@ import (
 	"github.com/drover-run/drover/internal/browser"
 	"github.com/drover-run/drover/internal/fakeapi"
 	"github.com/drover-run/drover/internal/testkit/testtools"
+	"github.com/drover-run/drover/task"
 )
 
 var (
@@ -804,4 +805,32 @@ func TestStartTaskFromThePage(t *testing.T) {
 
 	navigate(t, p, url+"/#/new")
 	waitFor(t, p, `document.querySelector("form.new-task input[name=workspace]").value == "/srv/work/new"`)
+}
+
+// TestPageOffersTheGoNames reads the names a person can pick on the page, the list's status
+// filter and the new task's modes, and compares them with package task's lists.
+func TestPageOffersTheGoNames(t *testing.T) {
+	t.Parallel()
+	_, url := stack(t, fakeapi.Config{})
+	p := page(t)
+	navigate(t, p, url+"/#/")
+	waitFor(t, p, `document.querySelector(".filters select")`)
+	got := eval[[]string](t, p, `[...document.querySelectorAll(".filters select option")].map(o => o.value).filter(v => v)`)
+	var want []string
+	for _, s := range task.Statuses() {
+		want = append(want, string(s))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("the status filter offers %q, want %q", got, want)
+	}
+	navigate(t, p, url+"/#/new")
+	waitFor(t, p, `document.querySelector("form.new-task select[name=mode]")`)
+	got = eval[[]string](t, p, `[...document.querySelectorAll("form.new-task select[name=mode] option")].map(o => o.value)`)
+	want = nil
+	for _, m := range task.PermissionModes() {
+		want = append(want, string(m))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("the new task's form offers the modes %q, want %q", got, want)
+	}
 }

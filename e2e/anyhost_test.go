@@ -325,7 +325,7 @@ func TestHostLostTurnFinishesElsewhere(t *testing.T) {
 			claimed = time.Now()
 		}
 		rec, err := store.GetTurn(p.ctx, p.db(), id, 2)
-		if err == nil && rec.Status == store.TurnCompleted {
+		if err == nil && rec.Status == task.TurnCompleted {
 			done = time.Now()
 			return true
 		}
@@ -598,7 +598,7 @@ func runDrain(t *testing.T, drainTimeout string, toolSeconds int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rec.Status != store.TurnCompleted || rec.Attempts != 1 {
+		if rec.Status != task.TurnCompleted || rec.Attempts != 1 {
 			t.Fatalf("turn 2 when A exited: %s after %d attempts, want completed by A's one", rec.Status, rec.Attempts)
 		}
 		st := p.waitTurnsOK(id, 2)

@@ -638,7 +638,7 @@ func TestAPIDecisionWithoutWorker(t *testing.T) {
 	if b, err := os.ReadFile(ran); err != nil || strings.TrimSpace(string(b)) != "ran-approved" {
 		t.Fatalf("the approved tool did not run once: %q, %v", b, err)
 	}
-	if row := e.row(id, req.RequestID); row.Status != store.RequestAllowed || row.DecidedBy != "carol" {
+	if row := e.row(id, req.RequestID); row.Status != task.OutcomeAllowed || row.DecidedBy != "carol" {
 		t.Fatalf("the request's row: %s by %q", row.Status, row.DecidedBy)
 	}
 }

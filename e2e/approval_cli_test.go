@@ -7,7 +7,6 @@ import (
 	"time"
 
 	fa "github.com/drover-run/drover/internal/offlinemodel"
-	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 )
 
@@ -72,7 +71,7 @@ func TestApprovalCommands(t *testing.T) {
 	if out, err := e.droverCLI("task", "approve", id, "no-such-request"); err == nil || !strings.Contains(out, `has no permission request "no-such-request"; run drover task pending `+id) {
 		t.Errorf("approving a request that does not wait: %v\n%s", err, out)
 	}
-	if row := e.row(id, r.RequestID); row.Status != store.RequestPending {
+	if row := e.row(id, r.RequestID); row.Status != task.OutcomePending {
 		t.Fatalf("refused commands changed the request: %s", row.Status)
 	}
 	mark := len(e.fake.MainRequests())
@@ -101,7 +100,7 @@ func TestApprovalCommands(t *testing.T) {
 	if text := e.mustDrover("task", "pending"); !strings.Contains(text, "nothing waits") {
 		t.Errorf("drover task pending after the turn:\n%s", text)
 	}
-	if row := e.row(id, r.RequestID); row.Status != store.RequestDenied || row.DecidedBy != "erin" || row.DecisionReason != why {
+	if row := e.row(id, r.RequestID); row.Status != task.OutcomeDenied || row.DecidedBy != "erin" || row.DecisionReason != why {
 		t.Errorf("the denied request's row: %s by %q (%q)", row.Status, row.DecidedBy, row.DecisionReason)
 	}
 }

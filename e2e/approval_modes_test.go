@@ -113,7 +113,7 @@ func TestPlanModeEndToEnd(t *testing.T) {
 	if _, err := os.Stat(later); err != nil {
 		t.Errorf("turn 2's command did not run: %v", err)
 	}
-	if rows := e.requestRows(id); len(rows) != 2 || rows[0].Status != store.RequestDenied || rows[1].Status != store.RequestAllowed {
+	if rows := e.requestRows(id); len(rows) != 2 || rows[0].Status != task.OutcomeDenied || rows[1].Status != task.OutcomeAllowed {
 		t.Errorf("request rows: %+v", rows)
 	}
 
@@ -191,7 +191,7 @@ func TestQuestionAnsweredWithOptions(t *testing.T) {
 		"--answer", "Which features?=Auth"); err == nil || !strings.Contains(out, "not an option") {
 		t.Errorf("an answer that is not an option: %v\n%s", err, out)
 	}
-	if row := e.row(id, q.RequestID); row.Status != store.RequestPending {
+	if row := e.row(id, q.RequestID); row.Status != task.OutcomePending {
 		t.Fatalf("the refused answer changed the request: %s", row.Status)
 	}
 	mark := len(e.fake.MainRequests())
@@ -285,14 +285,14 @@ func TestApprovalDeadline(t *testing.T) {
 	}
 	st := e.waitTurns(id, 1)
 	row := e.row(id, r.RequestID)
-	if row.Status != store.RequestExpired || row.DecidedBy != "drover" || !strings.Contains(row.DecisionReason, "nobody answered") {
+	if row.Status != task.OutcomeExpired || row.DecidedBy != "drover" || !strings.Contains(row.DecisionReason, "nobody answered") {
 		t.Errorf("the expired request's row: %s by %q (%q)", row.Status, row.DecidedBy, row.DecisionReason)
 	}
 	turn, err := store.GetTurn(e.ctx, e.db(), id, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if turn.Status != store.TurnInterrupted || st.Totals.FailedTurns != 0 {
+	if turn.Status != task.TurnInterrupted || st.Totals.FailedTurns != 0 {
 		t.Errorf("turn 1: %s, state %+v", turn.Status, st)
 	}
 	if n := len(e.fake.MainRequests()); n != 1 {
@@ -312,7 +312,7 @@ func TestApprovalDeadline(t *testing.T) {
 		t.Fatalf("extending the deadline: %+v, %v", ext, err)
 	}
 	time.Sleep(time.Until(r.Deadline.Add(2 * time.Second)))
-	if row := e.row(id, r.RequestID); row.Status != store.RequestPending || !row.Deadline.Equal(moved) {
+	if row := e.row(id, r.RequestID); row.Status != task.OutcomePending || !row.Deadline.Equal(moved) {
 		t.Errorf("past its first deadline the extended request is %s, deadline %s (want pending, %s)", row.Status, row.Deadline, moved)
 	}
 	if aw := e.waitAwaiting(id, 1); !aw[0].Deadline.Equal(moved) {
@@ -358,7 +358,7 @@ func TestPromptWhileRequestWaits(t *testing.T) {
 	if len(st.Awaiting) != 1 || st.Awaiting[0].RequestID != r.RequestID || len(st.Pending) != 1 || st.RunningTurn != 1 {
 		t.Errorf("with a prompt queued: awaiting %+v, pending %+v, running %d", st.Awaiting, st.Pending, st.RunningTurn)
 	}
-	if rows := e.pendingOf(id); len(rows) != 1 || rows[0].RequestID != r.RequestID || e.row(id, r.RequestID).Status != store.RequestPending {
+	if rows := e.pendingOf(id); len(rows) != 1 || rows[0].RequestID != r.RequestID || e.row(id, r.RequestID).Status != task.OutcomePending {
 		t.Errorf("drover task pending: %+v", rows)
 	}
 	if n := len(e.fake.MainRequests()); n != 1 {
@@ -425,7 +425,7 @@ func TestStopHookAsksToCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if turn.Status != store.TurnCompleted {
+	if turn.Status != task.TurnCompleted {
 		t.Errorf("turn 2: %s", turn.Status)
 	}
 	if !hasText(turnEvents(e.events(id), 2, 0), "stays uncommitted") {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	fa "github.com/drover-run/drover/internal/offlinemodel"
-	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/taskclient"
 	"github.com/drover-run/drover/taskerr"
@@ -70,7 +69,7 @@ func TestDecisionWithoutWorker(t *testing.T) {
 	}
 	row := e.row(id, first.RequestID)
 	var recorded task.Decision
-	if row.Status != store.RequestPending || row.RequestedBy != "carol" || json.Unmarshal(row.Requested, &recorded) != nil || !recorded.Allow {
+	if row.Status != task.OutcomePending || row.RequestedBy != "carol" || json.Unmarshal(row.Requested, &recorded) != nil || !recorded.Allow {
 		t.Fatalf("the request's row after the decision: %s, recorded %s by %q", row.Status, row.Requested, row.RequestedBy)
 	}
 
@@ -90,7 +89,7 @@ func TestDecisionWithoutWorker(t *testing.T) {
 	if out, err := e.droverCLI("task", "approve", id); err == nil || !strings.Contains(out, "has no request waiting for a decision") {
 		t.Errorf("approving the task again: %v\n%s", err, out)
 	}
-	if again := e.row(id, first.RequestID); again.Status != store.RequestPending || string(again.Requested) != string(row.Requested) ||
+	if again := e.row(id, first.RequestID); again.Status != task.OutcomePending || string(again.Requested) != string(row.Requested) ||
 		again.RequestedBy != "carol" || !again.RequestedAt.Equal(row.RequestedAt) {
 		t.Errorf("the refused decisions changed the request: %+v", again)
 	}
@@ -113,7 +112,7 @@ func TestDecisionWithoutWorker(t *testing.T) {
 	if _, ok := e.resultOf(mark, "ran-approved"); !ok {
 		t.Errorf("the model was not sent the approved command's output: %+v", e.toolResultsSince(mark))
 	}
-	if final := e.row(id, first.RequestID); final.Status != store.RequestAllowed || final.DecidedBy != "carol" {
+	if final := e.row(id, first.RequestID); final.Status != task.OutcomeAllowed || final.DecidedBy != "carol" {
 		t.Errorf("the request's row: %s by %q, want allowed by carol", final.Status, final.DecidedBy)
 	}
 
@@ -136,7 +135,7 @@ func TestDecisionWithoutWorker(t *testing.T) {
 	if !errors.As(err, &np) || taskerr.Code(err) != taskerr.CodeNotPending || !strings.Contains(err.Error(), "it was allowed by carol") {
 		t.Errorf("a decision on a request decided long ago: %v", err)
 	}
-	if r := e.row(id, first.RequestID); r.Status != store.RequestAllowed || r.DecidedBy != "carol" {
+	if r := e.row(id, first.RequestID); r.Status != task.OutcomeAllowed || r.DecidedBy != "carol" {
 		t.Errorf("the refused decision changed the first request: %s by %q", r.Status, r.DecidedBy)
 	}
 
@@ -148,7 +147,7 @@ func TestDecisionWithoutWorker(t *testing.T) {
 	if _, err := os.Stat(denied); !os.IsNotExist(err) {
 		t.Errorf("the denied command ran: %v", err)
 	}
-	if r := e.row(id, second.RequestID); r.Status != store.RequestDenied || r.DecidedBy != "lib" || r.DecisionReason != why {
+	if r := e.row(id, second.RequestID); r.Status != task.OutcomeDenied || r.DecidedBy != "lib" || r.DecisionReason != why {
 		t.Errorf("the denied request's row: %s by %q (%q)", r.Status, r.DecidedBy, r.DecisionReason)
 	}
 }

@@ -48,7 +48,7 @@ func TestApprovalSurvivesWorkerKill(t *testing.T) {
 	}
 	first := e.waitAsked(id, "echo ran")
 	before := e.row(id, first.RequestID)
-	if before.Status != store.RequestPending || before.Attempt != 1 {
+	if before.Status != task.OutcomePending || before.Attempt != 1 {
 		t.Fatalf("the request's row before the kill: %+v", before)
 	}
 
@@ -64,7 +64,7 @@ func TestApprovalSurvivesWorkerKill(t *testing.T) {
 	})
 	t.Logf("worker start to the retry's re-ask: %s", time.Since(restarted).Round(time.Millisecond))
 	again := e.row(id, first.RequestID)
-	if again.Status != store.RequestPending || again.CLIRequestID == before.CLIRequestID {
+	if again.Status != task.OutcomePending || again.CLIRequestID == before.CLIRequestID {
 		t.Errorf("the re-ask: status %s, CLI request %s (before: %s)", again.Status, again.CLIRequestID, before.CLIRequestID)
 	}
 	if rows := e.requestRows(id); len(rows) != 1 {
@@ -94,7 +94,7 @@ func TestApprovalSurvivesWorkerKill(t *testing.T) {
 		t.Errorf("the approved command ran %d times, want once", n)
 	}
 	final := e.row(id, first.RequestID)
-	if final.Status != store.RequestAllowed || final.DecidedBy != "carol" || final.Attempt != 3 {
+	if final.Status != task.OutcomeAllowed || final.DecidedBy != "carol" || final.Attempt != 3 {
 		t.Errorf("the request's row: %s by %q, last asked by attempt %d (want allowed, carol, 3)", final.Status, final.DecidedBy, final.Attempt)
 	}
 	if rows, evs := e.requestRows(id), e.permissionRequests(id); len(rows) != 1 || len(evs) != 1 {
@@ -152,7 +152,7 @@ func TestApprovalSurvivesWorkerKill(t *testing.T) {
 	if rows := e.pendingOf(id); len(rows) != 0 {
 		t.Errorf("after the turn, drover task pending still lists %+v", rows)
 	}
-	if r := e.row(id, r1.RequestID); r.Status != store.RequestCancelled {
+	if r := e.row(id, r1.RequestID); r.Status != task.OutcomeCancelled {
 		t.Errorf("the request the retry did not ask again: %s, want cancelled", r.Status)
 	}
 }
@@ -223,7 +223,7 @@ func TestApprovalSurvivesTemporalRestart(t *testing.T) {
 	if n := lines(t, marker); n != 1 {
 		t.Errorf("the approved command ran %d times, want once", n)
 	}
-	if row := e.row(id, r.RequestID); row.Status != store.RequestAllowed || row.DecidedBy != "dora" {
+	if row := e.row(id, r.RequestID); row.Status != task.OutcomeAllowed || row.DecidedBy != "dora" {
 		t.Errorf("the request's row: %s by %q", row.Status, row.DecidedBy)
 	}
 	if st.Totals.FailedTurns != 0 || len(e.requestRows(id)) != 1 {
@@ -270,7 +270,7 @@ func TestCancelWhileRequestWaits(t *testing.T) {
 	if len(st.Awaiting) != 0 {
 		t.Errorf("the cancelled task still waits for %+v", st.Awaiting)
 	}
-	if row := e.row(id, r.RequestID); row.Status != store.RequestCancelled || row.DecidedBy != "drover" {
+	if row := e.row(id, r.RequestID); row.Status != task.OutcomeCancelled || row.DecidedBy != "drover" {
 		t.Errorf("the request's row: %s by %q", row.Status, row.DecidedBy)
 	}
 	var withdrawn bool

@@ -59,7 +59,7 @@ func TestSupervisedApproveAndDeny(t *testing.T) {
 		t.Fatal("the tool ran before anybody approved it")
 	}
 	row, err := store.GetPermission(e.ctx, e.db(), id, r.RequestID)
-	if err != nil || row.Status != store.RequestPending || row.ToolName != "Bash" {
+	if err != nil || row.Status != task.OutcomePending || row.ToolName != "Bash" {
 		t.Fatalf("request row = %+v, %v", row, err)
 	}
 	rec, delivered, err := e.tc.Decide(e.ctx, id, task.Decision{RequestID: r.RequestID, Allow: true, By: "alice"}, 30*time.Second)

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -212,7 +213,7 @@ func (e *benchEnv) waitComplete(seen <-chan seenComplete, taskID string, turn in
 		case <-check.C:
 			rec, err := store.GetTurn(e.ctx, e.pool, taskID, turn)
 			switch {
-			case err != nil || rec.Status != store.TurnCompleted:
+			case err != nil || rec.Status != task.TurnCompleted:
 			case committed.IsZero():
 				committed = time.Now()
 			case time.Since(committed) > 5*time.Second:
@@ -482,6 +483,8 @@ type childSampler struct {
 	once     sync.Once
 	peakKB   int64
 	maxProcs int64
+	// seen holds every process sampled, by pid and start time: how many were started.
+	seen map[[2]int64]struct{}
 }
 
 // sampleChildren starts sampling, every interval, the processes below pid
@@ -494,7 +497,7 @@ func sampleChildren(tb testing.TB, pid int, exe string, interval time.Duration) 
 			exe = resolved
 		}
 	}
-	s := &childSampler{done: make(chan struct{}), finished: make(chan struct{})}
+	s := &childSampler{done: make(chan struct{}), finished: make(chan struct{}), seen: map[[2]int64]struct{}{}}
 	go func() {
 		defer close(s.finished)
 		t := time.NewTicker(interval)
@@ -510,6 +513,7 @@ func sampleChildren(tb testing.TB, pid int, exe string, interval time.Duration) 
 				if kb := procStatusKB(c, "VmRSS"); kb > 0 {
 					sum += kb
 					n++
+					s.seen[[2]int64{int64(c), procStartTime(c)}] = struct{}{}
 				}
 			}
 			s.peakKB, s.maxProcs = max(s.peakKB, sum), max(s.maxProcs, n)
@@ -522,6 +526,33 @@ func sampleChildren(tb testing.TB, pid int, exe string, interval time.Duration) 
 	}()
 	tb.Cleanup(func() { s.stop() })
 	return s
+}
+
+// started ends the sampling and returns how many distinct processes it saw: a process lives
+// for a turn at least, far longer than the sampling interval.
+func (s *childSampler) started() int {
+	s.stop()
+	return len(s.seen)
+}
+
+// procStartTime is when process pid started, in clock ticks since boot (0 when unknown): with
+// the pid, it names the process even if the pid is used again.
+func procStartTime(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command's closing parenthesis: state is field 3, starttime 22.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return 0
+	}
+	v, _ := strconv.ParseInt(f[19], 10, 64)
+	return v
 }
 
 // stop ends the sampling and returns the peak summed RSS in kB and the most

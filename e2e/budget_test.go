@@ -133,7 +133,7 @@ func TestBudgetCutsTheTurnThatCrossesIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Status != store.TurnInterrupted {
+	if rec.Status != task.TurnInterrupted {
 		t.Errorf("turn 2 record: %s, want interrupted", rec.Status)
 	}
 	if evs := e.budgetEvents(id); len(evs) != 1 || evs[0].Bound != string(task.BoundCost) || !evs[0].Cut || !nearCost(evs[0].CostUSD, led.CostUSD) {
@@ -316,7 +316,7 @@ func TestBudgetTurnsFromTheWorkerAndDuration(t *testing.T) {
 	if x == nil || x.Bound != task.BoundDuration || !x.Cut || x.Turn != 3 || x.Budget.MaxDuration != limit {
 		t.Fatalf("the spent budget: %+v", x)
 	}
-	if rec, err := store.GetTurn(e.ctx, e.db(), id, 3); err != nil || rec.Status != store.TurnInterrupted {
+	if rec, err := store.GetTurn(e.ctx, e.db(), id, 3); err != nil || rec.Status != task.TurnInterrupted {
 		t.Errorf("turn 3 record: %+v %v, want interrupted", rec, err)
 	}
 	e.billedEqualsLedger(id, st)

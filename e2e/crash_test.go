@@ -135,7 +135,7 @@ func crashMidTurn(t *testing.T, e *env, id string, crash func(pid int), restart 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if turn2.Status != store.TurnCompleted || turn2.Attempts < 2 || !near(turn2.CostUSD, completes[0].Agent.Data.CostUSD) {
+	if turn2.Status != task.TurnCompleted || turn2.Attempts < 2 || !near(turn2.CostUSD, completes[0].Agent.Data.CostUSD) {
 		t.Errorf("turn 2 record: %+v, complete cost %.6f", turn2, completes[0].Agent.Data.CostUSD)
 	}
 	totals, err := store.TaskTotals(e.ctx, e.db(), id)

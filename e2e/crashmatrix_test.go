@@ -236,7 +236,7 @@ var crashCases = []crashCase{
 			if n, q := c.openTransactions(); n != 0 {
 				c.t.Fatalf("Postgres has %d open transactions (%q): the commit had begun", n, q)
 			}
-			c.turnStatusIs(store.TurnRunning)
+			c.turnStatusIs(task.TurnRunning)
 		},
 		attempt2: func(c *crashRun) { c.fake.Enqueue(fa.Reply(fa.Text("turn two done"))) },
 		check: func(c *crashRun) {
@@ -263,11 +263,11 @@ var crashCases = []crashCase{
 			if n != 1 || !strings.Contains(q, "task_turns") && !strings.Contains(q, "session_mirrors") {
 				c.t.Fatalf("Postgres has %d open transactions, the last statement %q: want the commit's", n, q)
 			}
-			c.turnStatusIs(store.TurnRunning)
+			c.turnStatusIs(task.TurnRunning)
 		},
 		attempt2: func(c *crashRun) {
 			c.waitFor("Postgres to roll the lost commit back", func() bool { n, _ := c.openTransactions(); return n == 0 })
-			c.turnStatusIs(store.TurnRunning)
+			c.turnStatusIs(task.TurnRunning)
 			c.fake.Enqueue(fa.Reply(fa.Text("turn two done")))
 		},
 	},
@@ -283,7 +283,7 @@ var crashCases = []crashCase{
 			c.holdCommitAt(pgtest.SimpleQuery("commit"), pgtest.HoldReplies)
 			c.waitFor("the commit to be applied", func() bool {
 				rec, err := store.GetTurn(c.ctx, c.db(), c.id, 2)
-				return err == nil && rec.Status == store.TurnCompleted
+				return err == nil && rec.Status == task.TurnCompleted
 			})
 		},
 		attempt2: func(c *crashRun) {},
@@ -385,7 +385,7 @@ func (c *crashRun) checkRecovered(cc crashCase, st task.State) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec2.Status != store.TurnCompleted || rec2.Attempts != cc.committedBy {
+	if rec2.Status != task.TurnCompleted || rec2.Attempts != cc.committedBy {
 		t.Errorf("turn 2: %s after %d attempts that ran it, want completed after %d", rec2.Status, rec2.Attempts, cc.committedBy)
 	}
 	// Temporal's own record: the lost attempt was ended by the restarted worker's report.
@@ -476,7 +476,7 @@ func (c *crashRun) ledgerBetween(from, to int) []fa.LedgerEntry {
 }
 
 // turnStatusIs checks turn 2's record as another connection sees it.
-func (c *crashRun) turnStatusIs(want store.TurnStatus) {
+func (c *crashRun) turnStatusIs(want task.TurnStatus) {
 	c.t.Helper()
 	rec, err := store.GetTurn(c.ctx, c.db(), c.id, 2)
 	if err != nil {

@@ -58,7 +58,7 @@ func TestPersistentAPIErrorLeavesTaskUsable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Attempts != 3 || rec.CostUSD != 0 || rec.Status != store.TurnFailed || rec.Error == "" {
+	if rec.Attempts != 3 || rec.CostUSD != 0 || rec.Status != task.TurnFailed || rec.Error == "" {
 		t.Errorf("turn 1 record: status %s attempts %d cost %.6f error %q, want failed after 3 attempts",
 			rec.Status, rec.Attempts, rec.CostUSD, rec.Error)
 	}
@@ -151,7 +151,7 @@ func TestStalledCLIIsRetried(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Status != store.TurnCompleted || rec.Attempts != 2 {
+	if rec.Status != task.TurnCompleted || rec.Attempts != 2 {
 		t.Errorf("turn record: status %s attempts %d, want completed on the second attempt", rec.Status, rec.Attempts)
 	}
 	var retry bool
@@ -215,7 +215,7 @@ func TestDatabaseConnectionsDroppedMidTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Status != store.TurnCompleted || !near(rec.CostUSD, st.Totals.CostUSD) {
+	if rec.Status != task.TurnCompleted || !near(rec.CostUSD, st.Totals.CostUSD) {
 		t.Errorf("turn record %s cost %.6f, workflow %.6f", rec.Status, rec.CostUSD, st.Totals.CostUSD)
 	}
 }
@@ -249,7 +249,7 @@ func TestRejectedResumeStartsOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Attempts != 1 || rec.Status != store.TurnFailed {
+	if rec.Attempts != 1 || rec.Status != task.TurnFailed {
 		t.Errorf("turn 2: %s after %d attempts, want failed after 1 (a rejected resume is not retried)", rec.Status, rec.Attempts)
 	}
 	if _, err := e.tc.Prompt(e.ctx, id, task.Prompt{Text: "three"}, ""); err != nil {

@@ -45,7 +45,7 @@ func TestInterruptRunningTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Status != store.TurnInterrupted || rec.Attempts != 1 {
+	if rec.Status != task.TurnInterrupted || rec.Attempts != 1 {
 		t.Errorf("turn 1 record: status %s attempts %d, want interrupted after one attempt", rec.Status, rec.Attempts)
 	}
 	var interrupted bool
@@ -121,7 +121,7 @@ func TestMaxTurnsBoundsTurnsAndLeavesRoomForControl(t *testing.T) {
 		t.Fatalf("interrupting the host's only running turn, with turns waiting behind it: %+v, %v", r, err)
 	}
 	e.waitTurns(running, 1)
-	if rec, err := store.GetTurn(e.ctx, e.db(), running, 1); err != nil || rec.Status != store.TurnInterrupted {
+	if rec, err := store.GetTurn(e.ctx, e.db(), running, 1); err != nil || rec.Status != task.TurnInterrupted {
 		t.Errorf("the interrupted turn's record: %+v, %v; want interrupted", rec, err)
 	}
 	releaseAll()

@@ -213,7 +213,7 @@ func TestWeeklyLimitWaitsWithoutAsking(t *testing.T) {
 		}
 	}
 	accts, err := store.ListAccounts(e.ctx, e.db())
-	if err != nil || len(accts) != 1 || accts[0].Reason != store.AccountUsageLimit || accts[0].Waiting != 3 {
+	if err != nil || len(accts) != 1 || accts[0].Reason != task.WaitUsageLimit || accts[0].Waiting != 3 {
 		t.Fatalf("accounts: %+v, %v", accts, err)
 	}
 	e.fake.LiftLimit(subscription)

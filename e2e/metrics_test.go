@@ -104,14 +104,17 @@ func TestTurnsAreMeasured(t *testing.T) {
 	host := "measured-" + e.queue
 	w, err := worker.Start(e.ctx, worker.Config{
 		TemporalAddress: e.temporal, Namespace: suite.temporal.Namespace(), TaskQueue: e.queue,
-		HostID: host, DatabaseURL: e.dsn, Metrics: m,
-		Claude: engine.Claude{
-			Bin: suite.claudeBin, ConfigDir: e.configDir, Home: e.home,
-			BaseURL: e.fake.URL(), APIKey: testAPIKey,
-			Env: []string{"PATH=" + os.Getenv("PATH"), "DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1", "DISABLE_AUTOUPDATER=1",
-				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "CLAUDE_CODE_MAX_RETRIES=0"},
+		DatabaseURL: e.dsn,
+		Config: engine.Config{
+			HostID: host, Metrics: m,
+			Claude: engine.Claude{
+				Bin: suite.claudeBin, ConfigDir: e.configDir, Home: e.home,
+				BaseURL: e.fake.URL(), APIKey: testAPIKey,
+				Env: []string{"PATH=" + os.Getenv("PATH"), "DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1", "DISABLE_AUTOUPDATER=1",
+					"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "CLAUDE_CODE_MAX_RETRIES=0"},
+			},
+			Logger: slog.New(slog.DiscardHandler),
 		},
-		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
 
 	"github.com/drover-run/drover/events"
 	fa "github.com/drover-run/drover/internal/offlinemodel"
@@ -114,8 +115,9 @@ func TestProductionLayout(t *testing.T) {
 		return visible == 1
 	})
 	c.waitFor("the task listed by its turns", func() bool {
-		list, err := c.tc.List(c.ctx, fmt.Sprintf("WorkflowId = '%s' AND %s = 2", id, task.SearchTurns), 10)
-		return err == nil && len(list) == 1
+		list, err := c.tc.Temporal.ListWorkflow(c.ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Query: fmt.Sprintf("WorkflowId = '%s' AND %s = 2", id, task.SearchTurns)})
+		return err == nil && len(list.GetExecutions()) == 1
 	})
 }
 

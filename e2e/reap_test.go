@@ -81,7 +81,7 @@ func TestInterruptReapsToolProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Status != store.TurnInterrupted {
+	if rec.Status != task.TurnInterrupted {
 		t.Errorf("turn 1 is %s, want interrupted", rec.Status)
 	}
 	if tool.runs()[0].ended() {

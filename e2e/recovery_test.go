@@ -116,7 +116,7 @@ func TestDatabaseUnreachableMidTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Status != store.TurnRunning || hasText(e.events(id), served[len(served)-1]) {
+	if rec.Status != task.TurnRunning || hasText(e.events(id), served[len(served)-1]) {
 		t.Fatalf("during the outage the turn is %s and its last chunk is stored: the outage did not hold", rec.Status)
 	}
 	select {
@@ -151,7 +151,7 @@ func TestDatabaseUnreachableMidTurn(t *testing.T) {
 	}
 	led := fa.SumLedger(e.fake.Ledger())
 	done := completes(evs)
-	if rec.Status != store.TurnCompleted || rec.Attempts != 1 || len(done) != 1 ||
+	if rec.Status != task.TurnCompleted || rec.Attempts != 1 || len(done) != 1 ||
 		!near(rec.CostUSD, led.CostUSD) || !near(done[0].Agent.Data.CostUSD, led.CostUSD) {
 		t.Errorf("turn record %s after %d attempts, cost %.6f; %d complete events; ledger %.6f",
 			rec.Status, rec.Attempts, rec.CostUSD, len(done), led.CostUSD)

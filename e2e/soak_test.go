@@ -390,7 +390,7 @@ func (r *soakReport) check(t *testing.T, e *env, id string, s *soakScript) {
 	var sumCost float64
 	for k := 1; k <= n; k++ {
 		rec, err := store.GetTurn(e.ctx, e.db(), id, k)
-		if err != nil || rec.Status != store.TurnCompleted {
+		if err != nil || rec.Status != task.TurnCompleted {
 			r.unfinished++
 			t.Errorf("turn %d: %+v, %v", k, rec, err)
 			continue

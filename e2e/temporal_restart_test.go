@@ -61,7 +61,7 @@ func TestTemporalRestartMidTurn(t *testing.T) {
 	// The turn ends, and is committed, while Temporal is down; its answer waits for Temporal.
 	e.waitFor("the turn to be committed while Temporal is down", func() bool {
 		rec, err := store.GetTurn(e.ctx, e.db(), id, 1)
-		return err == nil && rec.Status == store.TurnCompleted
+		return err == nil && rec.Status == task.TurnCompleted
 	})
 	srv, err = devserver.Start(e.ctx, cfg)
 	if err != nil {

@@ -32,13 +32,16 @@ func TestTurnIsTraced(t *testing.T) {
 
 	w, err := worker.Start(e.ctx, worker.Config{
 		TemporalAddress: e.temporal, Namespace: suite.temporal.Namespace(), TaskQueue: e.queue,
-		HostID: "traced-" + e.queue, DatabaseURL: e.dsn,
-		Claude: engine.Claude{
-			Bin: suite.claudeBin, ConfigDir: e.configDir, Home: e.home,
-			BaseURL: e.fake.URL(), APIKey: testAPIKey,
-			Env: []string{"PATH=" + os.Getenv("PATH"), "DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1", "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"},
+		DatabaseURL: e.dsn,
+		Config: engine.Config{
+			HostID: "traced-" + e.queue,
+			Claude: engine.Claude{
+				Bin: suite.claudeBin, ConfigDir: e.configDir, Home: e.home,
+				BaseURL: e.fake.URL(), APIKey: testAPIKey,
+				Env: []string{"PATH=" + os.Getenv("PATH"), "DISABLE_TELEMETRY=1", "DISABLE_ERROR_REPORTING=1", "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1"},
+			},
+			Logger: slog.New(slog.DiscardHandler),
 		},
-		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		t.Fatal(err)

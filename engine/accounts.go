@@ -103,7 +103,7 @@ func (a *attempt) gate(ctx context.Context) *Error {
 		return &Error{Type: task.ErrTypeStoreUnavailable, Err: err}
 	}
 	if !g.Go {
-		h := limitHit{reason: task.WaitReason(g.Reason), limitType: g.LimitType, resetsAt: g.ResetsAt}
+		h := limitHit{reason: g.Reason, limitType: g.LimitType, resetsAt: g.ResetsAt}
 		f := limitFailure(h)
 		retry := time.Time{}
 		if !g.ProbeUntil.IsZero() {
@@ -138,7 +138,7 @@ func (a *attempt) gate(ctx context.Context) *Error {
 		a.log.Warn("ending the task's wait for its account", "error", err)
 	} else if ok {
 		a.emit(events.AgentEvent{Type: events.TypeWait, Time: time.Now().UTC(), Wait: &events.Wait{
-			Phase: events.WaitEnded, Account: w.Account, Reason: w.Reason, LimitType: w.LimitType,
+			Phase: events.WaitEnded, Account: w.Account, Reason: string(w.Reason), LimitType: w.LimitType,
 			ResetsAt: w.ResetsAt, WaitedMS: time.Since(w.Since).Milliseconds()}})
 	}
 	return nil
@@ -199,7 +199,7 @@ func (a *attempt) recordWait(ctx context.Context, f *Error, now, retry time.Time
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.StopTimeout)
 	defer cancel()
 	row, before, isNew, err := store.RecordWait(ctx, e.cfg.DB, store.AccountWait{TaskID: a.req.TaskID, Account: w.Account, Turn: w.Turn,
-		Reason: string(w.Reason), LimitType: w.LimitType, ResetsAt: w.ResetsAt, RetryAt: retry})
+		Reason: w.Reason, LimitType: w.LimitType, ResetsAt: w.ResetsAt, RetryAt: retry})
 	if err != nil {
 		a.log.Warn("recording the task's wait for its account", "error", err)
 	} else {
@@ -253,7 +253,7 @@ func (e *Engine) accountEnded(ctx context.Context, a *attempt, o outcome) {
 		if f.Wait.Reason == task.WaitSpendCap {
 			until = time.Time{}
 		}
-		if err := store.LimitAccount(ctx, e.cfg.DB, store.AccountLimit{Account: a.acct.id, Reason: string(f.Wait.Reason),
+		if err := store.LimitAccount(ctx, e.cfg.DB, store.AccountLimit{Account: a.acct.id, Reason: f.Wait.Reason,
 			LimitType: f.Wait.LimitType, ResetsAt: until}); err != nil {
 			a.log.Warn("recording the account's limit", "error", err)
 		}

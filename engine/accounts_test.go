@@ -22,7 +22,7 @@ func TestLimitedAccountHoldsTheTurnBeforeTheCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 	reset := time.Now().Add(time.Hour).Truncate(time.Second)
-	if err := store.LimitAccount(r.ctx, r.db, store.AccountLimit{Account: acct, Reason: store.AccountUsageLimit, LimitType: "seven_day", ResetsAt: reset}); err != nil {
+	if err := store.LimitAccount(r.ctx, r.db, store.AccountLimit{Account: acct, Reason: task.WaitUsageLimit, LimitType: "seven_day", ResetsAt: reset}); err != nil {
 		t.Fatal(err)
 	}
 	_, e := r.run(r.req(1, 1, "go"))

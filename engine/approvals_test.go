@@ -158,7 +158,7 @@ func TestSupervisedToolWaitsForAPerson(t *testing.T) {
 		done <- err
 	}()
 	p := r.waitPending(1)
-	if p.ToolName != "Bash" || p.Summary != "make deploy" || p.Status != store.RequestPending {
+	if p.ToolName != "Bash" || p.Summary != "make deploy" || p.Status != task.OutcomePending {
 		t.Fatalf("pending = %+v", p)
 	}
 	// The workflow is told once the request is recorded, a moment after the row appears.
@@ -198,7 +198,7 @@ func TestSupervisedToolWaitsForAPerson(t *testing.T) {
 		decisions[0].Decision.By != "tester" || decisions[0].Decision.Grant != grant.Label {
 		t.Fatalf("decision events %+v", decisions)
 	}
-	if row, _ := store.GetPermission(r.ctx, r.db, r.taskID, p.RequestID); row.Status != store.RequestAllowed || row.DecidedBy != "tester" {
+	if row, _ := store.GetPermission(r.ctx, r.db, r.taskID, p.RequestID); row.Status != task.OutcomeAllowed || row.DecidedBy != "tester" {
 		t.Fatalf("row = %+v", row)
 	}
 }
@@ -325,7 +325,7 @@ func TestRequestsLeftByATurnAreClosed(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if row, err := store.GetPermission(r.ctx, r.db, r.taskID, left.RequestID); err != nil || row.Status != store.RequestCancelled {
+	if row, err := store.GetPermission(r.ctx, r.db, r.taskID, left.RequestID); err != nil || row.Status != task.OutcomeCancelled {
 		t.Fatalf("the request the retry did not ask again: %+v, %v", row, err)
 	}
 	var cancelled bool
@@ -389,7 +389,7 @@ func TestWithdrawnRequestIsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	reqs, _ := store.ListTaskPermissions(r.ctx, r.db, r.taskID)
-	if len(reqs) != 1 || reqs[0].Status != store.RequestCancelled {
+	if len(reqs) != 1 || reqs[0].Status != task.OutcomeCancelled {
 		t.Fatalf("requests %+v", reqs)
 	}
 	n.mu.Lock()
@@ -433,7 +433,7 @@ func TestCancelledTurnLogsTheWithdrawnRequest(t *testing.T) {
 	if e := <-done; e == nil || e.Type != task.ErrTypeCancelled {
 		t.Fatalf("the cancelled attempt ended with %v", e)
 	}
-	if row, err := store.GetPermission(r.ctx, r.db, r.taskID, p.RequestID); err != nil || row.Status != store.RequestCancelled {
+	if row, err := store.GetPermission(r.ctx, r.db, r.taskID, p.RequestID); err != nil || row.Status != task.OutcomeCancelled {
 		t.Fatalf("the request: %+v, %v", row, err)
 	}
 	var cancelled bool

@@ -288,7 +288,6 @@ func (a *attempt) finish(end turnEnd) outcome {
 		CostUSD: c.CostUSD, InputTokens: c.InputTokens, OutputTokens: c.OutputTokens,
 		DurationMS: c.DurationMS, NumTurns: c.NumTurns, Status: task.TurnCompleted,
 	}
-	status := store.TurnCompleted
 	if c.IsError {
 		info := end.err
 		if info == nil {
@@ -306,9 +305,9 @@ func (a *attempt) finish(end turnEnd) outcome {
 			// the prompt again.
 			return failed(turnFailure(info, end.retryAfter))
 		case events.ErrorInterrupted:
-			status, res.Status = store.TurnInterrupted, task.TurnInterrupted
+			res.Status = task.TurnInterrupted
 		default: // max turns, budget: the work done stands; the turn ends failed.
-			status, res.Status = store.TurnFailed, task.TurnFailed
+			res.Status = task.TurnFailed
 		}
 	}
 	if res.LastMessageUUID == "" || res.SessionID == "" {
@@ -317,7 +316,7 @@ func (a *attempt) finish(end turnEnd) outcome {
 	return outcome{result: res, commit: &store.TurnCommit{
 		TaskID: a.req.TaskID, Turn: a.req.Turn, AttemptID: a.req.AttemptID,
 		SessionID: res.SessionID, LastMessageUUID: res.LastMessageUUID, ResultUUID: res.ResultUUID,
-		Status: status, CostUSD: c.CostUSD, InputTokens: c.InputTokens, OutputTokens: c.OutputTokens,
+		Status: res.Status, CostUSD: c.CostUSD, InputTokens: c.InputTokens, OutputTokens: c.OutputTokens,
 		CacheReadTokens: c.CacheReadInputTokens, CacheCreationTokens: c.CacheCreationInputTokens,
 		DurationMS: c.DurationMS, NumTurns: c.NumTurns, IsError: c.IsError, Error: res.Error,
 	}}
@@ -335,6 +334,7 @@ func (e *Engine) settle(ctx context.Context, a *attempt, o outcome) (task.RunTur
 	if o.fail == nil {
 		a.closeLeftRequests(ctx)
 		if o.fail = e.commit(ctx, a, *o.commit); o.fail == nil {
+			e.holdIfQueued(ctx, a.ex)
 			a.ex.endTurn(o.commit.SessionID, o.commit.LastMessageUUID, a.req.AttemptID)
 			e.keepOrStop(ctx, a.ex)
 			return o.result, nil
@@ -406,7 +406,7 @@ func (e *Engine) commit(ctx context.Context, a *attempt, c store.TurnCommit) *Er
 		return &Error{Type: task.ErrTypeStoreUnavailable, Err: err}
 	}
 	if dir := e.cfg.Claude.ConfigDir; dir != "" && c.SessionID != "" {
-		u, err := e.mirror(ctx, dir, c.SessionID, c.LastMessageUUID)
+		u, err := e.mirror(ctx, dir, a.ex.workspace, c.SessionID, c.LastMessageUUID)
 		if err != nil {
 			return err
 		}
@@ -490,7 +490,7 @@ func (a *attempt) executor(ctx context.Context, workspace, sessionID, resumeAt s
 	}
 
 	spec := executorSpec{hostID: e.cfg.HostID, stopTimeout: e.cfg.StopTimeout, backgroundWait: e.cfg.BackgroundWait,
-		supervisable: a.hooked()}
+		supervisable: a.hooked(), windows: &e.windows}
 	spec.cmd = e.command(req.Profile, workspace)
 	if spec.supervisable {
 		hookedForBudget(&spec.cmd)
@@ -559,7 +559,6 @@ func (a *attempt) executor(ctx context.Context, workspace, sessionID, resumeAt s
 	if old := e.pool.put(ex); old != nil {
 		old.stop(ctx, "replaced")
 	}
-	go ex.learnContextWindow(2 * e.cfg.StopTimeout)
 	a.log.Info("claude started", "pid", ex.pid(), "session_id", spec.sessionID, "resume_at", spec.resumeAt)
 	return ex, true, nil
 }
@@ -623,7 +622,8 @@ func (a *attempt) close(ctx context.Context) {
 	}
 }
 
-// heartbeat calls Request.Heartbeat from now until the returned function is called.
+// heartbeat calls Request.Heartbeat every interval from now until the returned function is
+// called.
 func (a *attempt) heartbeat(ctx context.Context) (stop func()) {
 	if a.req.Heartbeat == nil {
 		return func() {}
@@ -633,12 +633,8 @@ func (a *attempt) heartbeat(ctx context.Context) (stop func()) {
 	wg.Go(func() {
 		t := time.NewTicker(a.e.cfg.HeartbeatInterval)
 		defer t.Stop()
+		// The first beat waits a tick: the activity's start already told Temporal it runs.
 		for {
-			var seq int64
-			if l := a.elog.Load(); l != nil {
-				seq = l.LastSeq()
-			}
-			a.req.Heartbeat(seq)
 			select {
 			case <-done:
 				return
@@ -646,6 +642,11 @@ func (a *attempt) heartbeat(ctx context.Context) (stop func()) {
 				return
 			case <-t.C:
 			}
+			var seq int64
+			if l := a.elog.Load(); l != nil {
+				seq = l.LastSeq()
+			}
+			a.req.Heartbeat(seq)
 		}
 	})
 	return func() {
@@ -697,15 +698,7 @@ func resultFromRecord(b store.AttemptBegun, attempt int) task.RunTurnResult {
 	out := task.RunTurnResult{
 		Attempt: attempt, SessionID: b.SessionID, LastMessageUUID: rec.LastMessageUUID, ResultUUID: rec.ResultUUID,
 		CostUSD: rec.CostUSD, InputTokens: rec.InputTokens, OutputTokens: rec.OutputTokens,
-		DurationMS: rec.DurationMS, NumTurns: rec.NumTurns, Error: rec.Error,
-	}
-	switch rec.Status {
-	case store.TurnInterrupted:
-		out.Status = task.TurnInterrupted
-	case store.TurnFailed:
-		out.Status = task.TurnFailed
-	default:
-		out.Status = task.TurnCompleted
+		DurationMS: rec.DurationMS, NumTurns: rec.NumTurns, Error: rec.Error, Status: rec.Status,
 	}
 	return out
 }

@@ -138,14 +138,9 @@ func (d *decisions) await(ctx context.Context, db store.DB, taskID, requestID st
 // waiting for it finds it. Delivering the same decision again is harmless; a request decided
 // otherwise already is refused (InvalidInput: the workflow's record and Postgres disagree).
 func (e *Engine) Deliver(ctx context.Context, rec task.DecisionRecord) error {
-	status := store.RequestDenied
-	switch rec.Outcome {
-	case task.OutcomeAllowed:
-		status = store.RequestAllowed
-	case task.OutcomeExpired:
-		status = store.RequestExpired
-	case task.OutcomeCancelled:
-		status = store.RequestCancelled
+	status := rec.Outcome
+	if !status.Final() {
+		status = task.OutcomeDenied // a record names a final outcome; anything else denies
 	}
 	answer, err := json.Marshal(rec)
 	if err != nil {

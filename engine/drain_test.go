@@ -95,7 +95,7 @@ func TestDrainLetsARunningTurnFinish(t *testing.T) {
 	if n := within(t, stopped, "Drain"); n != 0 {
 		t.Fatalf("Drain stopped %d turns, want 0", n)
 	}
-	if rec := r.turn(1); !rec.Finished() || rec.Status != store.TurnCompleted {
+	if rec := r.turn(1); !rec.Finished() || rec.Status != task.TurnCompleted {
 		t.Fatalf("turn record = %+v, want committed", rec)
 	}
 	if procs := r.cli.Procs(); len(procs) != 1 || procs[0].Stopped() {

@@ -42,6 +42,10 @@ type Engine struct {
 	stopMetering func()
 	// acct is the host's account (see Account).
 	acct accountState
+	// marks is what the session mirror remembers of the files it mirrored from this host.
+	marks mirrorMarks
+	// windows are the context windows the host's CLIs reported, by model.
+	windows contextWindows
 }
 
 // runningAttempt is an attempt in progress and the way to cancel it.
@@ -111,8 +115,8 @@ type Request struct {
 	// nothing. The attempt's cost is recorded either way.
 	Budget task.Budget
 	Spent  *task.Totals
-	// Heartbeat, when set, is called from the start of the attempt to its end, every
-	// Config.HeartbeatInterval, with the sequence number of the last event stored.
+	// Heartbeat, when set, is called every Config.HeartbeatInterval from the start of the
+	// attempt to its end, with the sequence number of the last event stored.
 	Heartbeat func(lastSeq int64)
 }
 

@@ -173,7 +173,7 @@ func TestCompletedTurnIsCommittedAndItsProcessKept(t *testing.T) {
 		t.Fatalf("executor row = %+v", x)
 	}
 	rec := r.turn(1)
-	if rec.Status != store.TurnCompleted || rec.CostUSD != 0.01 || rec.CacheReadTokens != 40 || rec.CacheCreationTokens != 20 ||
+	if rec.Status != task.TurnCompleted || rec.CostUSD != 0.01 || rec.CacheReadTokens != 40 || rec.CacheCreationTokens != 20 ||
 		rec.LastMessageUUID != res.LastMessageUUID || rec.Attempts != 1 {
 		t.Fatalf("turn record = %+v", rec)
 	}
@@ -264,7 +264,7 @@ func TestEveryExitPath(t *testing.T) {
 				if x := r.executor(); x.SessionID != "" || x.LastMessageUUID != "" {
 					t.Errorf("the rejected session was not forgotten: %+v", x)
 				}
-				if rec := r.turn(1); rec.Status != store.TurnFailed {
+				if rec := r.turn(1); rec.Status != task.TurnFailed {
 					t.Errorf("the turn was not closed: %+v", rec)
 				}
 			}},
@@ -290,7 +290,7 @@ func TestEveryExitPath(t *testing.T) {
 				if len(open) != 0 {
 					t.Errorf("the lost attempt left tool calls open: %v", open)
 				}
-				if rec := r.turn(1); rec.Status != store.TurnRunning {
+				if rec := r.turn(1); rec.Status != task.TurnRunning {
 					t.Errorf("a retryable failure closed the turn: %+v", rec)
 				}
 			}},
@@ -420,7 +420,7 @@ func TestLastFailingAttemptClosesTheTurn(t *testing.T) {
 			t.Fatalf("after attempt %d the turn is %s", attempt, rec.Status)
 		}
 	}
-	if rec := r.turn(1); rec.Status != store.TurnFailed || !strings.Contains(rec.Error, task.ErrTypeClaudeExited) {
+	if rec := r.turn(1); rec.Status != task.TurnFailed || !strings.Contains(rec.Error, task.ErrTypeClaudeExited) {
 		t.Fatalf("closed turn = %+v", rec)
 	}
 }
@@ -457,7 +457,7 @@ func TestRetryResumesWhereTheTurnBegan(t *testing.T) {
 		t.Fatalf("the retry did not resume at turn 1's committed point: %+v", l)
 	}
 	rec := r.turn(2)
-	if rec.Attempts != 2 || rec.Status != store.TurnCompleted || rec.ResumeFromUUID != res1.LastMessageUUID {
+	if rec.Attempts != 2 || rec.Status != task.TurnCompleted || rec.ResumeFromUUID != res1.LastMessageUUID {
 		t.Fatalf("turn 2 = %+v", rec)
 	}
 	var retry *events.TurnRetry
@@ -542,7 +542,7 @@ func TestInterruptedAndMaxTurnsResultsAreCommitted(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Status != tc.want || r.turn(1).Status != store.TurnStatus(tc.want) {
+			if res.Status != tc.want || r.turn(1).Status != task.TurnStatus(tc.want) {
 				t.Fatalf("result %+v, record %+v", res, r.turn(1))
 			}
 		})
@@ -580,7 +580,7 @@ func TestInterruptBeforeAndDuringTheTurn(t *testing.T) {
 	}()
 	deadline := time.After(5 * time.Second)
 	for {
-		if rec, err := store.GetTurn(r.ctx, r.db, r.taskID, 2); err == nil && rec.Status == store.TurnRunning {
+		if rec, err := store.GetTurn(r.ctx, r.db, r.taskID, 2); err == nil && rec.Status == task.TurnRunning {
 			if x := r.executor(); x.Status == store.ExecutorRunning && x.Turn == 2 {
 				break
 			}
@@ -748,7 +748,7 @@ func TestCommitRidesOutADatabaseOutage(t *testing.T) {
 	if strings.Join(texts, "|") != "first half|second half" {
 		t.Fatalf("message chunks in the log: %q", texts)
 	}
-	if rec := r.turn(1); rec.Status != store.TurnCompleted {
+	if rec := r.turn(1); rec.Status != task.TurnCompleted {
 		t.Fatalf("turn = %+v", rec)
 	}
 }
@@ -855,35 +855,78 @@ func TestToolCallsOfALostAttemptAreClosed(t *testing.T) {
 	}
 }
 
-func TestContextWindowComesFromTheCLI(t *testing.T) {
-	t.Parallel()
-	// The result carries no window: the size can only come from asking the CLI at start.
-	noWindow := fakecli.DefaultUsage
-	noWindow.ContextWindow = 0
-	r := newRig(t, func(c *fakecli.CLI) {
-		c.Serve(func(c *fakecli.CLI, p fakecli.Line) {
-			c.Init()
-			time.Sleep(100 * time.Millisecond) // the engine asks for the window beside the turn
-			c.Text("m", "hi")
-			c.Result("hi", noWindow)
-		})
-	})
-	if _, err := r.run(r.req(1, 1, "go")); err != nil {
-		t.Fatal(err)
-	}
-	var windows []events.ContextWindow
+// windowsOf returns the sizes of the context_window events of the rig's task.
+func (r *rig) windowsOf() []events.ContextWindow {
+	var out []events.ContextWindow
 	for _, ev := range r.events() {
 		if ev.Type == events.TypeContextWindow {
-			windows = append(windows, *ev.ContextWindow)
+			out = append(out, *ev.ContextWindow)
 		}
 	}
-	if len(windows) == 0 {
-		t.Fatal("no context_window event")
+	return out
+}
+
+// contextUsageAsks counts the get_context_usage requests of every process the rig started.
+func (r *rig) contextUsageAsks() int {
+	n := 0
+	for _, p := range r.cli.Procs() {
+		n += p.ContextUsageAsks()
 	}
-	for _, w := range windows {
+	return n
+}
+
+func TestContextWindowIsAskedOnlyWhereNothingReportsIt(t *testing.T) {
+	t.Parallel()
+	// The results carry no window: the host asks a CLI once, after the first result, and from
+	// then on knows the window of the model, in every process it starts.
+	noWindow := fakecli.DefaultUsage
+	noWindow.ContextWindow = 0
+	script := func(usage fakecli.Usage) func(c *fakecli.CLI) {
+		return func(c *fakecli.CLI) {
+			c.Serve(func(c *fakecli.CLI, p fakecli.Line) {
+				c.Init()
+				c.Text("m-"+fakecli.NewUUID()[:8], "hi")
+				c.Result("hi", usage)
+			})
+		}
+	}
+	r := newRig(t, script(noWindow))
+	// The answer comes after the first result: the window shows in a later turn's log.
+	for turn := 1; len(r.windowsOf()) == 0; turn++ {
+		if turn > 5 {
+			t.Fatal("no context_window event in five turns")
+		}
+		if _, err := r.run(r.req(turn, 1, "go")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := *r
+	other.taskID = "task-other-" + r.taskID
+	if _, err := other.run(other.req(1, 1, "go")); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(r.cli.Procs()); n != 2 {
+		t.Fatalf("%d processes, want one per task", n)
+	}
+	if n := r.contextUsageAsks(); n != 1 {
+		t.Errorf("the CLIs were asked for their context window %d times, want once", n)
+	}
+	for _, w := range append(r.windowsOf(), other.windowsOf()...) {
 		if w.Size != fakecli.DefaultUsage.ContextWindow || w.Model != fakecli.Model {
 			t.Fatalf("context window %+v, want the CLI's own (%d, %s)", w, fakecli.DefaultUsage.ContextWindow, fakecli.Model)
 		}
+	}
+	if len(other.windowsOf()) == 0 {
+		t.Error("the second process's turn has no context_window event: the host forgot the window")
+	}
+
+	// Results that report the window: the CLI is never asked.
+	reported := newRig(t, script(fakecli.DefaultUsage))
+	if _, err := reported.run(reported.req(1, 1, "go")); err != nil {
+		t.Fatal(err)
+	}
+	if n := reported.contextUsageAsks(); n != 0 || len(reported.windowsOf()) == 0 {
+		t.Errorf("with windows reported: %d asks and %d context_window events, want none and some", n, len(reported.windowsOf()))
 	}
 }
 
@@ -920,7 +963,7 @@ func TestCancelTurnStopsTheRunningAttemptAtOnce(t *testing.T) {
 	if e := <-done; e == nil || e.Type != task.ErrTypeCancelled {
 		t.Fatalf("err = %v, want Cancelled", e)
 	}
-	if x := r.executor(); x.Status != store.ExecutorStopped || r.turn(1).Status != store.TurnFailed {
+	if x := r.executor(); x.Status != store.ExecutorStopped || r.turn(1).Status != task.TurnFailed {
 		t.Fatalf("row %+v, turn %+v", x, r.turn(1))
 	}
 }

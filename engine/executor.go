@@ -36,11 +36,18 @@ type turnEnd struct {
 //
 // Lock order: the adapter's own lock, then mu. Nothing holding mu calls into the adapter.
 type executor struct {
-	taskID  string
-	proc    Process
-	adapter *streamjson.Adapter
-	logger  *slog.Logger
-	debug   *streamjson.DebugCapture
+	taskID string
+	proc   Process
+	// workspace is the folder the CLI runs in; model, the model it was asked to run ("" for its
+	// default).
+	workspace string
+	model     string
+	// windows are the host's context windows; windowSeen says the process reported its own.
+	windows    *contextWindows
+	windowSeen bool
+	adapter    *streamjson.Adapter
+	logger     *slog.Logger
+	debug      *streamjson.DebugCapture
 	// privateDir holds files only this process may read (its MCP configuration); removed
 	// when it stops.
 	privateDir string
@@ -74,6 +81,9 @@ type executor struct {
 	// conversation no longer matches what is committed.
 	clean     bool
 	idleTimer *time.Timer
+	// heldUntil: the task has prompts queued behind the last turn, so the process waits for the
+	// next one and is not evicted for another task's start before then (see hold).
+	heldUntil time.Time
 
 	// background holds the subagents and background shells the session started and that have
 	// not reported back. While any runs, a result is not the end of the drover turn: the CLI
@@ -124,12 +134,16 @@ type executorSpec struct {
 	debug             *streamjson.DebugCapture
 	stopTimeout       time.Duration
 	backgroundWait    time.Duration
+	windows           *contextWindows
 }
 
 // startExecutor starts the CLI and the reading goroutine.
 func startExecutor(ctx context.Context, launcher Launcher, taskID string, spec executorSpec, logger *slog.Logger) (*executor, error) {
 	ex := &executor{
 		taskID:       taskID,
+		workspace:    spec.cmd.Dir,
+		model:        spec.cmd.Model,
+		windows:      spec.windows,
 		logger:       logger,
 		debug:        spec.debug,
 		exited:       make(chan struct{}),
@@ -146,6 +160,7 @@ func startExecutor(ctx context.Context, launcher Launcher, taskID string, spec e
 		ResumedSessionID:  spec.resumeSessionID,
 		PartialMessages:   spec.cmd.IncludePartialMessages,
 		PriorTotalCostUSD: spec.priorTotalCostUSD,
+		ContextWindowSize: spec.windows.size(spec.cmd.Model),
 		HostPermissions:   true, // the engine records, reports and answers them (turnApprovals)
 		Logger:            logger,
 	})
@@ -243,7 +258,15 @@ func (ex *executor) emit(ev events.AgentEvent) {
 		}
 	case events.TypeSubagentTask:
 		ex.trackBackground(ev)
+	case events.TypeContextWindow:
+		if ev.ContextWindow != nil && ev.ContextWindow.Size > 0 {
+			ex.windowSeen = true
+			ex.windows.learn(ex.model, ev.ContextWindow.Size)
+		}
 	case events.TypeComplete:
+		if ev.ParentToolCallID == "" && !ex.windowSeen && ex.windows.claimAsk(ex.model) {
+			go ex.learnContextWindow(2 * ex.stopTO)
+		}
 		if ex.busy && ev.Data != nil && ev.Data.Completion != nil && ev.ParentToolCallID == "" {
 			ex.pending = addCompletion(ex.pending, ev.Data.Completion)
 			if len(ex.background) == 0 {
@@ -349,20 +372,6 @@ func (ex *executor) initialize(ctx context.Context, req claudecode.InitializeReq
 	return nil
 }
 
-// learnContextWindow asks the CLI for the main model's context window, so that the first
-// context_window event of the session already has the right size. It runs beside the turn: the
-// adapter holds the event back until the answer comes.
-func (ex *executor) learnContextWindow(timeout time.Duration) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	u, err := ex.proc.Client().GetContextUsage(ctx)
-	if err != nil {
-		ex.logger.Debug("the CLI did not say its context window", "task_id", ex.taskID, "error", err)
-		return
-	}
-	ex.adapter.SetContextWindow(u.Model, u.MaxTokens)
-}
-
 // alive reports whether the process still runs.
 func (ex *executor) alive() bool {
 	select {
@@ -409,6 +418,7 @@ func (ex *executor) beginTurn(turn int, sink streamjson.Sink) (<-chan turnEnd, e
 		ex.idleTimer = nil
 	}
 	ex.busy = true
+	ex.heldUntil = time.Time{}
 	ex.lastSeen.Store(time.Now().UnixNano())
 	ex.turn = turn
 	ex.pending = nil
@@ -465,6 +475,21 @@ func (ex *executor) idleOwner() string {
 		return ""
 	}
 	return ex.owner
+}
+
+// hold keeps the idle process for its task's next turn until then: no other task's start
+// evicts it meanwhile.
+func (ex *executor) hold(until time.Time) {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	ex.heldUntil = until
+}
+
+// heldAt reports whether the process is kept for its task's queued next turn at now.
+func (ex *executor) heldAt(now time.Time) bool {
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	return now.Before(ex.heldUntil)
 }
 
 // idleFor arranges for onIdle to run when no turn starts within d.

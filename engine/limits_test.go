@@ -1,13 +1,17 @@
 package engine_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/drover-run/drover/engine"
 	"github.com/drover-run/drover/internal/testkit/fakecli"
+	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/task"
 )
 
 // A host's CLI processes, running a turn, idle or still being stopped, never number more than
@@ -57,3 +61,52 @@ func TestCLIProcessesStayWithinTheHostsLimits(t *testing.T) {
 		t.Errorf("%d CLI processes alive at once, over MaxConcurrentTurns + MaxIdle = %d", most, maxTurns+idle)
 	}
 }
+
+// A task whose next prompt is queued keeps its idle CLI process for that prompt: another task's
+// first turn, arriving while the host has no room, evicts an idle process whose task has nothing
+// queued, though that one has been idle for less time. Three tasks, three CLI starts (the fake
+// launcher's count); without the hold, the first task's next turn starts a fourth.
+func TestAQueuedPromptKeepsItsProcess(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, func(c *fakecli.CLI) {
+		c.Serve(func(c *fakecli.CLI, p fakecli.Line) { c.Reply("echo: " + p.Text) })
+	}, func(cfg *engine.Config) {
+		cfg.MaxConcurrentTurns, cfg.MaxIdle = 1, 1
+	})
+	queued := func(n int) {
+		t.Helper()
+		st, err := json.Marshal(task.State{Status: task.StatusRunning, Pending: make([]task.QueuedPrompt, n)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := store.RecordTaskState(r.ctx, r.db, r.taskID, string(task.StatusRunning), st, time.Now(), recordedSeq.Add(1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	firstTurn := func(name string) {
+		t.Helper()
+		req := r.req(1, 1, "first turn of "+name)
+		req.TaskID = r.taskID + "-" + name
+		req.PromptUUID = promptUUID(req.TaskID, 1)
+		req.AttemptID = name + "/1/1"
+		if _, e := r.run(req); e != nil {
+			t.Fatalf("%s: %v", name, e)
+		}
+	}
+	queued(1)
+	if _, e := r.run(r.req(1, 1, "one")); e != nil {
+		t.Fatal(e)
+	}
+	firstTurn("idle")  // the host's room is full now: both processes idle, the first one held
+	firstTurn("other") // evicts the unheld one
+	queued(0)
+	if _, e := r.run(r.req(2, 1, "two")); e != nil {
+		t.Fatal(e)
+	}
+	if n := len(r.cli.Launches()); n != 3 {
+		t.Fatalf("%d CLI starts for three tasks, want 3: the queued turn reuses its process", n)
+	}
+}
+
+// recordedSeq orders the states the tests record for the read side.
+var recordedSeq atomic.Int64

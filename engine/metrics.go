@@ -224,7 +224,7 @@ func (e *Engine) meterApproval(ctx context.Context, kind task.RequestKind) (done
 func (e *Engine) meterProcesses() (stop func()) {
 	stop, err := e.cfg.Metrics.ObserveProcesses(e.cfg.HostID, func() map[string]int64 {
 		alive := int64(e.procs.Load())
-		idle := int64(len(e.idle()))
+		idle := int64(len(e.idle(false)))
 		return map[string]int64{metrics.ProcessIdle: idle, metrics.ProcessActive: max(alive-idle, 0)}
 	})
 	if err != nil {

@@ -117,7 +117,7 @@ func TestTasksWaitingFromPostgres(t *testing.T) {
 	e, r := newMeteredEngine(t)
 	e.cfg.DB, e.cfg.Logger = db, slog.New(slog.DiscardHandler)
 	e.meterWaiting()
-	for i, reason := range []string{store.AccountUsageLimit, store.AccountUsageLimit, string(task.WaitConcurrency)} {
+	for i, reason := range []task.WaitReason{task.WaitUsageLimit, task.WaitUsageLimit, task.WaitConcurrency} {
 		if _, _, _, err := store.RecordWait(ctx, db, store.AccountWait{TaskID: fmt.Sprint("t", i), Account: "acct-x", Turn: 1, Reason: reason}); err != nil {
 			t.Fatal(err)
 		}
@@ -137,7 +137,7 @@ func TestTasksWaitingFromPostgres(t *testing.T) {
 			}
 		}
 	}
-	if len(got) != 2 || got[store.AccountUsageLimit] != 2 || got[string(task.WaitConcurrency)] != 1 {
+	if len(got) != 2 || got[string(task.WaitUsageLimit)] != 2 || got[string(task.WaitConcurrency)] != 1 {
 		t.Errorf("tasks waiting = %v, want 2 for the usage limit and 1 for concurrency", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"compress/flate"
 	"context"
 	"crypto/sha256"
+	"encoding"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/drover-run/drover/store"
@@ -35,115 +37,195 @@ const mirrorChainLimit = 64
 // errMirrorCorrupt reports a mirror that does not rebuild what its manifest and hashes say.
 var errMirrorCorrupt = errors.New("the session mirror is corrupt")
 
-// sessionFiles lists, relative to configDir, the files of a session the CLI keeps there.
-func sessionFiles(configDir, sessionID string) ([]string, error) {
-	transcripts, err := filepath.Glob(filepath.Join(configDir, "projects", "*", sessionID+".jsonl"))
-	if err != nil {
-		return nil, err
-	}
-	dirs := []string{filepath.Join(configDir, "file-history", sessionID)}
-	var out []string
-	for _, t := range transcripts {
-		rel, err := filepath.Rel(configDir, t)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, rel)
-		dirs = append(dirs, strings.TrimSuffix(t, ".jsonl"))
-	}
-	for _, dir := range dirs {
-		err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			if d.Type().IsRegular() && !strings.HasPrefix(d.Name(), ".restore-") {
-				rel, err := filepath.Rel(configDir, p)
-				if err != nil {
-					return err
-				}
-				out = append(out, rel)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	slices.Sort(out)
-	return out, nil
-}
-
-// mirrorUpdate returns what the mirror needs to hold a session's files as they stand now: for
-// each file, the bytes appended since the mirror's last chunk, or the whole file when it is new,
-// was rewritten (its mirrored prefix changed) or its chain is long; and the manifest of them
-// all. A transcript is taken up to its last complete line: the CLI may be writing the next.
-func mirrorUpdate(ctx context.Context, db store.DB, configDir, sessionID string) (*store.MirrorUpdate, error) {
-	files, err := sessionFiles(configDir, sessionID)
+// mirrorUpdate returns what the mirror needs to hold a session's files as they stand now, given
+// the mirror's state: for each file, the bytes appended since the mirror's last chunk, or the
+// whole file when it is new, was rewritten (its mirrored part changed) or its chain is long; and
+// the manifest of them all. A transcript is taken up to its last complete line: the CLI may be
+// writing the next. What this host mirrored before is neither read nor hashed again (fileMark).
+func (m *mirrorMarks) update(configDir, workspace, sessionID string, state map[string]store.MirroredFile) (*store.MirrorUpdate, error) {
+	files, err := m.sessionFiles(configDir, workspace, sessionID, slices.Collect(maps.Keys(state)))
 	if err != nil {
 		return nil, fmt.Errorf("listing the session's files: %w", err)
 	}
 	if len(files) == 0 {
 		return nil, nil
 	}
-	state, err := store.MirrorState(ctx, db, sessionID)
-	if err != nil {
-		return nil, err
-	}
 	u := &store.MirrorUpdate{Manifest: make(map[string]int, len(files))}
 	for _, rel := range files {
-		content, err := os.ReadFile(filepath.Join(configDir, rel))
+		c, seq, err := m.updateFile(configDir, sessionID, rel, state[rel])
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // gone since it was listed
+		}
 		if err != nil {
 			return nil, fmt.Errorf("reading %s: %w", rel, err)
 		}
-		if strings.HasSuffix(rel, ".jsonl") {
-			content = content[:bytes.LastIndexByte(content, '\n')+1]
+		if c != nil {
+			u.Chunks = append(u.Chunks, *c)
 		}
-		prev, known := state[rel]
-		offset := int64(0)
-		switch {
-		case known && int64(len(content)) == prev.FileSize && bytes.Equal(digest(content), prev.FileSHA256):
-			u.Manifest[rel] = prev.Seq // unchanged
-			continue
-		case known && prev.Chunks < mirrorChainLimit && int64(len(content)) > prev.FileSize &&
-			bytes.Equal(digest(content[:prev.FileSize]), prev.FileSHA256):
-			offset = prev.FileSize // appended to: only the new bytes
-		}
-		c, err := newChunk(rel, prev.Seq+1, offset, content)
-		if err != nil {
-			return nil, err
-		}
-		u.Chunks = append(u.Chunks, c)
-		u.Manifest[rel] = c.Seq
+		u.Manifest[rel] = seq
 	}
 	return u, nil
 }
 
+// updateFile returns the chunk that brings the mirror of rel to the file as it stands, or nil
+// when the mirror holds it already, and the file's sequence number in the manifest. prev is the
+// mirror's state of the file (zero when it holds none).
+func (m *mirrorMarks) updateFile(configDir, sessionID, rel string, prev store.MirroredFile) (*store.MirrorChunk, int, error) {
+	path := filepath.Join(configDir, rel)
+	info, err := m.files().Stat(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	mk, marked := m.get(sessionID, rel)
+	// The mark counts only while it describes what the mirror holds (no other host committed
+	// the session since) and the file is the one it was read from.
+	marked = marked && prev.Seq > 0 && mk.seq == prev.Seq && mk.size == prev.FileSize &&
+		bytes.Equal(mk.sum, prev.FileSHA256) && os.SameFile(mk.info, info)
+	switch transcript := strings.HasSuffix(rel, ".jsonl"); {
+	case marked && !transcript && info.Size() == mk.size && info.ModTime().Equal(mk.info.ModTime()) &&
+		info.ModTime().Before(mk.readAt.Add(-racyWindow)):
+		return nil, prev.Seq, nil // unchanged, as its size and time prove
+	case marked && transcript && prev.Chunks < mirrorChainLimit && info.Size() >= mk.size:
+		c, ok, err := m.appended(path, rel, sessionID, mk, info)
+		if err != nil || ok {
+			if c == nil {
+				return nil, prev.Seq, err
+			}
+			return c, c.Seq, err
+		}
+	}
+	return m.whole(path, rel, sessionID, prev, info)
+}
+
+// appended returns the chunk of what was appended to a transcript since its mark, nil when no
+// complete line was. ok is false when the transcript's mirrored part is no longer its start:
+// the caller reads it whole.
+func (m *mirrorMarks) appended(path, rel, sessionID string, mk fileMark, info fs.FileInfo) (c *store.MirrorChunk, ok bool, err error) {
+	if same, err := m.startsAsMarked(path, mk); err != nil || !same {
+		return nil, false, err
+	}
+	data, err := m.files().ReadAt(path, mk.size, -1)
+	if err != nil {
+		return nil, false, err
+	}
+	data = data[:bytes.LastIndexByte(data, '\n')+1]
+	if len(data) == 0 {
+		return nil, true, nil
+	}
+	h := sha256.New()
+	if err := h.(encoding.BinaryUnmarshaler).UnmarshalBinary(mk.hash); err != nil {
+		return nil, false, nil // a mark this build cannot continue: read the file whole
+	}
+	h.Write(data)
+	chunk, err := newChunk(rel, mk.seq+1, mk.size, data, mk.size+int64(len(data)), h.Sum(nil))
+	if err != nil {
+		return nil, false, err
+	}
+	next := fileMark{seq: chunk.Seq, size: chunk.FileSize, sum: chunk.FileSHA256, info: info, readAt: time.Now(),
+		head: mk.head, tail: lastBytes(append(slices.Clip(mk.tail), data...), markWindow)}
+	if len(next.head) < markWindow {
+		next.head = lastBytes(append(slices.Clip(mk.head), data...), -markWindow)
+	}
+	if next.hash, err = h.(encoding.BinaryMarshaler).MarshalBinary(); err != nil {
+		return nil, false, err
+	}
+	m.set(sessionID, rel, next)
+	return &chunk, true, nil
+}
+
+// startsAsMarked reports whether the file at path still starts with what its mark describes,
+// as far as the first and last bytes of the marked part show: a transcript the CLI rewrote in
+// place or cut (resuming at an earlier entry) differs there.
+func (m *mirrorMarks) startsAsMarked(path string, mk fileMark) (bool, error) {
+	if mk.size <= 2*markWindow {
+		b, err := m.files().ReadAt(path, 0, mk.size)
+		return err == nil && bytes.HasPrefix(b, mk.head) && bytes.HasSuffix(b, mk.tail) && int64(len(b)) == mk.size, err
+	}
+	head, err := m.files().ReadAt(path, 0, int64(len(mk.head)))
+	if err != nil || !bytes.Equal(head, mk.head) {
+		return false, err
+	}
+	tail, err := m.files().ReadAt(path, mk.size-int64(len(mk.tail)), int64(len(mk.tail)))
+	return err == nil && bytes.Equal(tail, mk.tail), err
+}
+
+// whole reads the file whole and returns the chunk that brings the mirror to it (the bytes past
+// the mirror's end when what the mirror holds is still the file's start), or nil when the mirror
+// holds it already; it marks the file.
+func (m *mirrorMarks) whole(path, rel, sessionID string, prev store.MirroredFile, info fs.FileInfo) (*store.MirrorChunk, int, error) {
+	readAt := time.Now()
+	content, err := m.files().ReadAt(path, 0, -1)
+	if err != nil {
+		return nil, 0, err
+	}
+	if strings.HasSuffix(rel, ".jsonl") {
+		content = content[:bytes.LastIndexByte(content, '\n')+1]
+	}
+	h := sha256.New()
+	h.Write(content)
+	mk := fileMark{seq: prev.Seq, size: int64(len(content)), sum: h.Sum(nil), info: info, readAt: readAt,
+		head: lastBytes(content, -markWindow), tail: lastBytes(content, markWindow)}
+	if mk.hash, err = h.(encoding.BinaryMarshaler).MarshalBinary(); err != nil {
+		return nil, 0, err
+	}
+	known := prev.Seq > 0
+	if known && mk.size == prev.FileSize && bytes.Equal(mk.sum, prev.FileSHA256) {
+		m.set(sessionID, rel, mk)
+		return nil, prev.Seq, nil // unchanged
+	}
+	offset := int64(0)
+	if known && prev.Chunks < mirrorChainLimit && mk.size > prev.FileSize &&
+		bytes.Equal(digest(content[:prev.FileSize]), prev.FileSHA256) {
+		offset = prev.FileSize // appended to: only the new bytes
+	}
+	c, err := newChunk(rel, prev.Seq+1, offset, content[offset:], mk.size, mk.sum)
+	if err != nil {
+		return nil, 0, err
+	}
+	mk.seq = c.Seq
+	m.set(sessionID, rel, mk)
+	return &c, c.Seq, nil
+}
+
+// lastBytes returns a copy of the last n bytes of b, or of its first -n bytes when n < 0.
+func lastBytes(b []byte, n int) []byte {
+	if n < 0 {
+		return slices.Clone(b[:min(-n, len(b))])
+	}
+	return slices.Clone(b[max(len(b)-n, 0):])
+}
+
 // mirror takes what the session mirror needs of the committed turn, once the transcript holds
 // the entry the commit resumes at (the CLI writes it before its result; a short wait covers a
-// slow disk).
-func (e *Engine) mirror(ctx context.Context, configDir, sessionID, lastUUID string) (*store.MirrorUpdate, *Error) {
+// slow disk). workspace is the folder the CLI runs in, which names its transcript's folder.
+func (e *Engine) mirror(ctx context.Context, configDir, workspace, sessionID, lastUUID string) (*store.MirrorUpdate, *Error) {
+	failed := func(err error) *Error {
+		if ctx.Err() != nil {
+			return contextFailure(ctx)
+		}
+		return &Error{Type: task.ErrTypeStoreUnavailable, Err: fmt.Errorf("mirroring the session: %w", err)}
+	}
+	m := &e.marks
+	state, err := store.MirrorState(ctx, e.cfg.DB, sessionID)
+	if err != nil {
+		return nil, failed(err)
+	}
+	transcripts, err := m.transcripts(configDir, workspace, sessionID, slices.Collect(maps.Keys(state)))
+	if err != nil {
+		return nil, failed(err)
+	}
 	deadline := time.Now().Add(2 * time.Second)
-	for {
+	for first := true; ; first = false {
 		// The transcript is searched before the update is taken: it only grows, so what this
 		// read holds, the update's view of the file holds too.
-		held, found, err := transcriptHolds(configDir, sessionID, lastUUID)
-		var u *store.MirrorUpdate
-		if err == nil {
-			u, err = mirrorUpdate(ctx, e.cfg.DB, configDir, sessionID)
-		}
+		held, found, err := m.holds(configDir, sessionID, lastUUID, transcripts, first)
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil, contextFailure(ctx)
-			}
-			return nil, &Error{Type: task.ErrTypeStoreUnavailable, Err: fmt.Errorf("mirroring the session: %w", err)}
+			return nil, failed(err)
 		}
 		// A session without a transcript here has nothing to wait for: the CLI keeps none in this
 		// folder (or not yet at all); the mirror takes what there is.
 		if held || !found || time.Now().After(deadline) {
-			return u, nil
+			break
 		}
 		select {
 		case <-ctx.Done():
@@ -151,19 +233,22 @@ func (e *Engine) mirror(ctx context.Context, configDir, sessionID, lastUUID stri
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+	u, err := m.update(configDir, workspace, sessionID, state)
+	if err != nil {
+		return nil, failed(err)
+	}
+	return u, nil
 }
 
-// transcriptHolds reports whether the session's transcript in configDir holds uuid in its
-// complete lines, the part the mirror takes. The whole file counts, not what changed since the
-// last commit: a transcript that did not change may not hold the entry yet, and one that did
-// may hold it from before. found says whether the session has a transcript there at all.
-func transcriptHolds(configDir, sessionID, uuid string) (held, found bool, err error) {
-	transcripts, err := filepath.Glob(filepath.Join(configDir, "projects", "*", sessionID+".jsonl"))
-	if err != nil {
-		return false, false, err
-	}
-	for _, t := range transcripts {
-		content, err := os.ReadFile(t)
+// holds reports whether the session's main transcripts in configDir hold uuid in their complete
+// lines, the part the mirror takes. It reads what was written since the transcript's mark, and,
+// when whole is set and the entry is not there, what the mark holds too: a transcript that did
+// not change may not hold the entry yet, and one that did may hold it from before. found says
+// whether the session has a transcript there at all.
+func (m *mirrorMarks) holds(configDir, sessionID, uuid string, transcripts []string, whole bool) (held, found bool, err error) {
+	for _, rel := range transcripts {
+		path := filepath.Join(configDir, rel)
+		info, err := m.files().Stat(path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
@@ -171,6 +256,20 @@ func transcriptHolds(configDir, sessionID, uuid string) (held, found bool, err e
 			return false, found, fmt.Errorf("reading the transcript: %w", err)
 		}
 		found = true
+		off := int64(0)
+		if mk, ok := m.get(sessionID, rel); ok && os.SameFile(mk.info, info) && info.Size() >= mk.size {
+			off = mk.size // a line boundary
+		}
+		content, err := m.files().ReadAt(path, off, -1)
+		if err == nil && !bytes.Contains(content[:bytes.LastIndexByte(content, '\n')+1], []byte(uuid)) && whole && off > 0 {
+			content, err = m.files().ReadAt(path, 0, off)
+		}
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return false, found, fmt.Errorf("reading the transcript: %w", err)
+		}
 		if bytes.Contains(content[:bytes.LastIndexByte(content, '\n')+1], []byte(uuid)) {
 			return true, true, nil
 		}
@@ -178,13 +277,20 @@ func transcriptHolds(configDir, sessionID, uuid string) (held, found bool, err e
 	return false, found, nil
 }
 
-func newChunk(rel string, seq int, offset int64, content []byte) (store.MirrorChunk, error) {
-	data := content[offset:]
+// deflaters keeps compressors between chunks: making one costs more than a small chunk's
+// compression.
+var deflaters = sync.Pool{New: func() any {
+	w, _ := flate.NewWriter(nil, flate.DefaultCompression)
+	return w
+}}
+
+// newChunk is chunk seq of rel: data, which starts at offset of a file of fileSize bytes whose
+// SHA-256 is fileSum.
+func newChunk(rel string, seq int, offset int64, data []byte, fileSize int64, fileSum []byte) (store.MirrorChunk, error) {
 	var buf bytes.Buffer
-	w, err := flate.NewWriter(&buf, flate.DefaultCompression)
-	if err != nil {
-		return store.MirrorChunk{}, err
-	}
+	w := deflaters.Get().(*flate.Writer)
+	defer deflaters.Put(w)
+	w.Reset(&buf)
 	if _, err := w.Write(data); err != nil {
 		return store.MirrorChunk{}, err
 	}
@@ -193,7 +299,7 @@ func newChunk(rel string, seq int, offset int64, content []byte) (store.MirrorCh
 	}
 	return store.MirrorChunk{
 		Path: rel, Seq: seq, FileOffset: offset, Data: buf.Bytes(), DataSize: len(data), DataSHA256: digest(data),
-		FileSize: int64(len(content)), FileSHA256: digest(content),
+		FileSize: fileSize, FileSHA256: fileSum,
 	}, nil
 }
 

@@ -22,12 +22,14 @@ import (
 )
 
 const (
-	mirrorSession = "5f1c3a2e-7d41-4c55-9a1e-2b8d6f0c9e11"
-	transcript    = "projects/-work-repo/" + mirrorSession + ".jsonl"
-	subagent      = "projects/-work-repo/" + mirrorSession + "/subagents/agent-a1.jsonl"
-	subagentMeta  = "projects/-work-repo/" + mirrorSession + "/subagents/agent-a1.meta.json"
-	toolResult    = "projects/-work-repo/" + mirrorSession + "/tool-results/toolu_01.txt"
-	backup        = "file-history/" + mirrorSession + "/3f2a9c@v1"
+	// mirrorWorkspace is the workspace whose project folder is -work-repo.
+	mirrorWorkspace = "/work/repo"
+	mirrorSession   = "5f1c3a2e-7d41-4c55-9a1e-2b8d6f0c9e11"
+	transcript      = "projects/-work-repo/" + mirrorSession + ".jsonl"
+	subagent        = "projects/-work-repo/" + mirrorSession + "/subagents/agent-a1.jsonl"
+	subagentMeta    = "projects/-work-repo/" + mirrorSession + "/subagents/agent-a1.meta.json"
+	toolResult      = "projects/-work-repo/" + mirrorSession + "/tool-results/toolu_01.txt"
+	backup          = "file-history/" + mirrorSession + "/3f2a9c@v1"
 )
 
 // put writes content to rel under dir, making its folders.
@@ -109,10 +111,11 @@ func age(t *testing.T, dir string) {
 
 // mirrorDB commits turns of one task, each with a mirror update, on a fresh database.
 type mirrorDB struct {
-	t    *testing.T
-	db   *pgxpool.Pool
-	task string
-	turn int
+	t     *testing.T
+	db    *pgxpool.Pool
+	task  string
+	turn  int
+	marks mirrorMarks
 }
 
 func newMirrorDB(t *testing.T) *mirrorDB {
@@ -134,7 +137,7 @@ func (m *mirrorDB) commit(session string, u *store.MirrorUpdate) {
 	}
 	applied, err := store.CommitTurn(ctx, m.db, store.TurnCommit{
 		TaskID: m.task, Turn: m.turn, AttemptID: id, SessionID: session,
-		LastMessageUUID: fmt.Sprintf("u%d", m.turn), Status: store.TurnCompleted, Mirror: u,
+		LastMessageUUID: fmt.Sprintf("u%d", m.turn), Status: task.TurnCompleted, Mirror: u,
 	})
 	if err != nil {
 		m.t.Fatal(err)
@@ -144,10 +147,14 @@ func (m *mirrorDB) commit(session string, u *store.MirrorUpdate) {
 	}
 }
 
-// update returns mirrorUpdate of the session's files in dir.
+// update returns the mirror's update of the session's files in dir.
 func (m *mirrorDB) update(dir string) *store.MirrorUpdate {
 	m.t.Helper()
-	u, err := mirrorUpdate(m.t.Context(), m.db, dir, mirrorSession)
+	state, err := store.MirrorState(m.t.Context(), m.db, mirrorSession)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	u, err := m.marks.update(dir, mirrorWorkspace, mirrorSession, state)
 	if err != nil {
 		m.t.Fatal(err)
 	}
@@ -229,17 +236,30 @@ func TestMirrorSessionFilesAreTheSessionsOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	got, err := sessionFiles(dir, mirrorSession)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := slices.Sorted(slices.Values(mine))
-	if !slices.Equal(got, want) {
-		t.Fatalf("sessionFiles =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	// The workspace names the transcript's folder, the mirror's state the other one; a
+	// workspace that names no folder (its path too long to derive one) leads to a search.
+	long := "/" + strings.Repeat("w", maxProjectFolder)
+	for _, c := range []struct {
+		workspace string
+		known     []string
+	}{
+		{mirrorWorkspace, []string{"projects/-other-workspace/" + mirrorSession + ".jsonl", backup}},
+		{long, nil},
+	} {
+		var marks mirrorMarks
+		got, err := marks.sessionFiles(dir, c.workspace, mirrorSession, c.known)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := slices.Sorted(slices.Values(mine))
+		if !slices.Equal(got, want) {
+			t.Fatalf("sessionFiles =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
 	}
 
 	// A session with no files at all has nothing to mirror.
-	got, err = sessionFiles(t.TempDir(), mirrorSession)
+	var marks mirrorMarks
+	got, err := marks.sessionFiles(t.TempDir(), mirrorWorkspace, mirrorSession, nil)
 	if err != nil || len(got) != 0 {
 		t.Fatalf("sessionFiles of an empty folder = %v, %v", got, err)
 	}
@@ -624,7 +644,7 @@ func TestMirrorWaitsForTheTranscriptToHoldTheResumePoint(t *testing.T) {
 			defer func() { <-done }()
 
 			e := &Engine{cfg: Config{DB: m.db}}
-			u, ferr := e.mirror(t.Context(), dir, mirrorSession, resumeAt)
+			u, ferr := e.mirror(t.Context(), dir, mirrorWorkspace, mirrorSession, resumeAt)
 			if ferr != nil {
 				t.Fatal(ferr)
 			}
@@ -658,12 +678,17 @@ func TestMirrorWaitLooksAtCompleteLinesOfTheTranscript(t *testing.T) {
 		for rel, content := range c.files {
 			put(t, dir, rel, content)
 		}
-		got, found, err := transcriptHolds(dir, mirrorSession, uuid)
+		var marks mirrorMarks
+		transcripts, err := marks.transcripts(dir, mirrorWorkspace, mirrorSession, []string{"projects/-other/" + mirrorSession + ".jsonl"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, found, err := marks.holds(dir, mirrorSession, uuid, transcripts, true)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got != c.want || found != (c.name != "no transcript" && c.name != "another session's transcript") {
-			t.Errorf("%s: transcriptHolds = %v, found %v; want %v", c.name, got, found, c.want)
+			t.Errorf("%s: holds = %v, found %v; want %v", c.name, got, found, c.want)
 		}
 	}
 }

@@ -256,7 +256,7 @@ func (t *turnApprovals) answer(ctx context.Context, cr *claudecode.ControlReques
 	r := cr.CanUseTool
 	t.emit(decisionEvent(r.ToolUseID, r.ToolName, row, rec))
 	switch row.Status {
-	case store.RequestAllowed:
+	case task.OutcomeAllowed:
 		if rec.Grant != nil {
 			t.addGrant(task.Grant{Tool: r.ToolName, Suggestion: *rec.Grant})
 		}
@@ -264,9 +264,9 @@ func (t *turnApprovals) answer(ctx context.Context, cr *claudecode.ControlReques
 			t.setMode(rec.NextMode)
 		}
 		return t.allow(r, rec)
-	case store.RequestExpired:
+	case task.OutcomeExpired:
 		return claudecode.DenyTool(rec.Reason, true), nil
-	case store.RequestCancelled:
+	case task.OutcomeCancelled:
 		return claudecode.DenyTool("the request was withdrawn before anybody answered it", false), nil
 	}
 	msg := "denied"

@@ -99,6 +99,23 @@ func (e *Engine) retire(ctx context.Context, ex *executor, reason string) {
 	}
 }
 
+// holdForNext bounds how long an idle process whose task has prompts queued is kept from
+// other tasks' starts: its next turn, first in its host's queue (warm turns go first), comes
+// within a workflow task's round trip; the bound only keeps a task whose next turn never comes
+// (it was cancelled meanwhile) from holding the room.
+const holdForNext = 15 * time.Second
+
+// holdIfQueued holds the process of a turn that committed, before it turns idle, when its task
+// has prompts queued behind the turn: no other task's start evicts it for a while (see hold).
+// Otherwise a start for another task's first turn, taking the slot the ended turn left, evicts
+// the process that the task's next turn is about to use, and the host starts two CLIs where it
+// needed none.
+func (e *Engine) holdIfQueued(ctx context.Context, ex *executor) {
+	if e.cfg.KeepAlive >= 0 && e.queuedNext(ctx, ex.taskID) {
+		ex.hold(time.Now().Add(min(holdForNext, e.cfg.KeepAlive)))
+	}
+}
+
 // keepOrStop keeps a process that committed its turn for the task's next one, or stops it
 // when processes are not kept.
 func (e *Engine) keepOrStop(ctx context.Context, ex *executor) {
@@ -119,19 +136,34 @@ func (e *Engine) keepOrStop(ctx context.Context, ex *executor) {
 // are still being stopped by an earlier eviction: each holds a couple of hundred MB until it has
 // exited.
 func (e *Engine) evictIdle(ctx context.Context) {
-	idles := e.idle()
-	e.evict(ctx, idles, len(idles)+int(e.evicting.Load())-e.cfg.MaxIdle, "too many idle processes")
+	n := len(e.idle(false)) + int(e.evicting.Load()) - e.cfg.MaxIdle
+	e.evict(ctx, e.idle(true), n, "too many idle processes")
 }
 
-// idle returns the idle processes, the longest idle first.
-func (e *Engine) idle() []*executor {
+// queuedNext reports whether the task's state, as its workflow last recorded it for the read
+// side, has prompts waiting behind the turn that just ended. A failure to look says no.
+func (e *Engine) queuedNext(ctx context.Context, taskID string) bool {
+	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.StopTimeout)
+	defer cancel()
+	n, err := store.QueuedPrompts(qctx, e.cfg.DB, taskID)
+	if err != nil {
+		e.cfg.Logger.Debug("looking for the task's queued prompts", "task_id", taskID, "error", err)
+		return false
+	}
+	return n > 0
+}
+
+// idle returns the idle processes, the longest idle first: all of them, or only those that may
+// be evicted (not held for their task's queued next turn).
+func (e *Engine) idle(evictable bool) []*executor {
 	type idle struct {
 		ex    *executor
 		since time.Time
 	}
 	var idles []idle
+	now := time.Now()
 	for _, ex := range e.pool.all() {
-		if since, ok := ex.idleSince(); ok {
+		if since, ok := ex.idleSince(); ok && !(evictable && ex.heldAt(now)) {
 			idles = append(idles, idle{ex, since})
 		}
 	}
@@ -146,7 +178,7 @@ func (e *Engine) idle() []*executor {
 // evictLongestIdle stops, in the background, up to n of the processes idle the longest.
 func (e *Engine) evictLongestIdle(ctx context.Context, n int, reason string) {
 	if n > 0 {
-		e.evict(ctx, e.idle(), n, reason)
+		e.evict(ctx, e.idle(true), n, reason)
 	}
 }
 

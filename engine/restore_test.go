@@ -3,6 +3,7 @@ package engine_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -15,8 +16,16 @@ import (
 func TestAttemptRestoresTheSessionFromItsMirror(t *testing.T) {
 	t.Parallel()
 	configDir := t.TempDir()
+	var workspace string // the rig's, known once it is made
 	transcript := func(session string) string {
-		return filepath.Join(configDir, "projects", "-workspace", session+".jsonl")
+		// The CLI's folder of a workspace: its path, every character but a letter or digit a "-".
+		folder := strings.Map(func(r rune) rune {
+			if 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' {
+				return r
+			}
+			return '-'
+		}, workspace)
+		return filepath.Join(configDir, "projects", folder, session+".jsonl")
 	}
 	// The scripted CLI keeps a transcript as the real one does, writing each answer's line
 	// before its result, and notes what the transcript held when each prompt arrived.
@@ -46,6 +55,7 @@ func TestAttemptRestoresTheSessionFromItsMirror(t *testing.T) {
 		})
 	}
 	r := newRig(t, script, func(c *engine.Config) { c.KeepAlive = -1; c.Claude.ConfigDir = configDir })
+	workspace = r.workspace
 
 	res, err := r.run(r.req(1, 1, "one"))
 	if err != nil {

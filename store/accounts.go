@@ -8,13 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-)
 
-// The reasons an account is limited, as accounts.reason holds them (task.WaitReason's values).
-const (
-	AccountUsageLimit = "usage_limit"
-	AccountRateLimit  = "rate_limit"
-	AccountSpendCap   = "spend_cap"
+	"github.com/drover-run/drover/task"
 )
 
 // InstallationKey returns the installation's key for naming accounts, made on first use.
@@ -36,9 +31,9 @@ func InstallationKey(ctx context.Context, db DB) ([]byte, error) {
 // Account is an account's row, with what runs and waits on it.
 type Account struct {
 	AccountID string
-	// Reason is why the account is limited (AccountUsageLimit, AccountRateLimit,
-	// AccountSpendCap), empty when it is not.
-	Reason    string
+	// Reason is why the account is limited (usage_limit, rate_limit, spend_cap), empty when it
+	// is not.
+	Reason    task.WaitReason
 	LimitType string
 	// BlockedUntil is the announced reset of a usage or rate limit.
 	BlockedUntil time.Time
@@ -102,7 +97,7 @@ type AccountGate struct {
 	Go, Probe bool
 	// Reason, LimitType and ResetsAt describe the limit when the turn may not go. ProbeUntil
 	// is when the turn that goes first gives up its turn, when another one does.
-	Reason     string
+	Reason     task.WaitReason
 	LimitType  string
 	ResetsAt   time.Time
 	ProbeUntil time.Time
@@ -155,7 +150,7 @@ func CheckAccount(ctx context.Context, db TxDB, account, taskID string, probeLea
 		case g.Reason == "":
 			g.Go = true
 			return nil
-		case g.Reason == AccountSpendCap:
+		case g.Reason == task.WaitSpendCap:
 			return nil
 		case g.ResetsAt.After(g.Now):
 			return nil
@@ -177,7 +172,7 @@ func CheckAccount(ctx context.Context, db TxDB, account, taskID string, probeLea
 // AccountLimit is a limit a turn met.
 type AccountLimit struct {
 	Account   string
-	Reason    string // AccountUsageLimit, AccountRateLimit or AccountSpendCap
+	Reason    task.WaitReason // usage_limit, rate_limit or spend_cap
 	LimitType string
 	// ResetsAt is when the limit is to lift; zero for a spend cap.
 	ResetsAt time.Time
@@ -215,7 +210,7 @@ type AccountWait struct {
 	TaskID    string
 	Account   string
 	Turn      int
-	Reason    string
+	Reason    task.WaitReason
 	LimitType string
 	Since     time.Time
 	ResetsAt  time.Time

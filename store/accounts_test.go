@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/drover-run/drover/internal/testkit/pgtest"
+
 	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/task"
 )
 
 func TestInstallationKeyIsMadeOnce(t *testing.T) {
@@ -57,11 +59,11 @@ func TestAccountLimitLetsOneTurnProbeAfterTheReset(t *testing.T) {
 		t.Fatalf("fresh account: %+v, want go without probe", g)
 	}
 	reset := dbNow(t, db).Add(time.Hour)
-	must(t, store.LimitAccount(ctx, db, store.AccountLimit{Account: acct, Reason: store.AccountUsageLimit, LimitType: "five_hour", ResetsAt: reset}))
+	must(t, store.LimitAccount(ctx, db, store.AccountLimit{Account: acct, Reason: task.WaitUsageLimit, LimitType: "five_hour", ResetsAt: reset}))
 	for _, id := range []string{"t1", "t2"} {
 		g, err := store.CheckAccount(ctx, db, acct, id, time.Minute)
 		must(t, err)
-		if g.Go || !g.ResetsAt.Equal(reset) || g.Reason != store.AccountUsageLimit {
+		if g.Go || !g.ResetsAt.Equal(reset) || g.Reason != task.WaitUsageLimit {
 			t.Fatalf("%s before the reset: %+v, want held until %s", id, g, reset)
 		}
 		w := store.AccountWait{TaskID: id, Account: acct, Turn: 2, Reason: g.Reason, ResetsAt: g.ResetsAt}
@@ -89,7 +91,7 @@ func TestAccountLimitLetsOneTurnProbeAfterTheReset(t *testing.T) {
 	}
 	// The probe is refused again: a new reset holds everyone.
 	reset2 := dbNow(t, db).Add(time.Hour)
-	must(t, store.LimitAccount(ctx, db, store.AccountLimit{Account: acct, Reason: store.AccountUsageLimit, ResetsAt: reset2}))
+	must(t, store.LimitAccount(ctx, db, store.AccountLimit{Account: acct, Reason: task.WaitUsageLimit, ResetsAt: reset2}))
 	if g, _ := store.CheckAccount(ctx, db, acct, "t2", time.Minute); g.Go {
 		t.Fatalf("after the probe was refused: %+v", g)
 	}
@@ -108,7 +110,7 @@ func TestAccountLimitLetsOneTurnProbeAfterTheReset(t *testing.T) {
 	}
 	counts, err := store.TasksWaiting(ctx, db)
 	must(t, err)
-	if counts[store.AccountUsageLimit] != 2 {
+	if counts[string(task.WaitUsageLimit)] != 2 {
 		t.Fatalf("tasks waiting: %v", counts)
 	}
 	if _, ok, err := store.EndWait(ctx, db, "t1"); !ok || err != nil {
@@ -122,11 +124,11 @@ func TestSpendCapHoldsUntilResumed(t *testing.T) {
 	t.Parallel()
 	ctx, db := t.Context(), pgtest.NewPool(t)
 	const acct = "acct-b"
-	must(t, store.LimitAccount(ctx, db, store.AccountLimit{Account: acct, Reason: store.AccountSpendCap, LimitType: "overage"}))
-	must(t, store.LimitAccount(ctx, db, store.AccountLimit{Account: acct, Reason: store.AccountUsageLimit, ResetsAt: time.Now().Add(-time.Hour)}))
+	must(t, store.LimitAccount(ctx, db, store.AccountLimit{Account: acct, Reason: task.WaitSpendCap, LimitType: "overage"}))
+	must(t, store.LimitAccount(ctx, db, store.AccountLimit{Account: acct, Reason: task.WaitUsageLimit, ResetsAt: time.Now().Add(-time.Hour)}))
 	g, err := store.CheckAccount(ctx, db, acct, "t1", time.Minute)
 	must(t, err)
-	if g.Go || g.Reason != store.AccountSpendCap {
+	if g.Go || g.Reason != task.WaitSpendCap {
 		t.Fatalf("capped: %+v", g)
 	}
 	if w, _ := store.AccountGotThrough(ctx, db, acct); w != nil {

@@ -5,7 +5,9 @@ import (
 	"testing"
 
 	"github.com/drover-run/drover/internal/testkit/pgtest"
+
 	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/task"
 )
 
 func TestSpendCountsFailedAttemptsOnce(t *testing.T) {
@@ -46,7 +48,7 @@ func TestSpendCountsFailedAttemptsOnce(t *testing.T) {
 
 	// A second commit of the same turn changes nothing.
 	applied, err := store.CommitTurn(ctx, db, store.TurnCommit{TaskID: "t", Turn: 1, AttemptID: "a2", SessionID: "sess",
-		LastMessageUUID: "u1", Status: store.TurnCompleted, CostUSD: 0.05})
+		LastMessageUUID: "u1", Status: task.TurnCompleted, CostUSD: 0.05})
 	must(t, err)
 	if applied {
 		t.Fatal("second commit applied")

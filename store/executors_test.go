@@ -11,8 +11,10 @@ import (
 	"testing/fstest"
 
 	"github.com/drover-run/drover/internal/testkit/pgtest"
+
 	"github.com/drover-run/drover/migrations"
 	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/task"
 )
 
 // pidIsNull reads from the table whether the task's row has no pid (GetExecutor reports NULL as 0).
@@ -114,7 +116,7 @@ func TestStaleAttemptWritesNothing(t *testing.T) {
 	}
 	applied, err := store.CommitTurn(ctx, db, store.TurnCommit{
 		TaskID: "t", Turn: 2, AttemptID: "old", SessionID: "sess-old", LastMessageUUID: "u-old",
-		Status: store.TurnCompleted, CostUSD: 9, InputTokens: 9,
+		Status: task.TurnCompleted, CostUSD: 9, InputTokens: 9,
 	})
 	if applied {
 		t.Error("stale CommitTurn reported applied")
@@ -163,7 +165,7 @@ func TestEndAttempt(t *testing.T) {
 	if !pidIsNull(t, db, "t") {
 		t.Fatal("a stopped row kept its pid")
 	}
-	if r := getTurn(t, db, "t", 2); r.Status != store.TurnRunning {
+	if r := getTurn(t, db, "t", 2); r.Status != task.TurnRunning {
 		t.Fatalf("EndAttempt without AbandonTurn closed the turn: %+v", r)
 	}
 
@@ -177,7 +179,7 @@ func TestEndAttempt(t *testing.T) {
 	if e.Status != store.ExecutorFailed || e.Error != "resume rejected" || e.PID != 0 || e.SessionID != "" || e.LastMessageUUID != "" {
 		t.Fatalf("after EndAttempt with ForgetSession = %+v, want failed with no resume point", e)
 	}
-	if r := getTurn(t, db, "t", 2); r.Status != store.TurnFailed || r.Error != "resume rejected" {
+	if r := getTurn(t, db, "t", 2); r.Status != task.TurnFailed || r.Error != "resume rejected" {
 		t.Fatalf("abandoned turn = %+v", r)
 	}
 	b := begin(t, db, attempt("t", "a4", 3))
@@ -502,7 +504,7 @@ func TestLateAttemptOfEarlierTurnKeepsCurrentOwner(t *testing.T) {
 		t.Fatalf("the late attempt wrote:\nbefore %s\nafter  %s", before, after)
 	}
 	applied, err := store.CommitTurn(ctx, db, store.TurnCommit{TaskID: "t", Turn: 2, AttemptID: "a2",
-		SessionID: "sess", LastMessageUUID: "u2", Status: store.TurnCompleted, CostUSD: 1})
+		SessionID: "sess", LastMessageUUID: "u2", Status: task.TurnCompleted, CostUSD: 1})
 	if err != nil || !applied {
 		t.Fatalf("the current attempt's commit: applied=%v, err=%v", applied, err)
 	}

@@ -16,7 +16,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/drover-run/drover/internal/testkit/pgtest"
+
 	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/task"
 )
 
 // The store keeps a chunk's data as given: these tests stand for compression with a prefix, so
@@ -46,7 +48,7 @@ func commitMirror(t *testing.T, db store.TxDB, taskID string, turn int, session 
 	begin(t, db, attempt(taskID, attemptID, turn))
 	return store.CommitTurn(t.Context(), db, store.TurnCommit{
 		TaskID: taskID, Turn: turn, AttemptID: attemptID, SessionID: session,
-		LastMessageUUID: fmt.Sprintf("u%d", turn), Status: store.TurnCompleted, Mirror: u,
+		LastMessageUUID: fmt.Sprintf("u%d", turn), Status: task.TurnCompleted, Mirror: u,
 	})
 }
 
@@ -254,7 +256,7 @@ func TestMirrorIsWrittenWithTheCommitOrNotAtAll(t *testing.T) {
 	before := snapshot(t, db, "t")
 	taken := &store.MirrorUpdate{Chunks: []store.MirrorChunk{piece(tr, 1, 0, "a\nX\n")}, Manifest: map[string]int{tr: 1}}
 	_, err := store.CommitTurn(ctx, db, store.TurnCommit{
-		TaskID: "t", Turn: 3, AttemptID: "a3", SessionID: "s", LastMessageUUID: "u3", Status: store.TurnCompleted, Mirror: taken,
+		TaskID: "t", Turn: 3, AttemptID: "a3", SessionID: "s", LastMessageUUID: "u3", Status: task.TurnCompleted, Mirror: taken,
 	})
 	if err == nil {
 		t.Fatal("a commit with a taken chunk sequence number was accepted")
@@ -266,7 +268,7 @@ func TestMirrorIsWrittenWithTheCommitOrNotAtAll(t *testing.T) {
 
 	// A mirror needs the session it belongs to.
 	_, err = store.CommitTurn(ctx, db, store.TurnCommit{
-		TaskID: "t", Turn: 3, AttemptID: "a3", Status: store.TurnCompleted,
+		TaskID: "t", Turn: 3, AttemptID: "a3", Status: task.TurnCompleted,
 		Mirror: &store.MirrorUpdate{Chunks: []store.MirrorChunk{piece(tr, 2, 2, "a\nb\n")}, Manifest: map[string]int{tr: 2}},
 	})
 	if err == nil {
@@ -280,7 +282,7 @@ func TestMirrorIsWrittenWithTheCommitOrNotAtAll(t *testing.T) {
 	// turn writes nothing, its mirror included.
 	good := &store.MirrorUpdate{Chunks: []store.MirrorChunk{piece(tr, 2, 2, "a\nb\n")}, Manifest: map[string]int{tr: 2}}
 	applied, err := store.CommitTurn(ctx, db, store.TurnCommit{
-		TaskID: "t", Turn: 3, AttemptID: "a3", SessionID: "s", LastMessageUUID: "u3", Status: store.TurnCompleted, Mirror: good,
+		TaskID: "t", Turn: 3, AttemptID: "a3", SessionID: "s", LastMessageUUID: "u3", Status: task.TurnCompleted, Mirror: good,
 	})
 	must(t, err)
 	if !applied {
@@ -289,7 +291,7 @@ func TestMirrorIsWrittenWithTheCommitOrNotAtAll(t *testing.T) {
 	after := readMirror(t, db, "s")
 	late := &store.MirrorUpdate{Chunks: []store.MirrorChunk{piece(tr, 3, 0, "late\n")}, Manifest: map[string]int{tr: 3}}
 	applied, err = store.CommitTurn(ctx, db, store.TurnCommit{
-		TaskID: "t", Turn: 3, AttemptID: "a3", SessionID: "s", LastMessageUUID: "u3", Status: store.TurnCompleted, Mirror: late,
+		TaskID: "t", Turn: 3, AttemptID: "a3", SessionID: "s", LastMessageUUID: "u3", Status: task.TurnCompleted, Mirror: late,
 	})
 	must(t, err)
 	if applied {

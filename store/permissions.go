@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/drover-run/drover/task"
 )
 
 // DecisionsChannel is the Postgres notification channel on which every decision on a permission
@@ -18,27 +20,6 @@ const DecisionsChannel = "drover_decisions"
 type DecisionNotice struct {
 	TaskID    string `json:"task_id"`
 	RequestID string `json:"request_id"`
-}
-
-// RequestStatus is the state of a permission request. Every status but RequestPending is final.
-type RequestStatus string
-
-// The request statuses.
-const (
-	RequestPending   RequestStatus = "pending"
-	RequestAllowed   RequestStatus = "allowed"
-	RequestDenied    RequestStatus = "denied"    // by a person
-	RequestExpired   RequestStatus = "expired"   // nobody answered by the deadline; the CLI was denied
-	RequestCancelled RequestStatus = "cancelled" // withdrawn: the CLI cancelled it, or the turn or task ended
-)
-
-// Final reports whether s is a decided status (allowed, denied, expired, cancelled).
-func (s RequestStatus) Final() bool {
-	switch s {
-	case RequestAllowed, RequestDenied, RequestExpired, RequestCancelled:
-		return true
-	}
-	return false
 }
 
 // PermissionRequest is a row of permission_requests.
@@ -62,7 +43,7 @@ type PermissionRequest struct {
 	// Reasked marks a request asked anew after a retry of its turn: an earlier attempt asked
 	// something else.
 	Reasked bool
-	Status  RequestStatus
+	Status  task.Outcome
 	// Decision is the answer the CLI gets, in the engine's form; nil while pending.
 	Decision       json.RawMessage
 	DecidedBy      string
@@ -176,7 +157,7 @@ func AskPermission(ctx context.Context, db TxDB, a Ask) (req PermissionRequest, 
 
 // Decision is a final answer to a permission request.
 type Decision struct {
-	Status RequestStatus // allowed, denied, expired or cancelled
+	Status task.Outcome // allowed, denied, expired or cancelled
 	// Answer is what the CLI gets (the engine's form); nil for cancelled.
 	Answer    json.RawMessage
 	DecidedBy string

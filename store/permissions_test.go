@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/drover-run/drover/internal/testkit/pgtest"
+
 	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/task"
 )
 
 // ask records a pending request of a turn about a Bash command.
@@ -33,17 +35,17 @@ func TestCancelTurnPermissions(t *testing.T) {
 	ctx, db := t.Context(), pgtest.NewPool(t)
 	left := ask(t, db, "t1", 2, "echo left")
 	decided := ask(t, db, "t1", 2, "echo decided")
-	must(t, store.DecidePermission(ctx, db, "t1", decided.RequestID, store.Decision{Status: store.RequestAllowed, DecidedBy: "carol"}))
+	must(t, store.DecidePermission(ctx, db, "t1", decided.RequestID, store.Decision{Status: task.OutcomeAllowed, DecidedBy: "carol"}))
 	otherTurn := ask(t, db, "t1", 3, "echo later")
 	otherTask := ask(t, db, "t2", 2, "echo elsewhere")
 
 	closed, err := store.CancelTurnPermissions(ctx, db, "t1", 2, "the turn ended")
 	must(t, err)
-	if len(closed) != 1 || closed[0].RequestID != left.RequestID || closed[0].Status != store.RequestCancelled {
+	if len(closed) != 1 || closed[0].RequestID != left.RequestID || closed[0].Status != task.OutcomeCancelled {
 		t.Fatalf("closed %+v, want only %s", closed, left.RequestID)
 	}
-	for id, want := range map[string]store.RequestStatus{
-		left.RequestID: store.RequestCancelled, decided.RequestID: store.RequestAllowed, otherTurn.RequestID: store.RequestPending,
+	for id, want := range map[string]task.Outcome{
+		left.RequestID: task.OutcomeCancelled, decided.RequestID: task.OutcomeAllowed, otherTurn.RequestID: task.OutcomePending,
 	} {
 		r, err := store.GetPermission(ctx, db, "t1", id)
 		must(t, err)
@@ -51,7 +53,7 @@ func TestCancelTurnPermissions(t *testing.T) {
 			t.Errorf("%s: %s, want %s", id, r.Status, want)
 		}
 	}
-	if r, err := store.GetPermission(ctx, db, "t2", otherTask.RequestID); err != nil || r.Status != store.RequestPending {
+	if r, err := store.GetPermission(ctx, db, "t2", otherTask.RequestID); err != nil || r.Status != task.OutcomePending {
 		t.Errorf("another task's request: %+v, %v", r, err)
 	}
 	if r, err := store.GetPermission(ctx, db, "t1", left.RequestID); err != nil || r.DecisionReason != "the turn ended" || r.DecidedBy != "drover" {
@@ -80,41 +82,41 @@ func askAs(t *testing.T, db store.TxDB, attempt int, id, command string) (store.
 func TestAskPermissionAcrossAttempts(t *testing.T) {
 	t.Parallel()
 	ctx, db := t.Context(), pgtest.NewPool(t)
-	check := func(what string, r store.PermissionRequest, fresh bool, wantID string, wantFresh bool, want store.RequestStatus) {
+	check := func(what string, r store.PermissionRequest, fresh bool, wantID string, wantFresh bool, want task.Outcome) {
 		t.Helper()
 		if r.RequestID != wantID || fresh != wantFresh || r.Status != want {
 			t.Fatalf("%s: request %s (fresh %v, %s), want %s (fresh %v, %s)", what, r.RequestID, fresh, r.Status, wantID, wantFresh, want)
 		}
 	}
 	r, fresh := askAs(t, db, 1, "a", "make test")
-	check("the first ask", r, fresh, "a", true, store.RequestPending)
-	must(t, store.DecidePermission(ctx, db, "t1", "a", store.Decision{Status: store.RequestDenied, DecidedBy: "carol", Reason: "not now"}))
+	check("the first ask", r, fresh, "a", true, task.OutcomePending)
+	must(t, store.DecidePermission(ctx, db, "t1", "a", store.Decision{Status: task.OutcomeDenied, DecidedBy: "carol", Reason: "not now"}))
 	r, fresh = askAs(t, db, 1, "b", "make test")
-	check("the same attempt asking again after a denial", r, fresh, "b", true, store.RequestPending)
+	check("the same attempt asking again after a denial", r, fresh, "b", true, task.OutcomePending)
 	if r.Reasked {
 		t.Error("a second ask in the same attempt is marked as asked again after a retry")
 	}
 
 	r, fresh = askAs(t, db, 2, "c", "make test")
-	check("the retry's first ask", r, fresh, "a", false, store.RequestDenied)
+	check("the retry's first ask", r, fresh, "a", false, task.OutcomeDenied)
 	r, fresh = askAs(t, db, 2, "d", "make test")
-	check("the retry's second ask", r, fresh, "b", false, store.RequestPending)
+	check("the retry's second ask", r, fresh, "b", false, task.OutcomePending)
 	if r.Attempt != 2 || r.CLIRequestID != "cli-d" {
 		t.Errorf("the pending request answers to attempt %d, CLI request %s; want 2, cli-d", r.Attempt, r.CLIRequestID)
 	}
-	must(t, store.DecidePermission(ctx, db, "t1", "b", store.Decision{Status: store.RequestAllowed, DecidedBy: "carol"}))
+	must(t, store.DecidePermission(ctx, db, "t1", "b", store.Decision{Status: task.OutcomeAllowed, DecidedBy: "carol"}))
 
 	r, fresh = askAs(t, db, 3, "e", "make test")
-	check("a later retry's first ask", r, fresh, "a", false, store.RequestDenied)
+	check("a later retry's first ask", r, fresh, "a", false, task.OutcomeDenied)
 	r, fresh = askAs(t, db, 3, "f", "make test")
-	check("a later retry's second ask", r, fresh, "b", false, store.RequestAllowed)
+	check("a later retry's second ask", r, fresh, "b", false, task.OutcomeAllowed)
 	r, fresh = askAs(t, db, 3, "g", "make test")
-	check("a third ask, beyond what earlier attempts asked", r, fresh, "g", true, store.RequestPending)
+	check("a third ask, beyond what earlier attempts asked", r, fresh, "g", true, task.OutcomePending)
 	if r.Reasked {
 		t.Error("an ask of something asked before is marked as asked again after a retry")
 	}
 	r, fresh = askAs(t, db, 3, "h", "make lint")
-	check("a retry asking something new", r, fresh, "h", true, store.RequestPending)
+	check("a retry asking something new", r, fresh, "h", true, task.OutcomePending)
 	if !r.Reasked {
 		t.Error("something no attempt asked before, asked by a retry, is not marked")
 	}

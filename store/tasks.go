@@ -170,3 +170,17 @@ func LastEvent(ctx context.Context, db DB, taskID, eventType string) (Event, err
 	}
 	return e, nil
 }
+
+// QueuedPrompts returns how many prompts wait for a turn in the task's recorded state (0 for a
+// task not recorded).
+func QueuedPrompts(ctx context.Context, db DB, taskID string) (int, error) {
+	var n int
+	err := db.QueryRow(ctx, `SELECT coalesce(jsonb_array_length(state->'pending'), 0) FROM tasks WHERE task_id = $1`, taskID).Scan(&n)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("reading the queued prompts of task %s: %w", taskID, err)
+	}
+	return n, nil
+}

@@ -7,27 +7,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/drover-run/drover/task"
 )
-
-// TurnStatus is the state of a turn's accounting row.
-type TurnStatus string
-
-// The turn statuses. Every status but TurnRunning is final.
-const (
-	TurnRunning     TurnStatus = "running"
-	TurnCompleted   TurnStatus = "completed"
-	TurnFailed      TurnStatus = "failed"
-	TurnInterrupted TurnStatus = "interrupted"
-)
-
-// Valid reports whether s is one of the turn statuses.
-func (s TurnStatus) Valid() bool {
-	switch s {
-	case TurnRunning, TurnCompleted, TurnFailed, TurnInterrupted:
-		return true
-	}
-	return false
-}
 
 // TurnRecord is a turn's row in task_turns.
 type TurnRecord struct {
@@ -39,7 +21,7 @@ type TurnRecord struct {
 	// attempt: every attempt of the turn resumes there.
 	ResumeSessionID     string
 	ResumeFromUUID      string
-	Status              TurnStatus
+	Status              task.TurnStatus
 	Attempts            int
 	CostUSD             float64
 	InputTokens         int64
@@ -58,7 +40,7 @@ type TurnRecord struct {
 
 // Finished reports whether the turn has its final status and accounting: a new attempt must not
 // run it again.
-func (r TurnRecord) Finished() bool { return r.Status != TurnRunning }
+func (r TurnRecord) Finished() bool { return r.Status != task.TurnRunning }
 
 // TurnCommit is what an attempt commits when its turn reaches a result.
 type TurnCommit struct {
@@ -70,7 +52,7 @@ type TurnCommit struct {
 	SessionID       string
 	LastMessageUUID string
 	ResultUUID      string
-	Status          TurnStatus // completed, failed or interrupted
+	Status          task.TurnStatus // completed, failed or interrupted
 	// This turn's own cost and tokens, not the CLI's running totals.
 	CostUSD             float64
 	InputTokens         int64
@@ -113,7 +95,7 @@ func CommitTurn(ctx context.Context, db TxDB, c TurnCommit) (applied bool, err e
 	if c.TaskID == "" || c.AttemptID == "" {
 		return false, errors.New("committing turn: task id and attempt id are required")
 	}
-	if !c.Status.Valid() || c.Status == TurnRunning {
+	if !c.Status.Valid() || c.Status == task.TurnRunning {
 		return false, fmt.Errorf("committing turn %d of task %s: invalid final status %q", c.Turn, c.TaskID, c.Status)
 	}
 	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {

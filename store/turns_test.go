@@ -9,7 +9,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/drover-run/drover/internal/testkit/pgtest"
+
 	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/task"
 )
 
 // promptUUID is the prompt uuid the tests give every attempt of a turn.
@@ -37,7 +39,7 @@ func commitTurn(t *testing.T, db store.TxDB, taskID string, turn int, attemptID,
 	t.Helper()
 	applied, err := store.CommitTurn(t.Context(), db, store.TurnCommit{
 		TaskID: taskID, Turn: turn, AttemptID: attemptID, SessionID: session, LastMessageUUID: last,
-		Status: store.TurnCompleted, CostUSD: cost, InputTokens: 10, OutputTokens: 20,
+		Status: task.TurnCompleted, CostUSD: cost, InputTokens: 10, OutputTokens: 20,
 	})
 	must(t, err)
 	if !applied {
@@ -133,7 +135,7 @@ func TestTurnRetryResumesFromOriginalPointAndCountsOnce(t *testing.T) {
 
 	commit := store.TurnCommit{
 		TaskID: "t", Turn: 2, AttemptID: "a3", SessionID: "sess", LastMessageUUID: "u2",
-		ResultUUID: "res-2", Status: store.TurnCompleted, CostUSD: 0.25, InputTokens: 100,
+		ResultUUID: "res-2", Status: task.TurnCompleted, CostUSD: 0.25, InputTokens: 100,
 		OutputTokens: 50, CacheReadTokens: 7, CacheCreationTokens: 3, DurationMS: 1200, NumTurns: 2,
 	}
 	applied, err := store.CommitTurn(ctx, db, commit)
@@ -162,7 +164,7 @@ func TestTurnRetryResumesFromOriginalPointAndCountsOnce(t *testing.T) {
 		t.Fatalf("executor after commit = %+v, want idle at (sess, u2)", e)
 	}
 	r = getTurn(t, db, "t", 2)
-	if r.Status != store.TurnCompleted || r.CostUSD != 0.25 || r.InputTokens != 100 || r.OutputTokens != 50 ||
+	if r.Status != task.TurnCompleted || r.CostUSD != 0.25 || r.InputTokens != 100 || r.OutputTokens != 50 ||
 		r.CacheReadTokens != 7 || r.CacheCreationTokens != 3 || r.DurationMS != 1200 || r.NumTurns != 2 ||
 		r.ResultUUID != "res-2" || r.LastMessageUUID != "u2" || r.FinishedAt.IsZero() || r.Attempts != 2 ||
 		r.IsError || r.ResumeFromUUID != "u1" {
@@ -278,7 +280,7 @@ func TestConcurrentCommitsCountOnce(t *testing.T) {
 		wg.Go(func() {
 			applied[i], errs[i] = store.CommitTurn(ctx, db, store.TurnCommit{
 				TaskID: "t", Turn: 1, AttemptID: "a", SessionID: "s", LastMessageUUID: "u",
-				Status: store.TurnCompleted, CostUSD: 1.5, OutputTokens: 10,
+				Status: task.TurnCompleted, CostUSD: 1.5, OutputTokens: 10,
 			})
 		})
 	}
@@ -371,14 +373,14 @@ func TestBeginAttemptClosesLostTurns(t *testing.T) {
 	}
 	for _, turn := range []int{2, 3} {
 		r := getTurn(t, db, "t", turn)
-		if r.Status != store.TurnFailed || !r.IsError || r.Error != "the worker was lost" || r.FinishedAt.IsZero() || r.CostUSD != 0 {
+		if r.Status != task.TurnFailed || !r.IsError || r.Error != "the worker was lost" || r.FinishedAt.IsZero() || r.CostUSD != 0 {
 			t.Errorf("lost turn %d = %+v, want failed with the lost-turn error", turn, r)
 		}
 	}
 	if r := getTurn(t, db, "t", 1); r != turn1 {
 		t.Errorf("a committed turn changed:\nbefore %+v\nafter  %+v", turn1, r)
 	}
-	if r := getTurn(t, db, "t", 4); r.Status != store.TurnRunning {
+	if r := getTurn(t, db, "t", 4); r.Status != task.TurnRunning {
 		t.Errorf("the new turn = %+v, want running", r)
 	}
 	if b := begin(t, db, attempt("t", "a5", 4)); b.LostTurns != 0 || b.Turn.Attempts != 2 {
@@ -395,7 +397,7 @@ func TestEndAttemptAbandonsTurn(t *testing.T) {
 		TaskID: "t", AttemptID: "a1", Status: store.ExecutorFailed, Error: "resume rejected", AbandonTurn: 1,
 	}))
 	r := getTurn(t, db, "t", 1)
-	if r.Status != store.TurnFailed || !r.IsError || r.Error != "resume rejected" || r.CostUSD != 0 || r.FinishedAt.IsZero() {
+	if r.Status != task.TurnFailed || !r.IsError || r.Error != "resume rejected" || r.CostUSD != 0 || r.FinishedAt.IsZero() {
 		t.Fatalf("abandoned turn = %+v", r)
 	}
 
@@ -409,7 +411,7 @@ func TestEndAttemptAbandonsTurn(t *testing.T) {
 	}
 	before := snapshot(t, db, "t")
 	applied, err := store.CommitTurn(ctx, db, store.TurnCommit{
-		TaskID: "t", Turn: 1, AttemptID: "a1", SessionID: "s", LastMessageUUID: "u", Status: store.TurnCompleted, CostUSD: 3,
+		TaskID: "t", Turn: 1, AttemptID: "a1", SessionID: "s", LastMessageUUID: "u", Status: task.TurnCompleted, CostUSD: 3,
 	})
 	must(t, err)
 	if applied {
@@ -433,7 +435,7 @@ func TestEndAttemptAbandonsTurn(t *testing.T) {
 	// Without AbandonTurn the turn stays open for the next attempt.
 	begin(t, db, attempt("t", "a3", 3))
 	must(t, store.EndAttempt(ctx, db, store.AttemptEnd{TaskID: "t", AttemptID: "a3", Status: store.ExecutorFailed, Error: "x"}))
-	if r := getTurn(t, db, "t", 3); r.Status != store.TurnRunning {
+	if r := getTurn(t, db, "t", 3); r.Status != task.TurnRunning {
 		t.Fatalf("a failed attempt closed its turn: %+v", r)
 	}
 
@@ -450,7 +452,7 @@ func TestCommitUnknownTurnWritesNothing(t *testing.T) {
 	begin(t, db, attempt("t", "a", 1))
 	before := snapshot(t, db, "t")
 	_, err := store.CommitTurn(ctx, db, store.TurnCommit{
-		TaskID: "t", Turn: 7, AttemptID: "a", SessionID: "s", LastMessageUUID: "u", Status: store.TurnCompleted,
+		TaskID: "t", Turn: 7, AttemptID: "a", SessionID: "s", LastMessageUUID: "u", Status: task.TurnCompleted,
 	})
 	if !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("CommitTurn of a turn never begun = %v, want ErrNotFound", err)
@@ -523,19 +525,19 @@ func TestCommitTurnRefusesBadInput(t *testing.T) {
 	before := snapshot(t, db, "t")
 
 	for name, c := range map[string]store.TurnCommit{
-		"status running":  {TaskID: "t", Turn: 1, AttemptID: "a", Status: store.TurnRunning},
+		"status running":  {TaskID: "t", Turn: 1, AttemptID: "a", Status: task.TurnRunning},
 		"no status":       {TaskID: "t", Turn: 1, AttemptID: "a"},
 		"unknown status":  {TaskID: "t", Turn: 1, AttemptID: "a", Status: "done"},
-		"no attempt id":   {TaskID: "t", Turn: 1, Status: store.TurnCompleted},
-		"no task id":      {Turn: 1, AttemptID: "a", Status: store.TurnCompleted},
-		"unknown task id": {TaskID: "nope", Turn: 1, AttemptID: "a", Status: store.TurnCompleted},
+		"no attempt id":   {TaskID: "t", Turn: 1, Status: task.TurnCompleted},
+		"no task id":      {Turn: 1, AttemptID: "a", Status: task.TurnCompleted},
+		"unknown task id": {TaskID: "nope", Turn: 1, AttemptID: "a", Status: task.TurnCompleted},
 	} {
 		applied, err := store.CommitTurn(ctx, db, c)
 		if err == nil || applied {
 			t.Errorf("CommitTurn with %s = %v, %v; want an error", name, applied, err)
 		}
 	}
-	if _, err := store.CommitTurn(ctx, db, store.TurnCommit{TaskID: "nope", Turn: 1, AttemptID: "a", Status: store.TurnCompleted}); !errors.Is(err, store.ErrNotFound) {
+	if _, err := store.CommitTurn(ctx, db, store.TurnCommit{TaskID: "nope", Turn: 1, AttemptID: "a", Status: task.TurnCompleted}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("CommitTurn of an unknown task = %v, want ErrNotFound", err)
 	}
 	if got := snapshot(t, db, "t"); got != before {

@@ -105,112 +105,182 @@ func decodeInput(input json.RawMessage, v any) {
 // normalizeToolCall maps a tool call to its normalized payload and a short title. Every built-in
 // tool of the CLI has a kind; MCP tools (mcp__server__tool) and unknown tools become generic.
 func normalizeToolCall(name string, input json.RawMessage) (*events.NormalizedPayload, string) {
-	switch name {
-	case "Bash":
-		var in bashInput
-		decodeInput(input, &in)
-		return &events.NormalizedPayload{Kind: events.KindShellExec, ShellExec: &events.ShellExec{
-			Command: in.Command, Description: in.Description, Timeout: in.Timeout, Background: in.RunInBackground,
-		}}, "Run " + codeSpan(firstLine(in.Command))
-	case "BashOutput", "KillShell", "KillBash":
-		var in shellRefInput
-		decodeInput(input, &in)
-		id := cmp.Or(in.BashID, in.ShellID)
-		title := "Read output of shell " + id
-		if name != "BashOutput" {
-			title = "Stop shell " + id
-		}
-		return &events.NormalizedPayload{Kind: events.KindShellExec, ShellExec: &events.ShellExec{ShellID: id}}, title
-	case "Read":
-		var in readInput
-		decodeInput(input, &in)
-		return &events.NormalizedPayload{Kind: events.KindReadFile, ReadFile: &events.ReadFile{
-			FilePath: in.FilePath, Offset: in.Offset, Limit: in.Limit,
-		}}, "Read " + baseName(in.FilePath)
-	case "Write":
-		var in writeInput
-		decodeInput(input, &in)
-		return modifyFile(in.FilePath, events.Mutation{Type: events.MutationWrite, Content: in.Content}), "Write " + baseName(in.FilePath)
-	case "Edit":
-		var in editInput
-		decodeInput(input, &in)
-		return modifyFile(in.FilePath, replaceMutation(in)), "Edit " + baseName(in.FilePath)
-	case "MultiEdit":
-		var in multiEditInput
-		decodeInput(input, &in)
-		p := modifyFile(in.FilePath)
-		for _, e := range in.Edits {
-			p.ModifyFile.Mutations = append(p.ModifyFile.Mutations, replaceMutation(e))
-		}
-		return p, "Edit " + baseName(in.FilePath)
-	case "NotebookEdit":
-		var in notebookEditInput
-		decodeInput(input, &in)
-		return modifyFile(in.NotebookPath, events.Mutation{Type: events.MutationNotebookCell, NewContent: in.NewSource}),
-			"Edit notebook " + baseName(in.NotebookPath)
-	case "Glob":
-		var in globInput
-		decodeInput(input, &in)
-		return &events.NormalizedPayload{Kind: events.KindCodeSearch, CodeSearch: &events.CodeSearch{
-			Pattern: in.Pattern, Path: in.Path,
-		}}, "Find " + codeSpan(in.Pattern)
-	case "Grep":
-		var in grepInput
-		decodeInput(input, &in)
-		glob := in.Glob
-		if glob == "" && in.Type != "" {
-			glob = "*." + in.Type
-		}
-		return &events.NormalizedPayload{Kind: events.KindCodeSearch, CodeSearch: &events.CodeSearch{
-			Pattern: in.Pattern, Path: in.Path, Glob: glob,
-		}}, "Search " + codeSpan(in.Pattern)
-	case "WebFetch":
-		var in webFetchInput
-		decodeInput(input, &in)
-		return &events.NormalizedPayload{Kind: events.KindHTTPRequest, HTTPRequest: &events.HTTPRequest{
-			URL: in.URL, Method: "GET", Prompt: in.Prompt,
-		}}, "Fetch " + in.URL
-	case "WebSearch":
-		var in webSearchInput
-		decodeInput(input, &in)
-		return &events.NormalizedPayload{Kind: events.KindHTTPRequest, HTTPRequest: &events.HTTPRequest{
-			Query: in.Query,
-		}}, "Search the web for " + codeSpan(in.Query)
-	case "Task", "Agent":
-		var in agentInput
-		decodeInput(input, &in)
-		return &events.NormalizedPayload{Kind: events.KindSubagentTask, SubagentTask: &events.SubagentTask{
-			Description: in.Description, Prompt: in.Prompt, SubagentType: in.SubagentType,
-		}}, "Agent: " + cmp.Or(in.Description, in.SubagentType)
-	case "TaskCreate":
-		var in taskCreateInput
-		decodeInput(input, &in)
-		title := cmp.Or(in.Subject, in.Title)
-		return &events.NormalizedPayload{Kind: events.KindCreateTask, CreateTask: &events.CreateTask{
-			Title: title, Description: in.Description,
-		}}, "Create task " + title
-	case "TaskUpdate":
-		var in taskUpdateInput
-		decodeInput(input, &in)
-		return &events.NormalizedPayload{Kind: events.KindManageTodos, ManageTodos: &events.ManageTodos{
-			Operation: events.TodoUpdate,
-			Items:     []events.TodoItem{{ID: in.TaskID, Description: cmp.Or(in.Subject, in.Description), Status: in.Status}},
-		}}, "Update task " + in.TaskID
-	case "TaskList":
-		return &events.NormalizedPayload{Kind: events.KindManageTodos, ManageTodos: &events.ManageTodos{
-			Operation: events.TodoList,
-		}}, "List tasks"
-	case "TodoWrite":
-		var in todoWriteInput
-		decodeInput(input, &in)
-		return &events.NormalizedPayload{Kind: events.KindManageTodos, ManageTodos: &events.ManageTodos{
-			Operation: events.TodoWrite, Items: todoItems(in.Todos),
-		}}, "Update todos"
-	case "ExitPlanMode":
-		var in exitPlanModeInput
-		decodeInput(input, &in)
-		return &events.NormalizedPayload{Kind: events.KindMisc, Misc: &events.Misc{Label: "plan", Details: in.Plan}}, "Present plan"
+	if call, ok := toolCalls[name]; ok {
+		return call(name, input)
 	}
+	return genericCall(name, input)
+}
+
+// toolCall normalizes a call of one built-in tool, given its name and input.
+type toolCall func(name string, input json.RawMessage) (*events.NormalizedPayload, string)
+
+// toolCalls holds the built-in tools by name.
+var toolCalls = map[string]toolCall{
+	"Bash":         bashCall,
+	"BashOutput":   shellRefCall,
+	"KillShell":    shellRefCall,
+	"KillBash":     shellRefCall,
+	"Read":         readCall,
+	"Write":        writeCall,
+	"Edit":         editCall,
+	"MultiEdit":    multiEditCall,
+	"NotebookEdit": notebookEditCall,
+	"Glob":         globCall,
+	"Grep":         grepCall,
+	"WebFetch":     webFetchCall,
+	"WebSearch":    webSearchCall,
+	"Task":         agentCall,
+	"Agent":        agentCall,
+	"TaskCreate":   taskCreateCall,
+	"TaskUpdate":   taskUpdateCall,
+	"TaskList":     taskListCall,
+	"TodoWrite":    todoWriteCall,
+	"ExitPlanMode": exitPlanModeCall,
+}
+
+func bashCall(_ string, input json.RawMessage) (*events.NormalizedPayload, string) {
+	var in bashInput
+	decodeInput(input, &in)
+	return &events.NormalizedPayload{Kind: events.KindShellExec, ShellExec: &events.ShellExec{
+		Command: in.Command, Description: in.Description, Timeout: in.Timeout, Background: in.RunInBackground,
+	}}, "Run " + codeSpan(firstLine(in.Command))
+}
+
+// shellRefCall is BashOutput, which reads a background shell's output, or KillShell (KillBash
+// before), which stops it.
+func shellRefCall(name string, input json.RawMessage) (*events.NormalizedPayload, string) {
+	var in shellRefInput
+	decodeInput(input, &in)
+	id := cmp.Or(in.BashID, in.ShellID)
+	title := "Read output of shell " + id
+	if name != "BashOutput" {
+		title = "Stop shell " + id
+	}
+	return &events.NormalizedPayload{Kind: events.KindShellExec, ShellExec: &events.ShellExec{ShellID: id}}, title
+}
+
+func readCall(_ string, input json.RawMessage) (*events.NormalizedPayload, string) {
+	var in readInput
+	decodeInput(input, &in)
+	return &events.NormalizedPayload{Kind: events.KindReadFile, ReadFile: &events.ReadFile{
+		FilePath: in.FilePath, Offset: in.Offset, Limit: in.Limit,
+	}}, "Read " + baseName(in.FilePath)
+}
+
+func writeCall(_ string, input json.RawMessage) (*events.NormalizedPayload, string) {
+	var in writeInput
+	decodeInput(input, &in)
+	return modifyFile(in.FilePath, events.Mutation{Type: events.MutationWrite, Content: in.Content}), "Write " + baseName(in.FilePath)
+}
+
+func editCall(_ string, input json.RawMessage) (*events.NormalizedPayload, string) {
+	var in editInput
+	decodeInput(input, &in)
+	return modifyFile(in.FilePath, replaceMutation(in)), "Edit " + baseName(in.FilePath)
+}
+
+func multiEditCall(_ string, input json.RawMessage) (*events.NormalizedPayload, string) {
+	var in multiEditInput
+	decodeInput(input, &in)
+	p := modifyFile(in.FilePath)
+	for _, e := range in.Edits {
+		p.ModifyFile.Mutations = append(p.ModifyFile.Mutations, replaceMutation(e))
+	}
+	return p, "Edit " + baseName(in.FilePath)
+}
+
+func notebookEditCall(_ string, input json.RawMessage) (*events.NormalizedPayload, string) {
+	var in notebookEditInput
+	decodeInput(input, &in)
+	return modifyFile(in.NotebookPath, events.Mutation{Type: events.MutationNotebookCell, NewContent: in.NewSource}),
+		"Edit notebook " + baseName(in.NotebookPath)
+}
+
+func globCall(_ string, input json.RawMessage) (*events.NormalizedPayload, string) {
+	var in globInput
+	decodeInput(input, &in)
+	return &events.NormalizedPayload{Kind: events.KindCodeSearch, CodeSearch: &events.CodeSearch{
+		Pattern: in.Pattern, Path: in.Path,
+	}}, "Find " + codeSpan(in.Pattern)
+}
+
+func grepCall(_ string, input json.RawMessage) (*events.NormalizedPayload, string) {
+	var in grepInput
+	decodeInput(input, &in)
+	glob := in.Glob
+	if glob == "" && in.Type != "" {
+		glob = "*." + in.Type
+	}
+	return &events.NormalizedPayload{Kind: events.KindCodeSearch, CodeSearch: &events.CodeSearch{
+		Pattern: in.Pattern, Path: in.Path, Glob: glob,
+	}}, "Search " + codeSpan(in.Pattern)
+}
+
+func webFetchCall(_ string, input json.RawMessage) (*events.NormalizedPayload, string) {
+	var in webFetchInput
+	decodeInput(input, &in)
+	return &events.NormalizedPayload{Kind: events.KindHTTPRequest, HTTPRequest: &events.HTTPRequest{
+		URL: in.URL, Method: "GET", Prompt: in.Prompt,
+	}}, "Fetch " + in.URL
+}
+
+func webSearchCall(_ string, input json.RawMessage) (*events.NormalizedPayload, string) {
+	var in webSearchInput
+	decodeInput(input, &in)
+	return &events.NormalizedPayload{Kind: events.KindHTTPRequest, HTTPRequest: &events.HTTPRequest{
+		Query: in.Query,
+	}}, "Search the web for " + codeSpan(in.Query)
+}
+
+// agentCall is Agent, called Task before.
+func agentCall(_ string, input json.RawMessage) (*events.NormalizedPayload, string) {
+	var in agentInput
+	decodeInput(input, &in)
+	return &events.NormalizedPayload{Kind: events.KindSubagentTask, SubagentTask: &events.SubagentTask{
+		Description: in.Description, Prompt: in.Prompt, SubagentType: in.SubagentType,
+	}}, "Agent: " + cmp.Or(in.Description, in.SubagentType)
+}
+
+func taskCreateCall(_ string, input json.RawMessage) (*events.NormalizedPayload, string) {
+	var in taskCreateInput
+	decodeInput(input, &in)
+	title := cmp.Or(in.Subject, in.Title)
+	return &events.NormalizedPayload{Kind: events.KindCreateTask, CreateTask: &events.CreateTask{
+		Title: title, Description: in.Description,
+	}}, "Create task " + title
+}
+
+func taskUpdateCall(_ string, input json.RawMessage) (*events.NormalizedPayload, string) {
+	var in taskUpdateInput
+	decodeInput(input, &in)
+	return &events.NormalizedPayload{Kind: events.KindManageTodos, ManageTodos: &events.ManageTodos{
+		Operation: events.TodoUpdate,
+		Items:     []events.TodoItem{{ID: in.TaskID, Description: cmp.Or(in.Subject, in.Description), Status: in.Status}},
+	}}, "Update task " + in.TaskID
+}
+
+func taskListCall(string, json.RawMessage) (*events.NormalizedPayload, string) {
+	return &events.NormalizedPayload{Kind: events.KindManageTodos, ManageTodos: &events.ManageTodos{
+		Operation: events.TodoList,
+	}}, "List tasks"
+}
+
+func todoWriteCall(_ string, input json.RawMessage) (*events.NormalizedPayload, string) {
+	var in todoWriteInput
+	decodeInput(input, &in)
+	return &events.NormalizedPayload{Kind: events.KindManageTodos, ManageTodos: &events.ManageTodos{
+		Operation: events.TodoWrite, Items: todoItems(in.Todos),
+	}}, "Update todos"
+}
+
+func exitPlanModeCall(_ string, input json.RawMessage) (*events.NormalizedPayload, string) {
+	var in exitPlanModeInput
+	decodeInput(input, &in)
+	return &events.NormalizedPayload{Kind: events.KindMisc, Misc: &events.Misc{Label: "plan", Details: in.Plan}}, "Present plan"
+}
+
+// genericCall is any other tool: an MCP tool (mcp__server__tool) or one this package does not know.
+func genericCall(name string, input json.RawMessage) (*events.NormalizedPayload, string) {
 	g := &events.Generic{Name: name, Input: compactJSON(input)}
 	title := name
 	if server, tool, ok := splitMCP(name); ok {

@@ -53,6 +53,9 @@ const (
 	KindPlan RequestKind = "plan"
 )
 
+// RequestKinds lists every kind of permission request.
+func RequestKinds() []RequestKind { return []RequestKind{KindTool, KindQuestion, KindPlan} }
+
 // Suggestion is one permission the CLI offers to grant for the rest of the task when a person
 // allows a request ("allow always"). A decision may accept one of the request's suggestions and
 // nothing else.
@@ -112,16 +115,33 @@ type Decision struct {
 	Answers map[string][]string `json:"answers,omitempty"`
 }
 
-// Outcome is how a permission request ended.
+// Outcome is where a permission request stands: pending, or how it ended. The same names are
+// the status of the request's row in Postgres.
 type Outcome string
 
-// The outcomes of a permission request.
+// The outcomes of a permission request. Every one but OutcomePending is final; a DecisionRecord
+// carries a final one.
 const (
-	OutcomeAllowed   Outcome = "allowed"
+	OutcomePending   Outcome = "pending"   // it waits for a decision
+	OutcomeAllowed   Outcome = "allowed"   // by a person
 	OutcomeDenied    Outcome = "denied"    // by a person
 	OutcomeExpired   Outcome = "expired"   // nobody answered by the deadline; denied by drover
-	OutcomeCancelled Outcome = "cancelled" // withdrawn before anybody answered
+	OutcomeCancelled Outcome = "cancelled" // withdrawn before anybody answered: the CLI cancelled it, or its turn or task ended
 )
+
+// Outcomes lists every outcome of a permission request.
+func Outcomes() []Outcome {
+	return []Outcome{OutcomeAllowed, OutcomeDenied, OutcomeExpired, OutcomeCancelled}
+}
+
+// Final reports whether o is a decided outcome (allowed, denied, expired, cancelled).
+func (o Outcome) Final() bool {
+	switch o {
+	case OutcomeAllowed, OutcomeDenied, OutcomeExpired, OutcomeCancelled:
+		return true
+	}
+	return false
+}
 
 // DecisionRecord is a decision as the workflow recorded it: the result of UpdateDecide, and the
 // input of DeliverDecision.

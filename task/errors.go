@@ -1,5 +1,7 @@
 package task
 
+import "slices"
+
 // Error types of the application errors the turn activities return: the Type of a
 // temporal.ApplicationError, stable across releases, so that workflows, dashboards and fleet
 // policies can branch on them. Retryable reports which ones a retry of the same turn can cure.
@@ -61,20 +63,21 @@ const (
 // Retryable reports whether an activity error of type t is worth another attempt of the turn.
 // Unknown types are retryable: Temporal's default.
 func Retryable(t string) bool {
-	switch t {
-	case ErrTypeInvalidInput, ErrTypeWorkspaceMissing, ErrTypeResumeRejected,
-		ErrTypeAttemptSuperseded, ErrTypeCancelled, ErrTypeSessionMirrorCorrupt,
-		ErrTypeBudgetExhausted:
-		return false
-	}
-	return true
+	return !slices.Contains(notRetryable, t)
 }
+
+// notRetryable lists the error types a retry of the same turn cannot cure.
+var notRetryable = []string{ErrTypeInvalidInput, ErrTypeWorkspaceMissing, ErrTypeResumeRejected,
+	ErrTypeAttemptSuperseded, ErrTypeCancelled, ErrTypeSessionMirrorCorrupt, ErrTypeBudgetExhausted}
+
+// reassigned lists the error types after which the workflow runs the turn on another host.
+var reassigned = []string{ErrTypeWorkerStopping, ErrTypeHostLost}
 
 // Reassign reports whether an error of type t means the turn's host cannot run it (it drains,
 // or it is gone): the workflow then runs the turn again at once on another host instead of
 // letting Temporal retry it on the same host's queue, where nobody would take it.
 func Reassign(t string) bool {
-	return t == ErrTypeWorkerStopping || t == ErrTypeHostLost
+	return slices.Contains(reassigned, t)
 }
 
 // ReassignDetails are the details of an error of a Reassign type: the attempt that ended,
@@ -86,7 +89,32 @@ type ReassignDetails struct {
 // NonRetryableErrorTypes lists the error types a retry policy must not retry: those Retryable
 // refuses, and those the workflow reassigns itself.
 func NonRetryableErrorTypes() []string {
-	return []string{ErrTypeInvalidInput, ErrTypeWorkspaceMissing, ErrTypeResumeRejected,
-		ErrTypeAttemptSuperseded, ErrTypeCancelled, ErrTypeSessionMirrorCorrupt,
-		ErrTypeWorkerStopping, ErrTypeHostLost, ErrTypeBudgetExhausted}
+	return slices.Concat(notRetryable, reassigned)
 }
+
+// Error types of the application errors TaskWorkflow itself returns (its validators refuse an
+// Update, or it fails to start), so that callers can branch on ApplicationError.Type.
+const (
+	// ErrTypeInvalidParams: the workflow was started with task.Params it cannot run.
+	ErrTypeInvalidParams = "InvalidParams"
+	// ErrTypeInvalidPrompt: a prompt Update was rejected for its content
+	// (empty, too large, a bad attachment path).
+	ErrTypeInvalidPrompt = "InvalidPrompt"
+	// ErrTypeTaskClosed: an Update was rejected because the task is closing or has ended.
+	ErrTypeTaskClosed = "TaskClosed"
+	// ErrTypeQueueFull: a prompt Update was rejected because too many prompts,
+	// or too many bytes of them, are already waiting.
+	ErrTypeQueueFull = "QueueFull"
+	// ErrTypeNotPending: a decision or deadline was refused because its permission request is
+	// not pending in this task (unknown, already decided, withdrawn, or another task's).
+	ErrTypeNotPending = "NotPending"
+	// ErrTypeInvalidDecision: a decision was refused for its content (a grant the request did
+	// not offer, an answer that is not an option, a denial without a reason).
+	ErrTypeInvalidDecision = "InvalidDecision"
+	// ErrTypeInterruptFailed: an interrupt did not reach the running turn (its host did not take
+	// the call in time, or failed it); the turn goes on, and the interrupt can be sent again.
+	ErrTypeInterruptFailed = "InterruptFailed"
+	// ErrTypeInvalidBudget: a budget change was refused for its content (a negative bound, or
+	// nothing to change).
+	ErrTypeInvalidBudget = "InvalidBudget"
+)

@@ -303,14 +303,26 @@ type RunTurnInput struct {
 	Spent  *Totals `json:"spent,omitempty"`
 }
 
-// TurnStatus is how a turn ended.
+// TurnStatus is where a turn stands: running, or how it ended. The same names are the status
+// of the turn's accounting row in Postgres.
 type TurnStatus string
 
+// The turn statuses. Every status but TurnRunning is final; a RunTurnResult carries a final one.
 const (
+	TurnRunning     TurnStatus = "running"
 	TurnCompleted   TurnStatus = "completed"
 	TurnFailed      TurnStatus = "failed"
 	TurnInterrupted TurnStatus = "interrupted"
 )
+
+// Valid reports whether s is one of the turn statuses.
+func (s TurnStatus) Valid() bool {
+	switch s {
+	case TurnRunning, TurnCompleted, TurnFailed, TurnInterrupted:
+		return true
+	}
+	return false
+}
 
 // RunTurnResult is the result of the RunTurn activity: small values only; the
 // events themselves live in Postgres.

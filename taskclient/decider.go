@@ -101,7 +101,7 @@ func (c *Decider) awaitApplied(ctx context.Context, taskID, requestID string, wa
 		}
 		if row.Status.Final() {
 			if len(row.Decision) == 0 || json.Unmarshal(row.Decision, &rec) != nil {
-				rec = task.DecisionRecord{TaskID: taskID, RequestID: requestID, Outcome: task.Outcome(row.Status),
+				rec = task.DecisionRecord{TaskID: taskID, RequestID: requestID, Outcome: row.Status,
 					By: row.DecidedBy, Reason: row.DecisionReason, At: row.DecidedAt}
 			}
 			return rec, true, nil
@@ -119,18 +119,18 @@ func (c *Decider) awaitApplied(ctx context.Context, taskID, requestID string, wa
 
 // notPending is the refusal of a decision on row, or nil when row waits for one.
 func notPending(row store.PermissionRequest) error {
-	if row.Status == store.RequestPending && len(row.Requested) == 0 {
+	if row.Status == task.OutcomePending && len(row.Requested) == 0 {
 		return nil
 	}
-	e := &NotPendingError{TaskID: row.TaskID, RequestID: row.RequestID, Status: string(row.Status),
+	e := &NotPendingError{TaskID: row.TaskID, RequestID: row.RequestID, Status: row.Status,
 		By: row.DecidedBy, At: row.DecidedAt}
-	if row.Status == store.RequestPending {
+	if row.Status == task.OutcomePending {
 		e.Recorded, e.By, e.At = true, row.RequestedBy, row.RequestedAt
 		var d task.Decision
 		if json.Unmarshal(row.Requested, &d) == nil {
-			e.Status = "denied"
+			e.Status = task.OutcomeDenied
 			if d.Allow {
-				e.Status = "allowed"
+				e.Status = task.OutcomeAllowed
 			}
 		}
 	}

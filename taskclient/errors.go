@@ -3,6 +3,8 @@ package taskclient
 import (
 	"fmt"
 	"time"
+
+	"github.com/drover-run/drover/task"
 )
 
 // NotPendingError refuses a decision on a request that waits for none: decided already (a
@@ -12,20 +14,20 @@ type NotPendingError struct {
 	RequestID string
 	// Status is how the request stands: allowed, denied, expired or cancelled; pending when a
 	// decision is recorded that the task has not applied yet (Recorded).
-	Status   string
+	Status   task.Outcome
 	Recorded bool
 	By       string
 	At       time.Time
 }
 
 func (e *NotPendingError) Error() string {
-	how := e.Status
+	how := string(e.Status)
 	switch {
 	case e.Recorded:
 		how = "decided already"
-	case e.Status == "expired":
+	case e.Status == task.OutcomeExpired:
 		how = "expired: nobody answered it in time"
-	case e.Status == "cancelled":
+	case e.Status == task.OutcomeCancelled:
 		how = "withdrawn"
 	}
 	if e.By != "" && e.By != "drover" {

@@ -7,13 +7,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
-	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/drover-run/drover/task"
@@ -170,56 +168,6 @@ func (c *Client) WaitIdle(ctx context.Context, taskID string, every time.Duratio
 		case <-ctx.Done():
 			return st, fmt.Errorf("waiting for task %s to be idle: %w", taskID, context.Cause(ctx))
 		case <-time.After(every):
-		}
-	}
-}
-
-// Summary is one task in a listing.
-type Summary struct {
-	TaskID    string    `json:"task_id"`
-	RunID     string    `json:"run_id"`
-	Status    string    `json:"status"`
-	Started   time.Time `json:"started"`
-	Closed    time.Time `json:"closed,omitzero"`
-	Turns     int64     `json:"turns"`
-	CostUSD   float64   `json:"cost_usd"`
-	Model     string    `json:"model,omitempty"`
-	Workspace string    `json:"workspace,omitempty"`
-}
-
-// List returns the most recent tasks, newest first. query is an optional
-// Temporal visibility filter (for example `DroverStatus = "running"`).
-func (c *Client) List(ctx context.Context, query string, limit int) ([]Summary, error) {
-	q := fmt.Sprintf("WorkflowType = '%s'", task.WorkflowName)
-	if strings.TrimSpace(query) != "" {
-		q += " AND (" + query + ")"
-	}
-	var out []Summary
-	var token []byte
-	for {
-		resp, err := c.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: q, NextPageToken: token})
-		if err != nil {
-			return nil, fmt.Errorf("listing tasks: %w", err)
-		}
-		for _, e := range resp.GetExecutions() {
-			s := Summary{
-				TaskID:  e.GetExecution().GetWorkflowId(),
-				RunID:   e.GetExecution().GetRunId(),
-				Status:  strings.ToLower(e.GetStatus().String()),
-				Started: e.GetStartTime().AsTime(),
-			}
-			if e.GetCloseTime() != nil {
-				s.Closed = e.GetCloseTime().AsTime()
-			}
-			decodeSearchAttributes(e.GetSearchAttributes(), &s)
-			out = append(out, s)
-			if limit > 0 && len(out) >= limit {
-				return out, nil
-			}
-		}
-		token = resp.GetNextPageToken()
-		if len(token) == 0 {
-			return out, nil
 		}
 	}
 }

@@ -18,7 +18,6 @@ import (
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/taskclient"
 	"github.com/drover-run/drover/taskview"
-	"github.com/drover-run/drover/workflows"
 )
 
 // The codes. They are part of the HTTP API and of the command line's JSON output: a code, once
@@ -52,14 +51,25 @@ const (
 	CodeInternal = "internal"
 )
 
-// Error is an error as a person or program meets it.
+// Error is an error as a person or program meets it, and the body of every error answer of the
+// HTTP API ({"error": Error}).
 type Error struct {
-	Code    string `json:"code"`
+	// Code is stable; programs branch on it.
+	Code string `json:"code"`
+	// Message says, for a person, what went wrong and what to do.
 	Message string `json:"message"`
+	// Problems lists each field that is wrong, for invalid_input.
+	Problems []Problem `json:"problems,omitempty"`
 	// Status is the HTTP status that goes with Code.
 	Status int `json:"-"`
-	// Err is the error described.
+	// Err is the error described: logged, never sent.
 	Err error `json:"-"`
+}
+
+// Problem is one wrong field of a request.
+type Problem struct {
+	Field  string `json:"field"`
+	Reason string `json:"reason"`
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -141,20 +151,20 @@ func describe(err error) (code string, status int, msg string) {
 // describeType names an ApplicationError by its drover type.
 func describeType(t, msg string) (string, int, string) {
 	switch t {
-	case workflows.ErrTypeNotPending:
+	case task.ErrTypeNotPending:
 		return CodeNotPending, http.StatusConflict, msg + "; run drover task pending to see what waits"
-	case workflows.ErrTypeInvalidDecision, workflows.ErrTypeInvalidParams, workflows.ErrTypeInvalidPrompt,
+	case task.ErrTypeInvalidDecision, task.ErrTypeInvalidParams, task.ErrTypeInvalidPrompt,
 		task.ErrTypeInvalidInput:
 		return CodeInvalidInput, http.StatusBadRequest, msg
-	case workflows.ErrTypeTaskClosed:
+	case task.ErrTypeTaskClosed:
 		return CodeTaskClosed, http.StatusConflict, msg + "; start a new task with drover task start"
-	case workflows.ErrTypeQueueFull:
+	case task.ErrTypeQueueFull:
 		return CodeQueueFull, http.StatusTooManyRequests, msg + "; wait for the queued prompts to run, then send again"
 	case task.ErrTypeBudgetExhausted:
 		return CodeBudgetExhausted, http.StatusConflict, msg + "; raise the task's budget to let it go on"
 	case task.ErrTypeAccountLimited, task.ErrTypeSpendCapReached, task.ErrTypeAccountBusy:
 		return CodeAccountLimited, http.StatusServiceUnavailable, msg
-	case workflows.ErrTypeInterruptFailed, task.ErrTypeWorkerStopping, task.ErrTypeHostLost,
+	case task.ErrTypeInterruptFailed, task.ErrTypeWorkerStopping, task.ErrTypeHostLost,
 		task.ErrTypeWorkerLost, task.ErrTypeStoreUnavailable:
 		return CodeUnavailable, http.StatusServiceUnavailable, msg + "; try again"
 	case task.ErrTypeWorkspaceMissing:

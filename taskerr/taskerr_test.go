@@ -15,7 +15,6 @@ import (
 	"github.com/drover-run/drover/taskclient"
 	"github.com/drover-run/drover/taskerr"
 	"github.com/drover-run/drover/taskview"
-	"github.com/drover-run/drover/workflows"
 )
 
 // Each error a caller meets has a stable code, the HTTP status that goes with it, and a message
@@ -44,10 +43,10 @@ func TestDescribe(t *testing.T) {
 		{&taskview.OnlyPendingError{TaskID: "T"}, taskerr.CodeNoPendingRequest, http.StatusConflict, []string{"no request waiting"}, nil},
 		{&taskview.OnlyPendingError{TaskID: "T", Waiting: make([]taskview.PendingRequest, 2)}, taskerr.CodeAmbiguousRequest,
 			http.StatusConflict, []string{"2 requests waiting; name one"}, nil},
-		{wrap(temporal.NewApplicationError(`request "x" is not pending in this task`, workflows.ErrTypeNotPending)),
+		{wrap(temporal.NewApplicationError(`request "x" is not pending in this task`, task.ErrTypeNotPending)),
 			taskerr.CodeNotPending, http.StatusConflict, []string{"drover task pending"}, []string{"type: NotPending", "retryable"}},
-		{temporal.NewApplicationError("the task is closing", workflows.ErrTypeTaskClosed), taskerr.CodeTaskClosed, http.StatusConflict, nil, []string{"type:"}},
-		{temporal.NewApplicationError("queue full", workflows.ErrTypeQueueFull), taskerr.CodeQueueFull, http.StatusTooManyRequests, nil, nil},
+		{temporal.NewApplicationError("the task is closing", task.ErrTypeTaskClosed), taskerr.CodeTaskClosed, http.StatusConflict, nil, []string{"type:"}},
+		{temporal.NewApplicationError("queue full", task.ErrTypeQueueFull), taskerr.CodeQueueFull, http.StatusTooManyRequests, nil, nil},
 		{temporal.NewApplicationError("spent", task.ErrTypeBudgetExhausted), taskerr.CodeBudgetExhausted, http.StatusConflict, []string{"budget"}, nil},
 		{wrap(&task.InvalidError{Field: "prompt", Reason: "is empty"}), taskerr.CodeInvalidInput, http.StatusBadRequest, []string{"prompt: is empty"}, nil},
 		{serviceerror.NewNotFound("workflow not found"), taskerr.CodeNotFound, http.StatusNotFound, nil, nil},

@@ -103,16 +103,16 @@ type ContextWindow struct {
 
 // Turn is one turn's accounting row.
 type Turn struct {
-	Turn       int        `json:"turn"`
-	Status     string     `json:"status"`
-	Attempts   int        `json:"attempts"`
-	Prompt     string     `json:"prompt"`
-	CostUSD    float64    `json:"cost_usd"`
-	Tokens     Tokens     `json:"tokens"`
-	DurationMS int64      `json:"duration_ms"`
-	Error      string     `json:"error,omitempty"`
-	StartedAt  time.Time  `json:"started_at"`
-	FinishedAt *time.Time `json:"finished_at,omitempty"`
+	Turn       int             `json:"turn"`
+	Status     task.TurnStatus `json:"status"`
+	Attempts   int             `json:"attempts"`
+	Prompt     string          `json:"prompt"`
+	CostUSD    float64         `json:"cost_usd"`
+	Tokens     Tokens          `json:"tokens"`
+	DurationMS int64           `json:"duration_ms"`
+	Error      string          `json:"error,omitempty"`
+	StartedAt  time.Time       `json:"started_at"`
+	FinishedAt *time.Time      `json:"finished_at,omitempty"`
 }
 
 // Detail is one task in full: the HTTP API's TaskDetail. Its Turns (the list) hides
@@ -209,7 +209,7 @@ func (v *View) Show(ctx context.Context, taskID string) (Detail, error) {
 		return Detail{}, err
 	}
 	for _, t := range turns {
-		tv := Turn{Turn: t.Turn, Status: string(t.Status), Attempts: t.Attempts, Prompt: t.Prompt, CostUSD: t.CostUSD,
+		tv := Turn{Turn: t.Turn, Status: t.Status, Attempts: t.Attempts, Prompt: t.Prompt, CostUSD: t.CostUSD,
 			Tokens: Tokens{Input: t.InputTokens, Output: t.OutputTokens, CacheRead: t.CacheReadTokens,
 				CacheCreation: t.CacheCreationTokens}, DurationMS: t.DurationMS, Error: t.Error, StartedAt: t.StartedAt}
 		if !t.FinishedAt.IsZero() {
@@ -235,7 +235,7 @@ func (v *View) Show(ctx context.Context, taskID string) (Detail, error) {
 	}
 	for _, r := range reqs {
 		var dec task.Decision
-		if r.Status != store.RequestPending || len(r.Requested) == 0 || json.Unmarshal(r.Requested, &dec) != nil {
+		if r.Status != task.OutcomePending || len(r.Requested) == 0 || json.Unmarshal(r.Requested, &dec) != nil {
 			continue
 		}
 		d.Deciding = append(d.Deciding, RecordedDecision{RequestID: r.RequestID, Tool: r.ToolName, Summary: r.Summary,
@@ -382,7 +382,8 @@ func (v *View) OnlyPending(ctx context.Context, taskID string) (PendingRequest, 
 	return PendingRequest{}, &OnlyPendingError{TaskID: taskID, Waiting: reqs}
 }
 
-// Event is one event of a task's log.
+// Event is one event of a task's log, as callers read it: the line drover task watch --output
+// json prints, an event of the HTTP API's page, and the data of its Server-Sent Event.
 type Event struct {
 	Seq     int64           `json:"seq"`
 	Time    time.Time       `json:"time"`
@@ -392,8 +393,13 @@ type Event struct {
 	Event   json.RawMessage `json:"event"`
 }
 
-func eventOf(e store.Event) Event {
-	return Event{Seq: e.Seq, Time: e.CreatedAt, Turn: e.Turn, Attempt: e.Attempt, Type: e.Type, Event: e.Payload}
+// EventOf is the stored event e as callers read it; an event with no payload has a JSON null.
+func EventOf(e store.Event) Event {
+	payload := e.Payload
+	if payload == nil {
+		payload = json.RawMessage("null")
+	}
+	return Event{Seq: e.Seq, Time: e.CreatedAt, Turn: e.Turn, Attempt: e.Attempt, Type: e.Type, Event: payload}
 }
 
 // Events returns up to limit of the task's events after the sequence number afterSeq, in
@@ -408,7 +414,7 @@ func (v *View) Events(ctx context.Context, taskID string, afterSeq int64, limit 
 	}
 	out := make([]Event, 0, len(evs))
 	for _, e := range evs {
-		out = append(out, eventOf(e))
+		out = append(out, EventOf(e))
 	}
 	return out, nil
 }
@@ -420,5 +426,5 @@ func (v *View) Watch(ctx context.Context, taskID string, afterSeq int64, fn func
 	if afterSeq < 0 {
 		return fmt.Errorf("watching task %s: %d is not a sequence number", taskID, afterSeq)
 	}
-	return store.WatchEvents(ctx, v.Pool, taskID, afterSeq, func(e store.Event) error { return fn(eventOf(e)) })
+	return store.WatchEvents(ctx, v.Pool, taskID, afterSeq, func(e store.Event) error { return fn(EventOf(e)) })
 }

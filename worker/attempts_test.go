@@ -14,6 +14,7 @@ import (
 
 	"github.com/drover-run/drover/activities"
 	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/task"
 )
 
 // openAttempt is an attempt a test leaves open in Temporal, as a worker that died in it would:
@@ -39,7 +40,7 @@ var (
 	// recordCommitted commits the attempt's turn, as an attempt does before answering.
 	recordCommitted recordFunc = func(ctx context.Context, db store.TxDB, s store.AttemptStart) error {
 		applied, err := store.CommitTurn(ctx, db, store.TurnCommit{TaskID: s.TaskID, Turn: 1, AttemptID: s.AttemptID,
-			SessionID: uuid.NewString(), LastMessageUUID: uuid.NewString(), Status: store.TurnCompleted})
+			SessionID: uuid.NewString(), LastMessageUUID: uuid.NewString(), Status: task.TurnCompleted})
 		if err == nil && !applied {
 			err = fmt.Errorf("turn of %s not committed", s.TaskID)
 		}

@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -22,43 +24,39 @@ import (
 
 	"github.com/drover-run/drover/activities"
 	"github.com/drover-run/drover/engine"
-	"github.com/drover-run/drover/metrics"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/workflows"
 )
 
-// Config configures a worker host.
+// The defaults of the Temporal connection, written here alone: the command line's environment,
+// its help and the dev server's port refer to these names.
+const (
+	// DefaultTemporalPort is the port of DefaultTemporalAddress, where `drover dev` runs its
+	// Temporal dev server.
+	DefaultTemporalPort = 7233
+	// DefaultNamespace is the Temporal namespace when none is named.
+	DefaultNamespace = "default"
+)
+
+// DefaultTemporalAddress is the Temporal frontend when none is named.
+var DefaultTemporalAddress = net.JoinHostPort("127.0.0.1", strconv.Itoa(DefaultTemporalPort))
+
+// Config configures a worker host. Its engine.Config is what the turn engine needs (the CLI,
+// workspaces, the pool of processes, the account's limits, the default budget…); the worker fills
+// in its database and notifier, and gives it the host's logger. HostID defaults to the host
+// name, MaxConcurrentTurns to DefaultMaxConcurrentTurns; the engine's other fields take the
+// engine's defaults.
 type Config struct {
-	// TemporalAddress is the Temporal frontend. Defaults to 127.0.0.1:7233.
+	engine.Config
+	// TemporalAddress is the Temporal frontend. Defaults to DefaultTemporalAddress.
 	TemporalAddress string
-	// Namespace defaults to "default".
+	// Namespace defaults to DefaultNamespace.
 	Namespace string
 	// TaskQueue is the shared queue. Defaults to task.SharedQueue.
 	TaskQueue string
-	// HostID is this host's stable identity: its turns come back to the queue named after it,
-	// and the CLI processes it starts carry it. Defaults to the host name.
-	HostID string
 	// DatabaseURL is drover's Postgres. Required.
 	DatabaseURL string
-	// Claude is how the CLI runs here. Bin is required.
-	Claude engine.Claude
-	// WorkspaceRoot, when set, confines task workspaces to that folder.
-	WorkspaceRoot string
-	// KeepAlive is how long a task's CLI waits for its next turn. Zero means
-	// engine.DefaultKeepAlive; negative stops it after every turn.
-	KeepAlive time.Duration
-	// MaxIdle bounds the CLI processes kept between turns. Zero means engine.DefaultMaxIdle.
-	MaxIdle int
-	// StallTimeout stops a CLI that prints nothing for this long during a turn, and retries
-	// the turn. Zero means engine.DefaultStallTimeout.
-	StallTimeout time.Duration
-	// MaxConcurrentTurns bounds the turns this host runs at once. Defaults to
-	// DefaultMaxConcurrentTurns.
-	MaxConcurrentTurns int
-	// AccountMaxConcurrentTurns bounds the turns running at once on the host's account, over
-	// every host sharing it (engine.Config.AccountMaxConcurrentTurns). Zero: no bound.
-	AccountMaxConcurrentTurns int
 	// RegisterSearchAttributes adds drover's search attributes to the namespace
 	// when they are missing (needs operator rights). Defaults to true.
 	RegisterSearchAttributes *bool
@@ -69,8 +67,6 @@ type Config struct {
 	// HostBeat and HostStale time host liveness (see DefaultHostBeat). Zero means the default.
 	HostBeat  time.Duration
 	HostStale time.Duration
-	// DebugDir, when set, receives raw and normalized JSONL captures of every CLI run.
-	DebugDir string
 	// MetricsListen, when set, is the address of the Prometheus scrape endpoint (GET
 	// /metrics), which MetricsHandler serves. The command line's default is
 	// DefaultMetricsListen. Beyond loopback it requires MetricsToken: without one the worker
@@ -80,21 +76,17 @@ type Config struct {
 	MetricsToken string
 	// MetricsHandler serves the scrape (see internal/telemetry). Required with MetricsListen.
 	MetricsHandler http.Handler
-	// Metrics measures the host's turns. Defaults to metrics.Global().
-	Metrics *metrics.Metrics
-	// DefaultBudget bounds what the budget of a task whose turns run here leaves unset (see
-	// task.Budget). Zero bounds nothing.
-	DefaultBudget task.Budget
-	// Logger receives drover's and the Temporal SDK's logs. Nil means silent.
-	Logger *slog.Logger
+	// PprofListen, when set, is the address of Go's profiling endpoint (PprofPath). Beyond
+	// loopback it requires MetricsToken, as the metrics endpoint does. Empty: none.
+	PprofListen string
 }
 
 func (c *Config) withDefaults() {
 	if c.TemporalAddress == "" {
-		c.TemporalAddress = "127.0.0.1:7233"
+		c.TemporalAddress = DefaultTemporalAddress
 	}
 	if c.Namespace == "" {
-		c.Namespace = "default"
+		c.Namespace = DefaultNamespace
 	}
 	if c.TaskQueue == "" {
 		c.TaskQueue = task.SharedQueue
@@ -134,7 +126,14 @@ func (c *Config) validate() error {
 	case c.MetricsListen != "" && c.MetricsHandler == nil:
 		return errors.New("worker: a metrics endpoint needs a handler")
 	case c.MetricsListen != "":
-		return checkMetricsListen(c.MetricsListen, c.MetricsToken)
+		if err := checkMetricsListen(c.MetricsListen, c.MetricsToken); err != nil {
+			return err
+		}
+	}
+	if c.PprofListen != "" {
+		if err := checkPprofListen(c.PprofListen, c.MetricsToken); err != nil {
+			return err
+		}
 	}
 	if err := (task.Params{Workspace: "/", Budget: c.DefaultBudget}).Validate(); err != nil {
 		return fmt.Errorf("worker: the default budget: %w", err)
@@ -152,6 +151,7 @@ const DefaultMaxConcurrentTurns = 32
 // Worker is a running worker host.
 type Worker struct {
 	cfg    Config
+	log    *slog.Logger
 	pool   *pgxpool.Pool
 	client client.Client
 	engine *engine.Engine
@@ -163,6 +163,7 @@ type Worker struct {
 	stopBeat context.CancelFunc
 	beatDone chan struct{}
 	metrics  *metricsServer
+	pprof    *pprofServer
 }
 
 // Start connects, migrates, kills what CLI processes a previous run of this host left behind,
@@ -173,107 +174,121 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	log := cfg.Logger.With("host_id", cfg.HostID)
-
-	pool, err := store.Connect(ctx, cfg.DatabaseURL)
-	if err != nil {
-		return nil, fmt.Errorf("worker: %w", err)
-	}
-	w := &Worker{cfg: cfg, pool: pool}
+	w := &Worker{cfg: cfg, log: cfg.Logger.With("host_id", cfg.HostID)}
 	ok := false
 	defer func() {
 		if !ok {
 			w.close()
 		}
 	}()
-	if _, err := store.Migrate(ctx, pool, log); err != nil {
-		return nil, fmt.Errorf("worker: migrating: %w", err)
-	}
-	reapLeftovers(cfg.HostID, log)
-
-	c, err := Dial(ctx, cfg.TemporalAddress, cfg.Namespace, log)
-	if err != nil {
-		return nil, fmt.Errorf("worker: %w", err)
-	}
-	w.client = c
-	if *cfg.RegisterSearchAttributes {
-		if err := RegisterSearchAttributes(ctx, c, cfg.Namespace); err != nil {
-			// A task upserting an attribute the namespace lacks would fail its
-			// workflow task over and over: better not to start.
-			return nil, fmt.Errorf("worker: %w; register them once with `temporal operator search-attribute create` (%s)", err, searchAttributeHint())
+	for _, step := range []func(context.Context) error{w.connect, w.recoverHost, w.newEngine, w.startWorkers} {
+		if err := step(ctx); err != nil {
+			return nil, fmt.Errorf("worker: %w", err)
 		}
 	}
-
-	if err := store.RestartHost(ctx, pool, cfg.HostID, os.Getpid()); err != nil {
-		return nil, fmt.Errorf("worker: %w", err)
+	w.startBeat(ctx)
+	if cfg.MetricsListen != "" {
+		w.metrics = serveMetrics(cfg.MetricsListen, cfg.MetricsToken, cfg.MetricsHandler, w.log)
 	}
-	if err := failLostAttempts(ctx, pool, c, cfg.HostID, log); err != nil {
-		log.Warn("recovering this host's lost attempts", "error", err)
+	if cfg.PprofListen != "" {
+		w.pprof = servePprof(cfg.PprofListen, cfg.MetricsToken, w.log)
 	}
+	ok = true
+	w.log.Info("drover worker started", "temporal", cfg.TemporalAddress, "namespace", cfg.Namespace,
+		"shared_queue", cfg.TaskQueue, "host_queue", w.acts.HostQueue())
+	return w, nil
+}
 
-	w.engine, err = engine.New(engine.Config{
-		DB:                        pool,
-		HostID:                    cfg.HostID,
-		Claude:                    cfg.Claude,
-		WorkspaceRoot:             cfg.WorkspaceRoot,
-		KeepAlive:                 cfg.KeepAlive,
-		StallTimeout:              cfg.StallTimeout,
-		MaxIdle:                   cfg.MaxIdle,
-		MaxConcurrentTurns:        cfg.MaxConcurrentTurns,
-		AccountMaxConcurrentTurns: cfg.AccountMaxConcurrentTurns,
-		DebugDir:                  cfg.DebugDir,
-		Notifier:                  activities.Notifier{Temporal: c},
-		Logger:                    log,
-		Metrics:                   cfg.Metrics,
-		DefaultBudget:             cfg.DefaultBudget,
-	})
+// connect opens the Postgres pool, migrates, stops what CLI processes a previous run of this
+// host left behind, and connects to Temporal, registering the search attributes.
+func (w *Worker) connect(ctx context.Context) error {
+	pool, err := store.Connect(ctx, w.cfg.DatabaseURL)
 	if err != nil {
-		return nil, fmt.Errorf("worker: %w", err)
+		return err
 	}
-	w.acts = activities.New(w.engine, log, cfg.HostStale)
+	w.pool = pool
+	if _, err := store.Migrate(ctx, pool, w.log); err != nil {
+		return fmt.Errorf("migrating: %w", err)
+	}
+	reapLeftovers(w.cfg.HostID, w.log)
+	if w.client, err = Dial(ctx, w.cfg.TemporalAddress, w.cfg.Namespace, w.log); err != nil {
+		return err
+	}
+	if *w.cfg.RegisterSearchAttributes {
+		if err := RegisterSearchAttributes(ctx, w.client, w.cfg.Namespace); err != nil {
+			// A task upserting an attribute the namespace lacks would fail its
+			// workflow task over and over: better not to start.
+			return fmt.Errorf("%w; register them once with `temporal operator search-attribute create` (%s)", err, searchAttributeHint())
+		}
+	}
+	return nil
+}
 
-	w.shared = sdkworker.New(c, cfg.TaskQueue, sdkworker.Options{})
+// recoverHost records this host's restart and reports the attempts its previous run was running
+// as failed, so that they are retried at once.
+func (w *Worker) recoverHost(ctx context.Context) error {
+	if err := store.RestartHost(ctx, w.pool, w.cfg.HostID, os.Getpid()); err != nil {
+		return err
+	}
+	if err := failLostAttempts(ctx, w.pool, w.client, w.cfg.HostID, w.log); err != nil {
+		w.log.Warn("recovering this host's lost attempts", "error", err)
+	}
+	return nil
+}
+
+// newEngine makes the turn engine from the configuration's engine part and its activities.
+func (w *Worker) newEngine(context.Context) error {
+	ec := w.cfg.Config
+	ec.DB = w.pool
+	ec.Notifier = activities.Notifier{Temporal: w.client}
+	ec.Logger = w.log
+	var err error
+	if w.engine, err = engine.New(ec); err != nil {
+		return err
+	}
+	w.acts = activities.New(w.engine, w.log, w.cfg.HostStale)
+	return nil
+}
+
+// startWorkers starts the three Temporal workers: the shared queue, the host's queue, which runs
+// its turns, as many at once as its limit, and the control queue, which runs the short calls
+// that interrupt, cancel or stop them, so those never wait behind turns.
+func (w *Worker) startWorkers(context.Context) error {
+	w.shared = sdkworker.New(w.client, w.cfg.TaskQueue, sdkworker.Options{})
 	workflows.Register(w.shared)
 	w.acts.RegisterShared(w.shared)
-
-	// The host's queue runs its turns, as many at once as its limit; the control queue runs the
-	// short calls that interrupt, cancel or stop them, so those never wait behind turns.
-	w.host = sdkworker.New(c, w.acts.HostQueue(), sdkworker.Options{
-		MaxConcurrentActivityExecutionSize: cfg.MaxConcurrentTurns,
+	w.host = sdkworker.New(w.client, w.acts.HostQueue(), sdkworker.Options{
+		MaxConcurrentActivityExecutionSize: w.cfg.MaxConcurrentTurns,
 		// Stop drains the turns first (see Drain); this bounds what is left.
 		WorkerStopTimeout: 5 * time.Second,
 	})
 	w.acts.RegisterHost(w.host)
-	w.control = sdkworker.New(c, w.acts.ControlQueue(), sdkworker.Options{
+	w.control = sdkworker.New(w.client, w.acts.ControlQueue(), sdkworker.Options{
 		MaxConcurrentActivityExecutionSize: controlSlots,
 		WorkerStopTimeout:                  5 * time.Second,
 	})
 	w.acts.RegisterControl(w.control)
+	for _, q := range []struct {
+		name string
+		w    sdkworker.Worker
+	}{{"shared", w.shared}, {"host", w.host}, {"control", w.control}} {
+		if err := q.w.Start(); err != nil {
+			return fmt.Errorf("starting the %s worker: %w", q.name, err)
+		}
+	}
+	return nil
+}
 
-	if err := w.shared.Start(); err != nil {
-		return nil, fmt.Errorf("worker: starting the shared worker: %w", err)
-	}
-	if err := w.host.Start(); err != nil {
-		return nil, fmt.Errorf("worker: starting the host worker: %w", err)
-	}
-	if err := w.control.Start(); err != nil {
-		return nil, fmt.Errorf("worker: starting the control worker: %w", err)
-	}
+// startBeat starts the host's liveness loop, which outlives ctx until Stop.
+func (w *Worker) startBeat(ctx context.Context) {
 	beatCtx, stopBeat := context.WithCancel(context.WithoutCancel(ctx))
 	w.stopBeat, w.beatDone = stopBeat, make(chan struct{})
-	loop := &hostLoop{db: pool, temporal: c, hostID: cfg.HostID, interval: cfg.HostBeat, stale: cfg.HostStale,
-		draining: w.engine.Draining, log: log}
+	loop := &hostLoop{db: w.pool, temporal: w.client, hostID: w.cfg.HostID, interval: w.cfg.HostBeat,
+		stale: w.cfg.HostStale, draining: w.engine.Draining, log: w.log}
 	go func() {
 		defer close(w.beatDone)
 		loop.run(beatCtx)
 	}()
-	if cfg.MetricsListen != "" {
-		w.metrics = serveMetrics(cfg.MetricsListen, cfg.MetricsToken, cfg.MetricsHandler, log)
-	}
-	ok = true
-	log.Info("drover worker started", "temporal", cfg.TemporalAddress, "namespace", cfg.Namespace,
-		"shared_queue", cfg.TaskQueue, "host_queue", w.acts.HostQueue())
-	return w, nil
 }
 
 // Client is the worker's Temporal client.
@@ -322,6 +337,7 @@ func (w *Worker) Stop(ctx context.Context) {
 
 func (w *Worker) close() {
 	w.metrics.stop(context.Background())
+	w.pprof.stop(context.Background())
 	if w.client != nil {
 		w.client.Close()
 	}

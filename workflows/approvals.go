@@ -142,30 +142,30 @@ func (s *taskState) validateDecision(ctx workflow.Context, d task.Decision) erro
 	i := s.awaitingIndex(d.RequestID)
 	if i < 0 {
 		if prev, ok := s.decision(d.RequestID); ok {
-			return rejection(ErrTypeNotPending, fmt.Sprintf("request %s is not pending: it was %s by %s at %s",
+			return rejection(task.ErrTypeNotPending, fmt.Sprintf("request %s is not pending: it was %s by %s at %s",
 				d.RequestID, prev.Outcome, prev.By, prev.At.UTC().Format(time.RFC3339)))
 		}
-		return rejection(ErrTypeNotPending, fmt.Sprintf("request %q is not pending in this task (see drover task pending)", d.RequestID))
+		return rejection(task.ErrTypeNotPending, fmt.Sprintf("request %q is not pending in this task (see drover task pending)", d.RequestID))
 	}
 	r := s.awaiting[i]
 	if d.Always != "" {
 		if !d.Allow {
-			return rejection(ErrTypeInvalidDecision, "--always goes with an approval, not a denial")
+			return rejection(task.ErrTypeInvalidDecision, "--always goes with an approval, not a denial")
 		}
 		if !slices.ContainsFunc(r.Suggestions, func(sg task.Suggestion) bool { return sg.Key == d.Always }) {
-			return rejection(ErrTypeInvalidDecision, fmt.Sprintf("request %s offers no suggestion %q; it offers %s",
+			return rejection(task.ErrTypeInvalidDecision, fmt.Sprintf("request %s offers no suggestion %q; it offers %s",
 				r.RequestID, d.Always, suggestionKeys(r.Suggestions)))
 		}
 	}
 	if r.Kind == task.KindQuestion && d.Allow {
 		if err := task.CheckAnswers(r.Questions, d.Answers); err != nil {
-			return rejection(ErrTypeInvalidDecision, err.Error())
+			return rejection(task.ErrTypeInvalidDecision, err.Error())
 		}
 	} else if len(d.Answers) > 0 {
-		return rejection(ErrTypeInvalidDecision, "answers go with approving a question")
+		return rejection(task.ErrTypeInvalidDecision, "answers go with approving a question")
 	}
 	if !d.Allow && d.Reason == "" {
-		return rejection(ErrTypeInvalidDecision, "a denial needs a reason: the agent reads it")
+		return rejection(task.ErrTypeInvalidDecision, "a denial needs a reason: the agent reads it")
 	}
 	return nil
 }
@@ -303,10 +303,10 @@ func (s *taskState) deliver(ctx workflow.Context, rec task.DecisionRecord) error
 func (s *taskState) validateExtension(ctx workflow.Context, e task.ExtendDeadline) error {
 	i := s.awaitingIndex(e.RequestID)
 	if i < 0 {
-		return rejection(ErrTypeNotPending, fmt.Sprintf("request %q is not pending in this task", e.RequestID))
+		return rejection(task.ErrTypeNotPending, fmt.Sprintf("request %q is not pending in this task", e.RequestID))
 	}
 	if !e.Deadline.After(workflow.Now(ctx)) {
-		return rejection(ErrTypeInvalidDecision, "the new deadline has passed already")
+		return rejection(task.ErrTypeInvalidDecision, "the new deadline has passed already")
 	}
 	return nil
 }

@@ -365,35 +365,35 @@ func TestDecisionsThatCannotBeRecordedAreRefused(t *testing.T) {
 	}
 	refusals := []*refusal{
 		{name: "unknown id", d: task.Decision{RequestID: "nope", Allow: true},
-			errType: ErrTypeNotPending, says: `request "nope" is not pending in this task`},
+			errType: task.ErrTypeNotPending, says: `request "nope" is not pending in this task`},
 		{name: "another task's request", d: task.Decision{RequestID: "0b6c1f9e-other-task", Allow: true},
-			errType: ErrTypeNotPending, says: "is not pending in this task"},
+			errType: task.ErrTypeNotPending, says: "is not pending in this task"},
 		{name: "already decided", d: task.Decision{RequestID: "d1", Allow: true, By: "cy"},
-			errType: ErrTypeNotPending, says: "request d1 is not pending: it was denied by bo at " + stamp(at(5*time.Minute))},
+			errType: task.ErrTypeNotPending, says: "request d1 is not pending: it was denied by bo at " + stamp(at(5*time.Minute))},
 		{name: "always, not offered", d: task.Decision{RequestID: "t1", Allow: true, Always: "3"},
-			errType: ErrTypeInvalidDecision, says: `request t1 offers no suggestion "3"; it offers 1 (Bash(npm test:*)), 2 (Bash(npm:*))`},
+			errType: task.ErrTypeInvalidDecision, says: `request t1 offers no suggestion "3"; it offers 1 (Bash(npm test:*)), 2 (Bash(npm:*))`},
 		{name: "always, nothing offered", d: task.Decision{RequestID: "n1", Allow: true, Always: "1"},
-			errType: ErrTypeInvalidDecision, says: `offers no suggestion "1"; it offers none`},
+			errType: task.ErrTypeInvalidDecision, says: `offers no suggestion "1"; it offers none`},
 		{name: "always with a denial", d: task.Decision{RequestID: "t1", Always: "1", Reason: "no"},
-			errType: ErrTypeInvalidDecision, says: "--always goes with an approval"},
+			errType: task.ErrTypeInvalidDecision, says: "--always goes with an approval"},
 		{name: "denial without a reason", d: task.Decision{RequestID: "t1"},
-			errType: ErrTypeInvalidDecision, says: "a denial needs a reason"},
+			errType: task.ErrTypeInvalidDecision, says: "a denial needs a reason"},
 		{name: "answers to a tool request", d: task.Decision{RequestID: "t1", Allow: true, Answers: map[string][]string{"Which database?": {"SQLite"}}},
-			errType: ErrTypeInvalidDecision, says: "answers go with approving a question"},
+			errType: task.ErrTypeInvalidDecision, says: "answers go with approving a question"},
 		{name: "answer that is not an option", d: task.Decision{RequestID: "q1", Allow: true,
 			Answers: map[string][]string{"Which database?": {"MySQL"}, "Which checks?": {"lint"}}},
-			errType: ErrTypeInvalidDecision, says: `"MySQL" is not an option of question "Which database?"`},
+			errType: task.ErrTypeInvalidDecision, says: `"MySQL" is not an option of question "Which database?"`},
 		{name: "missing answer", d: task.Decision{RequestID: "q1", Allow: true,
 			Answers: map[string][]string{"Which database?": {"SQLite"}}},
-			errType: ErrTypeInvalidDecision, says: `question "Which checks?" has no answer`},
+			errType: task.ErrTypeInvalidDecision, says: `question "Which checks?" has no answer`},
 		{name: "no answers at all", d: task.Decision{RequestID: "q1", Allow: true},
-			errType: ErrTypeInvalidDecision, says: `question "Which database?" has no answer`},
+			errType: task.ErrTypeInvalidDecision, says: `question "Which database?" has no answer`},
 		{name: "two answers to a single-select question", d: task.Decision{RequestID: "q1", Allow: true,
 			Answers: map[string][]string{"Which database?": {"SQLite", "Postgres"}, "Which checks?": {"lint"}}},
-			errType: ErrTypeInvalidDecision, says: `question "Which database?" takes one answer`},
+			errType: task.ErrTypeInvalidDecision, says: `question "Which database?" takes one answer`},
 		{name: "an answer to a question not asked", d: task.Decision{RequestID: "q1", Allow: true,
 			Answers: map[string][]string{"Which database?": {"SQLite"}, "Which checks?": {"lint"}, "Which editor?": {"vi"}, "Which shell?": {"sh"}}},
-			errType: ErrTypeInvalidDecision, says: `the answers name a question that was not asked; the questions are ["Which database?" "Which checks?"]`},
+			errType: task.ErrTypeInvalidDecision, says: `the answers name a question that was not asked; the questions are ["Which database?" "Which checks?"]`},
 	}
 	var afterRefusals task.State
 	var answered, deniedBare *update
@@ -494,7 +494,7 @@ func TestDecisionDeliveryIsRetriedUntilItLands(t *testing.T) {
 	assert.True(t, doneAt.Equal(calls[failures].At), "the Update completes when the decision has landed (at %v, landed %v)", doneAt, calls[failures].At)
 	assert.True(t, doneAt.After(start.Add(10*time.Minute+time.Second)), "and not before its retries")
 	assert.Empty(t, during.Awaiting, "the request is decided while its delivery is retried")
-	rejectedWith(t, twice, ErrTypeNotPending)
+	rejectedWith(t, twice, task.ErrTypeNotPending)
 	assert.Contains(t, twice.err.Error(), "it was allowed by ana at "+stamp(start.Add(10*time.Minute)))
 }
 
@@ -550,7 +550,7 @@ func TestUnansweredRequestExpiresAtItsDeadline(t *testing.T) {
 			assert.Equal(t, fmt.Sprintf("nobody answered this request within %s, so it was denied; do not ask for it again in this turn", tc.want), got.Reason)
 			assert.Equal(t, [3]any{defaultTestTaskID, "r1", 1}, [3]any{got.TaskID, got.RequestID, got.Turn})
 			assert.Nil(t, got.Grant)
-			rejectedWith(t, late, ErrTypeNotPending)
+			rejectedWith(t, late, task.ErrTypeNotPending)
 			assert.Contains(t, late.err.Error(), "it was expired by drover at "+stamp(deadline))
 			assertAttrs(t, []awaitingAttrs{waitingSince(asked, asked), notWaiting(deadline)}, attrs.changes()[1:],
 				"the task stops showing as waiting when the request expires")
@@ -595,11 +595,11 @@ func TestExtendedDeadlineMovesTheExpiry(t *testing.T) {
 	env.ExecuteWorkflow(task.WorkflowName, p)
 	result(t, env)
 
-	rejectedWith(t, past, ErrTypeInvalidDecision)
+	rejectedWith(t, past, task.ErrTypeInvalidDecision)
 	assert.Contains(t, past.err.Error(), "the new deadline has passed already")
-	rejectedWith(t, now, ErrTypeInvalidDecision)
-	rejectedWith(t, unknown, ErrTypeNotPending)
-	rejectedWith(t, decided, ErrTypeNotPending)
+	rejectedWith(t, now, task.ErrTypeInvalidDecision)
+	rejectedWith(t, unknown, task.ErrTypeNotPending)
+	rejectedWith(t, decided, task.ErrTypeNotPending)
 	moved := as[task.PendingRequest](t, extended)
 	assert.True(t, moved.Deadline.Equal(at(3*time.Hour)), "the Update answers with the request as it now stands: %v", moved.Deadline)
 	assert.True(t, moved.Since.Equal(at(10*time.Minute)))
@@ -696,7 +696,7 @@ func TestWithdrawnRequestIsClosed(t *testing.T) {
 	require.Len(t, afterClose.Awaiting, 1)
 	assert.Equal(t, "r2", afterClose.Awaiting[0].RequestID, "the withdrawn request is gone, the other waits")
 	require.Len(t, afterUnknown.Awaiting, 1, "closing an unknown request changes nothing")
-	rejectedWith(t, late, ErrTypeNotPending)
+	rejectedWith(t, late, task.ErrTypeNotPending)
 	assert.Contains(t, late.err.Error(), "it was cancelled by drover at "+stamp(at(20*time.Minute)))
 	delivered := rec.delivered()
 	require.Len(t, delivered, 1, "a withdrawn request is not delivered: its attempt closed it")
@@ -739,9 +739,9 @@ func TestEndedTurnClosesItsRequests(t *testing.T) {
 	require.Len(t, whileTurnRuns.Awaiting, 1)
 	assert.Empty(t, afterTurn.Awaiting, "the turn's end closed its request")
 	assert.Empty(t, afterLate.Awaiting, "a request of an ended turn is not taken in")
-	rejectedWith(t, closed, ErrTypeNotPending)
+	rejectedWith(t, closed, task.ErrTypeNotPending)
 	assert.Contains(t, closed.err.Error(), "it was cancelled by drover at "+stamp(at(time.Hour)))
-	rejectedWith(t, late, ErrTypeNotPending)
+	rejectedWith(t, late, task.ErrTypeNotPending)
 	assert.Contains(t, late.err.Error(), `request "r3" is not pending in this task`)
 	require.Len(t, duringTurn2.Awaiting, 1)
 	assert.Equal(t, "r4", duringTurn2.Awaiting[0].RequestID)
@@ -957,7 +957,7 @@ func TestContinueAsNewCarriesApprovals(t *testing.T) {
 	runs := rec2.runCalls()
 	require.Equal(t, []int{2}, turnsOf(runs))
 	assert.Equal(t, []task.Grant{grant}, runs[0].In.Grants, "the next run's turns get the grants of the run before")
-	rejectedWith(t, late, ErrTypeNotPending)
+	rejectedWith(t, late, task.ErrTypeNotPending)
 	assert.Contains(t, late.err.Error(), "request r1 is not pending: it was allowed by ana at "+stamp(at(20*time.Minute)))
 	got := as[task.DecisionRecord](t, carried)
 	assert.Equal(t, task.OutcomeAllowed, got.Outcome, "a request carried over can be decided")

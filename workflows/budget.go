@@ -44,7 +44,7 @@ func (s *taskState) validateBudget(ctx workflow.Context, c task.BudgetChange) er
 		return err
 	}
 	if err := c.Validate(); err != nil {
-		return rejection(ErrTypeInvalidBudget, err.Error())
+		return rejection(task.ErrTypeInvalidBudget, err.Error())
 	}
 	return nil
 }

@@ -160,7 +160,7 @@ func TestBudgetTurnsBound(t *testing.T) {
 	require.True(t, bad.rejected, "a negative bound is refused")
 	var appErr *temporal.ApplicationError
 	require.ErrorAs(t, bad.err, &appErr)
-	assert.Equal(t, ErrTypeInvalidBudget, appErr.Type())
+	assert.Equal(t, task.ErrTypeInvalidBudget, appErr.Type())
 	assert.Equal(t, []int{1, 2}, turnsOf(rec.runCalls()), "the raise lets one more turn run, no continuation for a turn that was not cut")
 	assert.Equal(t, "three", rec.runCalls()[1].In.Prompt.Text)
 	assert.Equal(t, task.StatusCompleted, st.Status)

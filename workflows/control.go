@@ -16,7 +16,7 @@ func (s *taskState) validateOpen(workflow.Context) error {
 		return err
 	}
 	if s.final != "" {
-		return rejection(ErrTypeTaskClosed, fmt.Sprintf("task has ended (%s)", s.final))
+		return rejection(task.ErrTypeTaskClosed, fmt.Sprintf("task has ended (%s)", s.final))
 	}
 	return nil
 }
@@ -25,7 +25,7 @@ func (s *taskState) validateOpen(workflow.Context) error {
 // saying what is wrong with them.
 func (s *taskState) validateParams() error {
 	if s.invalidParams != nil {
-		return rejection(ErrTypeInvalidParams, fmt.Sprintf("invalid task params: %v", s.invalidParams))
+		return rejection(task.ErrTypeInvalidParams, fmt.Sprintf("invalid task params: %v", s.invalidParams))
 	}
 	return nil
 }
@@ -70,7 +70,7 @@ func interruptFailed(turn int, err error) error {
 	errType, msg := describeError(err)
 	return temporal.NewApplicationErrorWithCause(
 		fmt.Sprintf("interrupting turn %d: the host did not interrupt it (%s: %s); the turn goes on", turn, errType, msg),
-		ErrTypeInterruptFailed, err)
+		task.ErrTypeInterruptFailed, err)
 }
 
 // stopExecutor asks the task's host to stop the task's executor, so that no

@@ -54,13 +54,13 @@ func TestValidatorRejects(t *testing.T) {
 	st := result(t, env)
 	closeAgainAfterEnd = sendUpdate(env, task.UpdateClose, "close-2")
 
-	rejectedWith(t, empty, ErrTypeInvalidPrompt)
-	rejectedWith(t, blank, ErrTypeInvalidPrompt)
-	rejectedWith(t, big, ErrTypeInvalidPrompt)
-	rejectedWith(t, badAttach, ErrTypeInvalidPrompt)
-	rejectedWith(t, bytesFull, ErrTypeQueueFull)
-	rejectedWith(t, full, ErrTypeQueueFull)
-	rejectedWith(t, afterClose, ErrTypeTaskClosed)
+	rejectedWith(t, empty, task.ErrTypeInvalidPrompt)
+	rejectedWith(t, blank, task.ErrTypeInvalidPrompt)
+	rejectedWith(t, big, task.ErrTypeInvalidPrompt)
+	rejectedWith(t, badAttach, task.ErrTypeInvalidPrompt)
+	rejectedWith(t, bytesFull, task.ErrTypeQueueFull)
+	rejectedWith(t, full, task.ErrTypeQueueFull)
+	rejectedWith(t, afterClose, task.ErrTypeTaskClosed)
 	assert.False(t, closeAgainAfterEnd.accepted, "nothing is accepted after the task ended")
 
 	// Rejected prompts take no turn number.
@@ -93,7 +93,7 @@ func TestInterruptThatDoesNotReachTheTurn(t *testing.T) {
 	require.NotNil(t, interrupt)
 	var appErr *temporal.ApplicationError
 	require.True(t, errors.As(interrupt.err, &appErr), "the interrupt's error is an application error: %v", interrupt.err)
-	assert.Equal(t, ErrTypeInterruptFailed, appErr.Type())
+	assert.Equal(t, task.ErrTypeInterruptFailed, appErr.Type())
 	assert.Contains(t, appErr.Error(), "no such turn here", "the error says what the host answered")
 	assert.Equal(t, 1, st.Totals.Turns, "the turn went on to its end")
 	assert.Zero(t, st.Totals.FailedTurns)
@@ -216,12 +216,12 @@ func TestInvalidParamsFailTheWorkflow(t *testing.T) {
 			env.ExecuteWorkflow(task.WorkflowName, tc.p)
 			var appErr *temporal.ApplicationError
 			require.True(t, errors.As(env.GetWorkflowError(), &appErr), "%v", env.GetWorkflowError())
-			assert.Equal(t, ErrTypeInvalidParams, appErr.Type())
+			assert.Equal(t, task.ErrTypeInvalidParams, appErr.Type())
 			assert.Contains(t, appErr.Error(), tc.says)
 
 			// The prompt is rejected naming the problem, not as an unknown update.
 			require.NotNil(t, prompt, "the prompt was sent")
-			rejectedWith(t, prompt, ErrTypeInvalidParams)
+			rejectedWith(t, prompt, task.ErrTypeInvalidParams)
 			assert.Contains(t, prompt.err.Error(), "invalid task params: ")
 			assert.Contains(t, prompt.err.Error(), tc.says)
 		})

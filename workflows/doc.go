@@ -32,11 +32,11 @@
 // # Updates and their rejections
 //
 // Validators reject, before anything reaches history: an empty or oversized
-// prompt or an attachment path outside the workspace (ErrTypeInvalidPrompt,
-// checked by task.ValidatePrompt), a full queue (ErrTypeQueueFull), and
+// prompt or an attachment path outside the workspace (task.ErrTypeInvalidPrompt,
+// checked by task.ValidatePrompt), a full queue (task.ErrTypeQueueFull), and
 // anything but a query once the task is closing or has ended
-// (ErrTypeTaskClosed). A run whose params fail task.Params.Validate sets its
-// handlers anyway, rejects every Update with ErrTypeInvalidParams naming the
+// (task.ErrTypeTaskClosed). A run whose params fail task.Params.Validate sets its
+// handlers anyway, rejects every Update with task.ErrTypeInvalidParams naming the
 // problem (so the prompt of an Update-with-Start learns why), and fails. A
 // retried Update with the same update id is deduplicated by Temporal within a
 // run.

@@ -7,33 +7,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 )
 
-// Types of the application errors TaskWorkflow returns, so that callers can
-// branch on ApplicationError.Type.
-const (
-	// ErrTypeInvalidParams: the workflow was started with task.Params it cannot run.
-	ErrTypeInvalidParams = "InvalidParams"
-	// ErrTypeInvalidPrompt: a prompt Update was rejected for its content
-	// (empty, too large, a bad attachment path).
-	ErrTypeInvalidPrompt = "InvalidPrompt"
-	// ErrTypeTaskClosed: an Update was rejected because the task is closing or has ended.
-	ErrTypeTaskClosed = "TaskClosed"
-	// ErrTypeQueueFull: a prompt Update was rejected because too many prompts,
-	// or too many bytes of them, are already waiting.
-	ErrTypeQueueFull = "QueueFull"
-	// ErrTypeNotPending: a decision or deadline was refused because its permission request is
-	// not pending in this task (unknown, already decided, withdrawn, or another task's).
-	ErrTypeNotPending = "NotPending"
-	// ErrTypeInvalidDecision: a decision was refused for its content (a grant the request did
-	// not offer, an answer that is not an option, a denial without a reason).
-	ErrTypeInvalidDecision = "InvalidDecision"
-	// ErrTypeInterruptFailed: an interrupt did not reach the running turn (its host did not take
-	// the call in time, or failed it); the turn goes on, and the interrupt can be sent again.
-	ErrTypeInterruptFailed = "InterruptFailed"
-	// ErrTypeInvalidBudget: a budget change was refused for its content (a negative bound, or
-	// nothing to change).
-	ErrTypeInvalidBudget = "InvalidBudget"
-)
-
 // rejection is the error a validator returns. It is retryable only in the
 // sense that a later attempt may be accepted (for example once the queue drains).
 func rejection(errType, msg string) error {

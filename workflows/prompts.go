@@ -31,23 +31,23 @@ func (s *taskState) validatePrompt(ctx workflow.Context, p task.Prompt) error {
 		return nil // answered before: the handler repeats that answer
 	}
 	if s.final != "" {
-		return rejection(ErrTypeTaskClosed, fmt.Sprintf("task has ended (%s); it accepts no more prompts", s.final))
+		return rejection(task.ErrTypeTaskClosed, fmt.Sprintf("task has ended (%s); it accepts no more prompts", s.final))
 	}
 	if s.closing {
-		return rejection(ErrTypeTaskClosed, "task is closing; it accepts no more prompts")
+		return rejection(task.ErrTypeTaskClosed, "task is closing; it accepts no more prompts")
 	}
 	if s.exhausted != nil {
 		return budgetRejection(*s.exhausted)
 	}
 	if err := task.ValidatePrompt(p); err != nil {
-		return rejection(ErrTypeInvalidPrompt, err.Error())
+		return rejection(task.ErrTypeInvalidPrompt, err.Error())
 	}
 	size := task.PromptSize(p)
 	if len(s.pending) >= s.lim.maxPending {
-		return rejection(ErrTypeQueueFull, fmt.Sprintf("%d prompts are already waiting; wait for some to run", len(s.pending)))
+		return rejection(task.ErrTypeQueueFull, fmt.Sprintf("%d prompts are already waiting; wait for some to run", len(s.pending)))
 	}
 	if s.queuedBytes+size > s.lim.maxQueuedBytes {
-		return rejection(ErrTypeQueueFull, fmt.Sprintf("waiting prompts already hold %d bytes; this one (%d bytes) would pass the %d allowed, wait for some to run",
+		return rejection(task.ErrTypeQueueFull, fmt.Sprintf("waiting prompts already hold %d bytes; this one (%d bytes) would pass the %d allowed, wait for some to run",
 			s.queuedBytes, size, s.lim.maxQueuedBytes))
 	}
 	return nil

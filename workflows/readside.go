@@ -13,8 +13,22 @@ import (
 )
 
 // recordStateVersion marks the runs that record their state for the read side (RecordState):
-// runs from before it replay without.
+// runs from before it replay without; version 1 runs it as an activity, version 2 as a local
+// activity.
 const recordStateVersion = "record-state"
+
+// The versions of recordStateVersion.
+const (
+	recordAsActivity workflow.Version = 1
+	// recordLocally records in the workflow task that changed the state: the write rides that
+	// task (a marker in the history) instead of costing an activity task and a workflow task of
+	// its own, and it lands before the commands that follow the change are sent.
+	recordLocally workflow.Version = 2
+)
+
+// maxLocalRecordAttempts bounds the attempts of one local record; the recorder tries again
+// after retryMax, so that a database that is down does not keep the workflow task open.
+const maxLocalRecordAttempts = 3
 
 // maxRecordedPrompt bounds the text of each queued prompt in a recorded state.
 const maxRecordedPrompt = 200
@@ -25,6 +39,8 @@ const finalRecordTimeout = time.Minute
 // readSide is what the run knows of its records for the read side.
 type readSide struct {
 	on bool
+	// local: the record is a local activity (recordLocally).
+	local bool
 	// changed counts the states that differ from the one before; recorded is the count the
 	// recorder last wrote; last is the last state's JSON, to tell a change.
 	changed  int64
@@ -35,10 +51,11 @@ type readSide struct {
 // startRecording starts, on runs that record their state, the recorder: in the background, it
 // records the task's latest state in Postgres whenever it changed, one write at a time.
 func (s *taskState) startRecording(ctx workflow.Context) {
-	if workflow.GetVersion(ctx, recordStateVersion, workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+	v := workflow.GetVersion(ctx, recordStateVersion, workflow.DefaultVersion, recordLocally)
+	if v == workflow.DefaultVersion {
 		return
 	}
-	s.rs.on = true
+	s.rs.on, s.rs.local = true, v >= recordLocally
 	s.stateChanged()
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
@@ -81,21 +98,36 @@ func (s *taskState) recordedState() task.State {
 }
 
 // recordState writes the latest state; a timeout above zero bounds the whole write (retries
-// included), which otherwise is retried until it lands.
+// included). Without one, an activity is retried until it lands; a local activity gives up after
+// a few attempts, and the recorder tries again later.
 func (s *taskState) recordState(ctx workflow.Context, timeout time.Duration) error {
 	seq := s.rs.changed
 	rec := task.StateRecord{TaskID: s.taskID, At: workflow.Now(ctx), Seq: seq, State: s.recordedState()}
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:              workflow.GetInfo(ctx).TaskQueueName,
-		StartToCloseTimeout:    s.lim.interruptTimeout,
-		ScheduleToCloseTimeout: timeout,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval: s.lim.retryInitial,
-			MaximumInterval: s.lim.retryMax,
-		},
-		Summary: "record state " + string(rec.State.Status),
-	})
-	err := workflow.ExecuteActivity(actx, task.ActivityRecordState, rec).Get(ctx, nil)
+	retry := &temporal.RetryPolicy{InitialInterval: s.lim.retryInitial, MaximumInterval: s.lim.retryMax}
+	var fut workflow.Future
+	if s.rs.local {
+		retry.MaximumAttempts = maxLocalRecordAttempts
+		if timeout <= 0 {
+			timeout = maxLocalRecordAttempts * (s.lim.interruptTimeout + s.lim.retryInitial)
+		}
+		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+			StartToCloseTimeout:    s.lim.interruptTimeout,
+			ScheduleToCloseTimeout: timeout,
+			RetryPolicy:            retry,
+			Summary:                "record state " + string(rec.State.Status),
+		})
+		fut = workflow.ExecuteLocalActivity(lctx, task.ActivityRecordState, rec)
+	} else {
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			TaskQueue:              workflow.GetInfo(ctx).TaskQueueName,
+			StartToCloseTimeout:    s.lim.interruptTimeout,
+			ScheduleToCloseTimeout: timeout,
+			RetryPolicy:            retry,
+			Summary:                "record state " + string(rec.State.Status),
+		})
+		fut = workflow.ExecuteActivity(actx, task.ActivityRecordState, rec)
+	}
+	err := fut.Get(ctx, nil)
 	if err == nil && s.rs.recorded < seq {
 		s.rs.recorded = seq
 	}

@@ -179,7 +179,7 @@ func TestRecordHistory(t *testing.T) {
 	}
 	var appErr *temporal.ApplicationError
 	require.True(t, errors.As(err, &appErr), "empty prompt: %v", err)
-	assert.Equal(t, ErrTypeInvalidPrompt, appErr.Type())
+	assert.Equal(t, task.ErrTypeInvalidPrompt, appErr.Type())
 
 	prompt2 := client.UpdateWorkflowOptions{
 		WorkflowID: taskID, UpdateName: task.UpdatePrompt, UpdateID: "prompt-2",

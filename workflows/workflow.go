@@ -21,7 +21,7 @@ func Register(r worker.WorkflowRegistry) {
 // Its workflow ID is the task ID.
 //
 // It returns the final State with status completed, or the Temporal canceled
-// error when cancelled. It fails only for invalid params (ErrTypeInvalidParams).
+// error when cancelled. It fails only for invalid params (task.ErrTypeInvalidParams).
 func TaskWorkflow(ctx workflow.Context, p task.Params) (task.State, error) {
 	return runTask(ctx, p, defaultLimits)
 }
@@ -43,7 +43,7 @@ func runTask(ctx workflow.Context, p task.Params, lim limits) (task.State, error
 		msg := fmt.Sprintf("invalid task params: %v", s.invalidParams)
 		s.final = task.StatusFailed
 		s.setLastError(msg)
-		return s.snapshot(), temporal.NewNonRetryableApplicationError(msg, ErrTypeInvalidParams, nil)
+		return s.snapshot(), temporal.NewNonRetryableApplicationError(msg, task.ErrTypeInvalidParams, nil)
 	}
 	s.seedPublished(ctx)
 	s.startRecording(ctx)

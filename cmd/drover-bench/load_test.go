@@ -16,7 +16,7 @@ func TestQuickLoadFigures(t *testing.T) {
 	want := map[string]string{ // figure → unit
 		"P3 p50": "ms", "P3 p99": "ms", "P3 share": "ms", "P3 rows": "rows",
 		"P3append": "events/s",
-		"P4":       "turns/s", "P4 rss": "MiB", "P4 clis": "processes",
+		"P4":       "turns/s", "P4 rss": "MiB", "P4 clis": "processes", "P4 starts": "processes",
 	}
 	for fig, unit := range want {
 		r, ok := got[fig]
@@ -32,7 +32,7 @@ func TestQuickLoadFigures(t *testing.T) {
 	}
 	// Rows whose goal bounds a ratio carry one; the others carry none (a share of the p50 has
 	// no meaningful ratio to its baseline).
-	for _, fig := range []string{"P3 p50", "P3 p99", "P3append", "P4"} {
+	for _, fig := range []string{"P3 p50", "P3 p99", "P3append", "P4", "P4 starts"} {
 		if got[fig].Ratio <= 0 {
 			t.Errorf("%s has no ratio: %+v", fig, got[fig])
 		}

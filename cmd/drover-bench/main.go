@@ -26,7 +26,7 @@ import (
 // figures lists every figure of the table, in order. Each one builds what it needs; the stack
 // figures run their benchmarks through stack.
 func figures(stack *stackRunner) []bench.Figure {
-	return []bench.Figure{
+	all := []bench.Figure{
 		p1(), p2(stack), p2CLI(stack), p2Cold(stack),
 		stack.figure("P3", "fake API text delta → drover task watch prints it, p99",
 			bench.DroverAtMost(50, "ms"), "BenchmarkFigureP3"),
@@ -37,6 +37,7 @@ func figures(stack *stackRunner) []bench.Figure {
 		d1(stack),
 		c1(),
 	}
+	return append(all, p5Figures(stack)...)
 }
 
 func main() {

@@ -65,7 +65,7 @@ func (s *stackRunner) figure(id, what string, goal bench.Goal, benchmark string)
 func (s *stackRunner) selectFigures(all []bench.Figure, ids []string) {
 	s.selected = nil
 	for _, f := range all {
-		if b, ok := s.benchmark[f.ID]; ok && (len(ids) == 0 || slices.Contains(ids, f.ID)) {
+		if b, ok := s.benchmark[f.ID]; ok && !slices.Contains(s.selected, b) && (len(ids) == 0 || slices.Contains(ids, f.ID)) {
 			s.selected = append(s.selected, b)
 		}
 	}

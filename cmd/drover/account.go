@@ -111,7 +111,7 @@ func newAccountShowCommand(a *app) *cobra.Command {
 			}
 			r := rowOf(ac)
 			for _, w := range waits {
-				r.WaitingFor = append(r.WaitingFor, accountWait{TaskID: w.TaskID, Turn: w.Turn, Reason: w.Reason,
+				r.WaitingFor = append(r.WaitingFor, accountWait{TaskID: w.TaskID, Turn: w.Turn, Reason: string(w.Reason),
 					Since: w.Since, ResetsAt: w.ResetsAt, RetryAt: w.RetryAt})
 			}
 			if out.isJSON() {
@@ -172,7 +172,7 @@ func newAccountResumeCommand(a *app) *cobra.Command {
 }
 
 func rowOf(ac store.Account) accountRow {
-	return accountRow{Account: ac.AccountID, Limited: ac.Reason, LimitType: ac.LimitType, ResetsAt: ac.BlockedUntil,
+	return accountRow{Account: ac.AccountID, Limited: string(ac.Reason), LimitType: ac.LimitType, ResetsAt: ac.BlockedUntil,
 		LimitedAt: ac.LimitedAt, ProbeTask: ac.ProbeTask, Running: ac.Running, Queued: ac.Queued, Waiting: ac.Waiting}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/taskclient"
 	"github.com/drover-run/drover/taskview"
+	"github.com/drover-run/drover/worker"
 )
 
 // The demo's two prompts, and what the offline model answers to them.
@@ -79,49 +81,13 @@ func runDemo(ctx context.Context, a *app, o demoOptions) error {
 	}
 	defer s.stop(ctx)
 	if s.fake != nil {
-		s.fake.Enqueue(
-			offlinemodel.Reply(offlinemodel.Text("I'll create the file."), offlinemodel.UseWrite(filepath.Join(workspace, "hello.txt"), demoContent)),
-			offlinemodel.Reply(offlinemodel.Text("Created hello.txt with a greeting.")),
-			offlinemodel.Reply(offlinemodel.UseBash("cat hello.txt")),
-			offlinemodel.Reply(offlinemodel.Text("The file says: "+demoContent)),
-		)
+		scriptDemo(s.fake, workspace)
 	}
 
-	tc := &taskclient.Client{Temporal: s.worker.Client()}
 	taskID := "demo-" + uuid.NewString()
-	params := task.Params{Workspace: workspace, Profile: task.Profile{PermissionMode: task.Autonomous}}
 	fmt.Fprintf(stdout, "Task %s, workspace %s\n\n", taskID, workspace)
-
-	// Print the event log live while the task runs.
-	watchCtx, stopWatch := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		_ = taskview.New(s.worker.Pool()).Watch(watchCtx, taskID, 0, func(ev taskview.Event) error {
-			renderEvent(stdout, taskID, ev)
-			return nil
-		})
-	})
-
-	if _, err := tc.Start(ctx, taskID, params, task.Prompt{Text: demoPrompt1}, ""); err != nil {
-		stopWatch()
-		wg.Wait()
-		return err
-	}
-	// The second prompt arrives while the first turn runs: it waits its turn.
-	if _, err := tc.Prompt(ctx, taskID, task.Prompt{Text: demoPrompt2}, ""); err != nil {
-		stopWatch()
-		wg.Wait()
-		return err
-	}
-	st, err := waitTurns(ctx, tc, taskID, 2)
-	// Let the watcher print the last events before it stops.
-	time.Sleep(300 * time.Millisecond)
-	stopWatch()
-	wg.Wait()
+	st, err := runDemoTask(ctx, s.worker, taskID, workspace, stdout)
 	if err != nil {
-		return err
-	}
-	if err := tc.Close(ctx, taskID); err != nil {
 		return err
 	}
 
@@ -138,6 +104,51 @@ func runDemo(ctx context.Context, a *app, o demoOptions) error {
 		return errors.New("demo: hello.txt does not hold what the agent wrote")
 	}
 	return nil
+}
+
+// scriptDemo tells the offline model what to answer the demo's two prompts: write hello.txt,
+// then read it back.
+func scriptDemo(model *offlinemodel.Server, workspace string) {
+	model.Enqueue(
+		offlinemodel.Reply(offlinemodel.Text("I'll create the file."), offlinemodel.UseWrite(filepath.Join(workspace, "hello.txt"), demoContent)),
+		offlinemodel.Reply(offlinemodel.Text("Created hello.txt with a greeting.")),
+		offlinemodel.Reply(offlinemodel.UseBash("cat hello.txt")),
+		offlinemodel.Reply(offlinemodel.Text("The file says: "+demoContent)),
+	)
+}
+
+// runDemoTask starts the demo's task, sends its second prompt while the first turn runs, prints
+// the event log live until both turns are done, and closes the task.
+func runDemoTask(ctx context.Context, w *worker.Worker, taskID, workspace string, stdout io.Writer) (task.State, error) {
+	tc := &taskclient.Client{Temporal: w.Client()}
+	params := task.Params{Workspace: workspace, Profile: task.Profile{PermissionMode: task.Autonomous}}
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		_ = taskview.New(w.Pool()).Watch(watchCtx, taskID, 0, func(ev taskview.Event) error {
+			renderEvent(stdout, taskID, ev)
+			return nil
+		})
+	})
+	stop := func() { stopWatch(); wg.Wait() }
+
+	if _, err := tc.Start(ctx, taskID, params, task.Prompt{Text: demoPrompt1}, ""); err != nil {
+		stop()
+		return task.State{}, err
+	}
+	// The second prompt arrives while the first turn runs: it waits its turn.
+	if _, err := tc.Prompt(ctx, taskID, task.Prompt{Text: demoPrompt2}, ""); err != nil {
+		stop()
+		return task.State{}, err
+	}
+	st, err := waitTurns(ctx, tc, taskID, 2)
+	// Let the watcher print the last events before it stops.
+	time.Sleep(300 * time.Millisecond)
+	stop()
+	if err != nil {
+		return task.State{}, err
+	}
+	return st, tc.Close(ctx, taskID)
 }
 
 // waitTurns waits until the task has finished n turns and is idle.

@@ -194,7 +194,7 @@ func newDevCommand(a *app) *cobra.Command {
 	f := c.Flags()
 	f.StringVar(&o.state, "state", ".drover", "folder for the dev server's database and the CLI's sessions")
 	f.StringVar(&o.addr, "temporal-address", "", "use this Temporal server instead of starting the dev server")
-	f.IntVar(&o.port, "port", 7233, "dev server gRPC port")
+	f.IntVar(&o.port, "port", worker.DefaultTemporalPort, "dev server gRPC port")
 	f.IntVar(&o.uiPort, "ui-port", 8233, "dev server web UI port")
 	f.BoolVar(&o.fake, "fake-api", a.env.apiKey == "" && a.env.baseURL == "",
 		"answer the CLI from drover's offline fake Messages API (default when ANTHROPIC_API_KEY is unset)")
@@ -267,7 +267,7 @@ func runDev(ctx context.Context, a *app, o stackOptions, listen string) error {
 	} else {
 		fmt.Fprintf(stdout, "\nIn another terminal:\n")
 	}
-	if s.cfg.TemporalAddress != "127.0.0.1:7233" {
+	if s.cfg.TemporalAddress != worker.DefaultTemporalAddress {
 		fmt.Fprintf(stdout, "  export TEMPORAL_ADDRESS=%s\n", s.cfg.TemporalAddress)
 	}
 	fmt.Fprintf(stdout, "  go run ./cmd/drover task start --id hello --workspace . \"Say hello\"\n")

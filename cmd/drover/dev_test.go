@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	enumspb "go.temporal.io/api/enums/v1"
 
+	"github.com/drover-run/drover/engine"
 	"github.com/drover-run/drover/events"
 	"github.com/drover-run/drover/internal/testkit/pgtest"
 	"github.com/drover-run/drover/internal/testkit/testtools"
@@ -27,7 +28,7 @@ import (
 // always has.
 func TestHostConfigsOne(t *testing.T) {
 	t.Parallel()
-	cfg := worker.Config{HostID: "dev"}
+	cfg := worker.Config{Config: engine.Config{HostID: "dev"}}
 	cfg.Claude.ConfigDir = "/s/claude"
 	got := hostConfigs(cfg, 1)
 	if len(got) != 1 || got[0].HostID != "dev" || got[0].Claude.ConfigDir != "/s/claude" {

@@ -53,8 +53,8 @@ type env struct {
 func loadEnv() env {
 	e := env{
 		databaseURL:     getenv("DROVER_DATABASE_URL", defaultDatabaseURL),
-		temporalAddress: getenv("TEMPORAL_ADDRESS", "127.0.0.1:7233"),
-		namespace:       getenv("TEMPORAL_NAMESPACE", "default"),
+		temporalAddress: getenv("TEMPORAL_ADDRESS", worker.DefaultTemporalAddress),
+		namespace:       getenv("TEMPORAL_NAMESPACE", worker.DefaultNamespace),
 		taskQueue:       getenv("DROVER_TASK_QUEUE", task.SharedQueue),
 		hostID:          os.Getenv("DROVER_HOST_ID"),
 		claudeBin:       os.Getenv("DROVER_CLAUDE_BIN"),
@@ -127,16 +127,18 @@ func (e env) workerConfig() worker.Config {
 		TemporalAddress: e.temporalAddress,
 		Namespace:       e.namespace,
 		TaskQueue:       e.taskQueue,
-		HostID:          e.hostID,
 		DatabaseURL:     e.databaseURL,
-		WorkspaceRoot:   e.workspaceRoot,
 		MetricsToken:    e.metricsToken,
-		Claude: engine.Claude{
-			Bin:       e.claudeBin,
-			ConfigDir: e.configDir(),
-			APIKey:    e.apiKey,
-			BaseURL:   e.baseURL,
-			Env:       e.environ,
+		Config: engine.Config{
+			HostID:        e.hostID,
+			WorkspaceRoot: e.workspaceRoot,
+			Claude: engine.Claude{
+				Bin:       e.claudeBin,
+				ConfigDir: e.configDir(),
+				APIKey:    e.apiKey,
+				BaseURL:   e.baseURL,
+				Env:       e.environ,
+			},
 		},
 	}
 	if e.self != "" {

@@ -36,15 +36,17 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-run/drover/claudecode"
+	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/taskerr"
+	"github.com/drover-run/drover/worker"
 )
 
-const envHelp = `
+var envHelp = fmt.Sprintf(`
 Environment:
-  DROVER_DATABASE_URL      Postgres (default postgres://postgres@127.0.0.1:5432/drover?sslmode=disable)
-  TEMPORAL_ADDRESS         Temporal frontend (default 127.0.0.1:7233)
-  TEMPORAL_NAMESPACE       Temporal namespace (default "default")
-  DROVER_TASK_QUEUE        the shared task queue (default "drover")
+  DROVER_DATABASE_URL      Postgres (default %s)
+  TEMPORAL_ADDRESS         Temporal frontend (default %s)
+  TEMPORAL_NAMESPACE       Temporal namespace (default %q)
+  DROVER_TASK_QUEUE        the shared task queue (default %q)
   DROVER_HOST_ID           this worker host's stable identity (default: the host name)
   DROVER_CLAUDE_BIN        the claude binary (default: the one scripts/tools.sh installs, else PATH)
   DROVER_CLAUDE_CONFIG_DIR where the CLI keeps its sessions (default ~/.claude; must survive restarts)
@@ -58,11 +60,11 @@ Environment:
   DROVER_API_TOKEN_FILE    a file of such tokens, one a line
   DROVER_LOG_LEVEL         debug, info (default), warn, error
   DROVER_DEBUG_AGENT_MESSAGES=true  capture raw and normalized JSONL of every CLI run
-`
+`, defaultDatabaseURL, worker.DefaultTemporalAddress, worker.DefaultNamespace, task.SharedQueue)
 
 // usageTemplate is cobra's default usage text, with the environment appended
 // and without a "[flags]" line for commands that only group subcommands.
-const usageTemplate = `Usage:{{if and .Runnable (not .HasAvailableSubCommands)}}
+var usageTemplate = `Usage:{{if and .Runnable (not .HasAvailableSubCommands)}}
   {{.UseLine}}{{end}}{{if .HasAvailableSubCommands}}
   {{.CommandPath}} COMMAND{{end}}{{if gt (len .Aliases) 0}}
 

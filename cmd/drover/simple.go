@@ -73,6 +73,7 @@ func newWorkerCommand(a *app) *cobra.Command {
 	_ = f.MarkDeprecated("max-turns", "use --max-concurrent-turns")
 	f.IntVar(&cfg.AccountMaxConcurrentTurns, "account-max-concurrent-turns", 0, "turns running at once on this host's account, over every host that shares it; the others queue (0: no bound)")
 	f.StringVar(&cfg.MetricsListen, "metrics-listen", worker.DefaultMetricsListen, "serve Prometheus metrics at http://ADDRESS/metrics (empty: none); beyond loopback it needs DROVER_METRICS_TOKEN")
+	f.StringVar(&cfg.PprofListen, "pprof-listen", "", "serve Go's runtime profiles at http://ADDRESS/debug/pprof/ (empty: none); beyond loopback it needs DROVER_METRICS_TOKEN")
 	f.Float64Var(&cfg.DefaultBudget.MaxCostUSD, "default-budget-cost", 0, "bound what the API bills each task, failed attempts included, in US dollars, unless the task's budget sets it (0: none)")
 	f.IntVar(&cfg.DefaultBudget.MaxTurns, "default-budget-turns", 0, "bound each task's turns, unless the task's budget sets it (0: none)")
 	f.DurationVar(&cfg.DefaultBudget.MaxDuration, "default-budget-duration", 0, "bound the time each task's turns run, added up, unless the task's budget sets it (0: none)")

@@ -13,7 +13,10 @@ import (
 
 	"github.com/google/uuid"
 	enumspb "go.temporal.io/api/enums/v1"
+	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	tlog "go.temporal.io/sdk/log"
 	sdkworker "go.temporal.io/sdk/worker"
 
@@ -118,19 +121,24 @@ func TestTaskCommandsOnTemporal(t *testing.T) {
 	}
 
 	// Visibility catches up with the start a moment later.
-	var listed []taskclient.Summary
+	var listed []*workflowpb.WorkflowExecutionInfo
 	for deadline := time.Now().Add(30 * time.Second); ; {
-		listed, err = (&taskclient.Client{Temporal: tc}).List(ctx, `WorkflowId = "`+id+`"`, 10)
+		resp, err := tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: `WorkflowId = "` + id + `"`})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(listed) == 1 || time.Now().After(deadline) {
+		if listed = resp.GetExecutions(); len(listed) == 1 || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if len(listed) != 1 || listed[0].TaskID != id || listed[0].Workspace != workspace {
-		t.Errorf("list = %+v, want the task", listed)
+	var listedWorkspace string
+	if len(listed) == 1 {
+		ws := listed[0].GetSearchAttributes().GetIndexedFields()[task.SearchWorkspace]
+		_ = converter.GetDefaultDataConverter().FromPayload(ws, &listedWorkspace)
+	}
+	if len(listed) != 1 || listed[0].GetExecution().GetWorkflowId() != id || listedWorkspace != workspace {
+		t.Errorf("list = %+v, want the task in workspace %s", listed, workspace)
 	}
 
 	if got := drover("", "task", "close", id); !strings.Contains(got, "closing after its queued prompts") {

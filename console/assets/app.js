@@ -4,14 +4,13 @@
 import { getJSON, postJSON, taskPath, newKey, EventStream } from "./api.js";
 import { h, append, clear, money, tokens, ago, statusBadge, pre, safeHref } from "./dom.js";
 import { Timeline } from "./render.js";
+import { Status, STATUSES, FINAL_STATUSES, Mode, MODES, Kind } from "./enums.js";
 
 const POLL_MS = 3000;
 // A running task that has written nothing for this long is shown as possibly stalled.
 const STALL_MS = 90000;
 // The stored events a task's page shows at first; the earlier ones come on request.
 const WINDOW = 1000;
-const STATUSES = ["idle", "running", "queued_for_account", "waiting_for_limit", "waiting_for_spend_cap",
-  "budget_exhausted", "closing", "completed", "failed", "cancelled"];
 
 const main = document.getElementById("main");
 let view = null; // the current page: {stop()}
@@ -110,9 +109,12 @@ function taskRow(t) {
 
 // WORKSPACE_KEY keeps the workspace of the last task started from this browser, to offer it again.
 const WORKSPACE_KEY = "drover.workspace";
-const MODES = [["autonomous", "autonomous: the agent runs its tools itself"],
-  ["supervised", "supervised: a person approves each tool that changes something"],
-  ["plan", "plan: the agent plans first; a person approves the plan"]];
+// What each permission mode means, for the new task's form; a mode without one shows its name.
+const MODE_HELP = {
+  [Mode.AUTONOMOUS]: "the agent runs its tools itself",
+  [Mode.SUPERVISED]: "a person approves each tool that changes something",
+  [Mode.PLAN]: "the agent plans first; a person approves the plan",
+};
 
 function newTaskPage() {
   const promptBox = h("textarea", { name: "prompt", rows: 6, placeholder: "What should the agent do?" });
@@ -120,7 +122,7 @@ function newTaskPage() {
   const workspace = h("input", { type: "text", name: "workspace", placeholder: "/absolute/path/of/the/folder/on/the/workers" });
   workspace.required = true;
   workspace.value = localStorage.getItem(WORKSPACE_KEY) || "";
-  const mode = h("select", { name: "mode" }, MODES.map(([v, label]) => h("option", { value: v }, label)));
+  const mode = h("select", { name: "mode" }, MODES.map((m) => h("option", { value: m }, MODE_HELP[m] ? m + ": " + MODE_HELP[m] : m)));
   const model = h("input", { type: "text", name: "model", placeholder: "the CLI's default" });
   const id = h("input", { type: "text", name: "id", placeholder: "a new uuid" });
   const maxCost = h("input", { type: "number", name: "max_cost_usd", placeholder: "none" });
@@ -245,10 +247,10 @@ function taskPage(id) {
     append(facts, parts);
     if (t.context_window) setContext(t.context_window);
     timeline.setPending(t.pending || []);
-    const running = t.status === "running";
+    const running = t.status === Status.RUNNING;
     note.textContent = running ? "A turn is running: a prompt sent now is queued and runs next." : "";
     interrupt.disabled = !running;
-    const final = ["completed", "failed", "cancelled"].includes(t.status);
+    const final = FINAL_STATUSES.includes(t.status);
     prompt.disabled = send.disabled = final;
   };
 
@@ -266,7 +268,7 @@ function taskPage(id) {
   const poll = poller(async () => {
     await refresh();
     const quiet = Date.now() - lastEventAt;
-    stall.hidden = !(task && task.status === "running" && quiet > STALL_MS);
+    stall.hidden = !(task && task.status === Status.RUNNING && quiet > STALL_MS);
     if (!stall.hidden) stall.textContent = "No event for " + Math.round(quiet / 1000) + "s while the turn runs: it may be stalled. Interrupt it, or look at its workflow.";
   }, POLL_MS);
 
@@ -379,7 +381,7 @@ function inboxPage() {
     }
     empty.hidden = list.length > 0;
     clear(attn);
-    const bad = (tasks.tasks || []).filter((t) => t.status === "failed" || t.status === "budget_exhausted" || t.status === "waiting_for_spend_cap" || t.last_error);
+    const bad = (tasks.tasks || []).filter((t) => [Status.FAILED, Status.BUDGET_EXHAUSTED, Status.WAITING_FOR_SPEND_CAP].includes(t.status) || t.last_error);
     if (!bad.length) attn.append(h("li", { className: "muted" }, "No failed or stopped task."));
     for (const t of bad) {
       attn.append(h("li", { dataset: { taskId: t.id } }, h("a", { href: "#/tasks/" + encodeURIComponent(t.id) }, t.id), " ", statusBadge(t.status),
@@ -411,13 +413,13 @@ function inboxItem(p, reload) {
       state.textContent = "not sent: " + (e.message || e);
     }
   };
-  const kind = p.kind || "tool";
+  const kind = p.kind || Kind.TOOL;
   return h("li", { className: "inbox-item", dataset: { requestId: p.request_id || "", taskId: taskID } },
-    h("div", null, h("a", { href: "#/tasks/" + encodeURIComponent(taskID) }, taskID), " · ", h("strong", null, kind === "question" ? "Question" : kind === "plan" ? "Plan" : (p.tool || "tool")),
+    h("div", null, h("a", { href: "#/tasks/" + encodeURIComponent(taskID) }, taskID), " · ", h("strong", null, kind === Kind.QUESTION ? "Question" : kind === Kind.PLAN ? "Plan" : (p.tool || Kind.TOOL)),
       p.since ? h("span", { className: "muted" }, " · waiting " + ago(p.since)) : null,
       p.deadline ? h("span", { className: "muted" }, " · denied at " + new Date(p.deadline).toLocaleString() + " if nobody answers") : null),
     p.summary ? h("div", null, h("code", null, p.summary)) : null,
-    kind === "tool" ? h("div", { className: "actions" },
+    kind === Kind.TOOL ? h("div", { className: "actions" },
       h("button", { type: "button", className: "approve", onclick: act("allow") }, "Approve"),
       h("button", { type: "button", className: "deny", onclick: act("deny") }, "Deny"), reason,
       h("a", { href: "#/tasks/" + encodeURIComponent(taskID) }, "see the whole input"), " ", state)

@@ -4,6 +4,7 @@
 // update that element.
 
 import { h, append, clear, money, tokens, pre, pretty, fold } from "./dom.js";
+import { Outcome } from "./enums.js";
 
 export class Timeline {
   // root: the list element; hooks: {decide(pendingID, body) → Promise, onContext(cw),
@@ -149,7 +150,7 @@ export class Timeline {
         this.request(r, ev);
         break;
       case "permission_cancelled":
-        this.settle(r, ev.pending_id, "cancelled", "withdrawn before anybody answered");
+        this.settle(r, ev.pending_id, Outcome.CANCELLED, "withdrawn before anybody answered");
         break;
       case "permission_decision": {
         const d = ev.decision || {};
@@ -315,7 +316,7 @@ export class Timeline {
 
   settle(r, pendingID, outcome, text) {
     const req = this.requests.get(pendingID);
-    this.put(r, this.item(r, outcome === "allowed" ? "done" : "warn", "Request " + (req ? "“" + ((req.ev.permission && req.ev.permission.summary) || req.ev.tool_name || pendingID) + "” " : "") + text));
+    this.put(r, this.item(r, outcome === Outcome.ALLOWED ? "done" : "warn", "Request " + (req ? "“" + ((req.ev.permission && req.ev.permission.summary) || req.ev.tool_name || pendingID) + "” " : "") + text));
     if (req) {
       req.settled = true;
       req.el.dataset.outcome = outcome;

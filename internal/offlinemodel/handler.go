@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -116,26 +117,9 @@ func (s *Server) serveMessages(w http.ResponseWriter, hr *http.Request, r *Reque
 	log := s.log.With("seq", r.Seq, "class", string(r.Class), "model", r.Model, "stream", r.Stream,
 		"messages", len(r.Messages), "answer", string(source), "account", string(r.Account))
 	pace := pacer{ctx: hr.Context(), closing: s.closing}
-	if rl := cmp.Or(resp.RateLimit, s.cfg.RateLimit); rl != nil {
-		rl.setHeaders(w.Header(), now)
-	}
-	if q, ok := s.quota(r.Account); ok {
-		q.setHeaders(w.Header())
-	}
-	for k, v := range resp.Header {
-		w.Header()[k] = append([]string(nil), v...)
-	}
-
+	s.setAnswerHeaders(w.Header(), r.Account, resp, now)
 	if resp.Status != 0 {
-		log.Info("fake anthropic: injected HTTP error", "status", resp.Status, "error_type", resp.ErrorType)
-		if err := pace.sleep(resp.Delay); err != nil {
-			return
-		}
-		body := newAPIError(resp.Status, resp.ErrorType, resp.ErrorMessage, reqID)
-		if resp.ErrorCode != "" {
-			body.Error.Details = &apiErrorDetails{ErrorCode: resp.ErrorCode}
-		}
-		writeAPIError(w, resp.Status, body, resp.RetryAfter)
+		answerHTTPError(w, log, pace, resp, reqID)
 		return
 	}
 
@@ -145,29 +129,64 @@ func (s *Server) serveMessages(w http.ResponseWriter, hr *http.Request, r *Reque
 		writeAPIError(w, http.StatusInternalServerError, newAPIError(http.StatusInternalServerError, "", "fake anthropic: "+err.Error(), reqID), 0)
 		return
 	}
-	usage := estimateUsage(len(r.Body), blocks, *s.cfg.CacheSplit)
+	a := streamAnswer{id: newID("msg_"), model: r.Model, blocks: blocks, resp: resp,
+		usage: estimateUsage(len(r.Body), blocks, *s.cfg.CacheSplit)}
 	if resp.Usage != nil {
-		usage = *resp.Usage
+		a.usage = *resp.Usage
 	}
-	model := r.Model
-	msgID := newID("msg_")
-	entry := LedgerEntry{Seq: r.Seq, Class: r.Class, Account: r.Account, Model: model, Stream: r.Stream}
+	entry := LedgerEntry{Seq: r.Seq, Class: r.Class, Account: r.Account, Model: r.Model, Stream: r.Stream}
+	if r.Stream {
+		s.answerStream(w, log, pace, a, entry)
+	} else {
+		s.answerWhole(w, log, pace, a, entry, reqID)
+	}
+}
 
-	if !r.Stream {
-		log.Info("fake anthropic: answering", "blocks", len(blocks))
-		if s.answerJSON(w, pace, resp, msgID, model, blocks, usage, reqID) {
-			entry.Usage, entry.Completed, entry.Blocks = usage, true, len(blocks)
-			s.bill(entry)
-		}
-		if resp.Disconnect {
-			log.Info("fake anthropic: dropping the connection")
-			panic(http.ErrAbortHandler)
-		}
+// setAnswerHeaders sets the rate limit and quota headers of an answer to account, and the
+// headers its scripted response adds.
+func (s *Server) setAnswerHeaders(h http.Header, account Account, resp Response, now time.Time) {
+	if rl := cmp.Or(resp.RateLimit, s.cfg.RateLimit); rl != nil {
+		rl.setHeaders(h, now)
+	}
+	if q, ok := s.quota(account); ok {
+		q.setHeaders(h)
+	}
+	for k, v := range resp.Header {
+		h[k] = append([]string(nil), v...)
+	}
+}
+
+// answerHTTPError answers a scripted HTTP error, after its delay.
+func answerHTTPError(w http.ResponseWriter, log *slog.Logger, pace pacer, resp Response, reqID string) {
+	log.Info("fake anthropic: injected HTTP error", "status", resp.Status, "error_type", resp.ErrorType)
+	if err := pace.sleep(resp.Delay); err != nil {
 		return
 	}
-	log.Info("fake anthropic: streaming", "blocks", len(blocks))
-	sw := &sseWriter{w: w, rc: http.NewResponseController(w), pace: pace, delay: resp.Delay, deltaSent: resp.DeltaSent}
-	st, err := streamMessage(sw, streamAnswer{id: msgID, model: model, blocks: blocks, resp: resp, usage: usage})
+	body := newAPIError(resp.Status, resp.ErrorType, resp.ErrorMessage, reqID)
+	if resp.ErrorCode != "" {
+		body.Error.Details = &apiErrorDetails{ErrorCode: resp.ErrorCode}
+	}
+	writeAPIError(w, resp.Status, body, resp.RetryAfter)
+}
+
+// answerWhole answers a non-streaming request with one message and bills it once sent whole.
+func (s *Server) answerWhole(w http.ResponseWriter, log *slog.Logger, pace pacer, a streamAnswer, entry LedgerEntry, reqID string) {
+	log.Info("fake anthropic: answering", "blocks", len(a.blocks))
+	if s.answerJSON(w, pace, a.resp, a.id, a.model, a.blocks, a.usage, reqID) {
+		entry.Usage, entry.Completed, entry.Blocks = a.usage, true, len(a.blocks)
+		s.bill(entry)
+	}
+	if a.resp.Disconnect {
+		log.Info("fake anthropic: dropping the connection")
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// answerStream streams the answer and bills what the stream delivered, saying where it was cut.
+func (s *Server) answerStream(w http.ResponseWriter, log *slog.Logger, pace pacer, a streamAnswer, entry LedgerEntry) {
+	log.Info("fake anthropic: streaming", "blocks", len(a.blocks))
+	sw := &sseWriter{w: w, rc: http.NewResponseController(w), pace: pace, delay: a.resp.Delay, deltaSent: a.resp.DeltaSent}
+	st, err := streamMessage(sw, a)
 	if st.started {
 		entry.Usage, entry.Completed, entry.Blocks = st.usage, st.completed, st.blocks
 		switch {
@@ -185,7 +204,7 @@ func (s *Server) serveMessages(w http.ResponseWriter, hr *http.Request, r *Reque
 		log.Info("fake anthropic: stream ended early", "err", err)
 	}
 	if s.cfg.answered != nil {
-		s.cfg.answered(r.Seq, err)
+		s.cfg.answered(entry.Seq, err)
 	}
 	if errors.Is(err, errDisconnect) {
 		panic(http.ErrAbortHandler)

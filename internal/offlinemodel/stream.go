@@ -147,14 +147,23 @@ func (c cutPoint) at(i, nblocks int) (between bool, inside int) {
 // asks for them, between blocks or inside one.
 func streamMessage(s *sseWriter, a streamAnswer) (streamed, error) {
 	var out streamed
+	for _, step := range []func(*sseWriter, streamAnswer, *streamed) error{startStream, streamBlocks, endStream} {
+		if err := step(s, a, &out); err != nil || out.errEvent {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// startStream sends the stream's headers, message_start and a ping.
+func startStream(s *sseWriter, a streamAnswer, out *streamed) error {
 	h := s.w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	s.w.WriteHeader(http.StatusOK)
 	if err := s.rc.Flush(); err != nil {
-		return out, fmt.Errorf("flushing headers: %w", err)
+		return fmt.Errorf("flushing headers: %w", err)
 	}
-
 	startUsage := a.usage
 	startUsage.OutputTokens = min(1, a.usage.OutputTokens)
 	err := s.send("message_start", map[string]any{
@@ -171,13 +180,16 @@ func streamMessage(s *sseWriter, a streamAnswer) (streamed, error) {
 		},
 	})
 	if err != nil {
-		return out, err
+		return err
 	}
 	out.started, out.usage = true, startUsage
-	if err := s.ping(); err != nil {
-		return out, err
-	}
+	return s.ping()
+}
 
+// streamBlocks sends each block whole, or stops where the Response asks: an error event (which
+// sets out.errEvent), a dropped connection (errDisconnect) or a hold, between blocks or inside
+// one.
+func streamBlocks(s *sseWriter, a streamAnswer, out *streamed) error {
 	r := a.resp
 	errEvent := func() error {
 		err := s.send("error", newAPIError(0, streamErrorType(r), r.ErrorMessage, ""))
@@ -190,50 +202,54 @@ func streamMessage(s *sseWriter, a streamAnswer) (streamed, error) {
 	for i := 0; i <= len(a.blocks); i++ {
 		if r.Hold != nil && i == holdAt {
 			if err := s.pace.hold(r.Hold, s.ping); err != nil {
-				return out, err
+				return err
 			}
 		}
 		if between, _ := failure.at(i, len(a.blocks)); between {
-			return out, errEvent()
+			return errEvent()
 		}
 		if between, _ := drop.at(i, len(a.blocks)); between {
-			return out, errDisconnect
+			return errDisconnect
 		}
 		if i == len(a.blocks) {
 			break
 		}
 		if _, n := failure.at(i, len(a.blocks)); n > 0 {
 			if err := streamPartialBlock(s, i, a.blocks[i], n); err != nil {
-				return out, err
+				return err
 			}
-			return out, errEvent()
+			return errEvent()
 		}
 		if _, n := drop.at(i, len(a.blocks)); n > 0 {
 			if err := streamPartialBlock(s, i, a.blocks[i], n); err != nil {
-				return out, err
+				return err
 			}
-			return out, errDisconnect
+			return errDisconnect
 		}
 		if err := streamBlock(s, i, a.blocks[i]); err != nil {
-			return out, err
+			return err
 		}
 		out.blocks++
 	}
+	return nil
+}
 
-	err = s.send("message_delta", map[string]any{
+// endStream sends message_delta with the final usage, and message_stop.
+func endStream(s *sseWriter, a streamAnswer, out *streamed) error {
+	err := s.send("message_delta", map[string]any{
 		"type":  "message_delta",
-		"delta": map[string]any{"stop_reason": r.stopReason(), "stop_sequence": nil},
+		"delta": map[string]any{"stop_reason": a.resp.stopReason(), "stop_sequence": nil},
 		"usage": a.usage,
 	})
 	if err != nil {
-		return out, err
+		return err
 	}
 	out.usage = a.usage
 	if err := s.send("message_stop", map[string]any{"type": "message_stop"}); err != nil {
-		return out, err
+		return err
 	}
 	out.completed = true
-	return out, nil
+	return nil
 }
 
 // streamBlock writes the start, delta and stop events of block i, then a

@@ -113,6 +113,9 @@ type Proc struct {
 // Client implements engine.Process.
 func (p *Proc) Client() *claudecode.Client { return p.client }
 
+// ContextUsageAsks returns how many get_context_usage requests the process received.
+func (p *Proc) ContextUsageAsks() int { return int(p.cli.asks.Load()) }
+
 // Pid implements engine.Process.
 func (p *Proc) Pid() int { return p.pid }
 
@@ -194,7 +197,8 @@ type CLI struct {
 	writeMu  sync.Mutex
 	mu       sync.Mutex
 	exitErr  error
-	modes    []string // the permission modes the host set, in order
+	modes    []string     // the permission modes the host set, in order
+	asks     atomic.Int32 // get_context_usage requests
 	killOnce sync.Once
 	eof      atomic.Bool
 }
@@ -243,6 +247,7 @@ func (c *CLI) dispatch(b []byte) {
 			c.mu.Unlock()
 			c.Respond(l.RequestID, `{}`)
 		case "get_context_usage":
+			c.asks.Add(1)
 			c.Respond(l.RequestID, fmt.Sprintf(`{"totalTokens":9524,"maxTokens":%d,"rawMaxTokens":%d,"model":%q,"categories":[]}`,
 				DefaultUsage.ContextWindow, DefaultUsage.ContextWindow, Model))
 		case "interrupt":

@@ -589,103 +589,110 @@ func hasLiteral(data []byte, i int, lit string) bool {
 }
 
 // skipValue checks the value starting at data[i] (after white space), nested depth levels deep, and
-// returns the index after it.
+// returns the index after it. Nested containers are tracked on a stack of their opening bytes, not
+// by recursion.
 func skipValue(data []byte, i, depth int) (int, bool) {
-	n := len(data)
 	var stackBuf [64]byte
 	stack := stackBuf[:0] // '{' or '['
 	for {
 		// A value is expected at i.
-		for i < n && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
-			i++
-		}
-		if i >= n {
+		i = skipSpace(data, i)
+		if i >= len(data) {
 			return 0, false
 		}
-		switch c := data[i]; {
-		case c == '"':
-			end, _, _, ok := scanString(data, i)
-			if !ok {
-				return 0, false
-			}
-			i = end
-		case c == '{' || c == '[':
+		var ok bool
+		if c := data[i]; c == '{' || c == '[' {
 			if depth+len(stack) >= maxDepth {
 				return 0, false
 			}
-			stack = append(stack, c)
-			i++
-			for i < n && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
-				i++
-			}
-			if i < n && (c == '{' && data[i] == '}' || c == '[' && data[i] == ']') {
-				i++
-				stack = stack[:len(stack)-1]
-				break // an empty container is a complete value
-			}
-			if c == '{' {
-				if i = key(data, i); i < 0 {
-					return 0, false
-				}
-			}
-			continue
-		case c == '-' || '0' <= c && c <= '9':
-			end, ok := scanNumber(data, i)
-			if !ok {
+			var empty bool
+			if i, empty, ok = openContainer(data, i); !ok {
 				return 0, false
 			}
-			i = end
-		case c == 't':
-			if !hasLiteral(data, i, "true") {
-				return 0, false
-			}
-			i += 4
-		case c == 'f':
-			if !hasLiteral(data, i, "false") {
-				return 0, false
-			}
-			i += 5
-		case c == 'n':
-			if !hasLiteral(data, i, "null") {
-				return 0, false
-			}
-			i += 4
-		default:
-			return 0, false
-		}
-		// A value ended: close containers or move to the next element.
-		for {
-			if len(stack) == 0 {
-				return i, true
-			}
-			for i < n && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
-				i++
-			}
-			if i >= n {
-				return 0, false
-			}
-			top := stack[len(stack)-1]
-			c := data[i]
-			if c == ',' {
-				i++
-				if top == '{' {
-					for i < n && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
-						i++
-					}
-					if i = key(data, i); i < 0 {
-						return 0, false
-					}
-				}
-				break
-			}
-			if top == '{' && c == '}' || top == '[' && c == ']' {
-				i++
-				stack = stack[:len(stack)-1]
+			if !empty {
+				stack = append(stack, c)
 				continue
 			}
+		} else if i, ok = scanScalar(data, i); !ok {
 			return 0, false
 		}
+		// A value ended: close the containers it completes, or move to the next element.
+		var done bool
+		if i, stack, done, ok = endValue(data, i, stack); !ok || done {
+			return i, ok
+		}
 	}
+}
+
+// skipSpace returns the index of the first byte at or after i that is not white space.
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// scanScalar checks the string, number or literal starting at data[i] and returns the index after it.
+func scanScalar(data []byte, i int) (int, bool) {
+	switch c := data[i]; {
+	case c == '"':
+		end, _, _, ok := scanString(data, i)
+		return end, ok
+	case c == '-' || '0' <= c && c <= '9':
+		return scanNumber(data, i)
+	case c == 't':
+		return i + 4, hasLiteral(data, i, "true")
+	case c == 'f':
+		return i + 5, hasLiteral(data, i, "false")
+	case c == 'n':
+		return i + 4, hasLiteral(data, i, "null")
+	}
+	return 0, false
+}
+
+// openContainer moves into the object or array opening at data[i]: to its first value (past the
+// first key of an object), or past the whole container when it is empty.
+func openContainer(data []byte, i int) (next int, empty, ok bool) {
+	c := data[i]
+	i = skipSpace(data, i+1)
+	if i < len(data) && (c == '{' && data[i] == '}' || c == '[' && data[i] == ']') {
+		return i + 1, true, true
+	}
+	if c == '{' {
+		if i = key(data, i); i < 0 {
+			return 0, false, false
+		}
+	}
+	return i, false, true
+}
+
+// endValue moves past what follows a complete value inside the containers of stack: the closing
+// brackets of those it completes, then the comma (and key) before the next value, whose index it
+// returns. done says that the outermost container closed, at the index returned.
+func endValue(data []byte, i int, stack []byte) (next int, rest []byte, done, ok bool) {
+	for len(stack) > 0 {
+		i = skipSpace(data, i)
+		if i >= len(data) {
+			return 0, stack, false, false
+		}
+		top, c := stack[len(stack)-1], data[i]
+		switch {
+		case c == ',':
+			i++
+			if top == '{' {
+				if i = key(data, skipSpace(data, i)); i < 0 {
+					return 0, stack, false, false
+				}
+			}
+			return i, stack, false, true
+		case top == '{' && c == '}' || top == '[' && c == ']':
+			i++
+			stack = stack[:len(stack)-1]
+		default:
+			return 0, stack, false, false
+		}
+	}
+	return i, stack, true, true
 }
 
 // key checks `"key" :` at data[i] and returns the index after the colon, or -1.

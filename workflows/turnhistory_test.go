@@ -1,0 +1,250 @@
+package workflows
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/drover-run/drover/internal/devserver"
+	"github.com/drover-run/drover/internal/testkit/temporaltest"
+	"github.com/drover-run/drover/task"
+)
+
+// saveTurnHistory, when set, is where TestWarmTurnHistory writes the history it recorded, before
+// it checks anything: how testdata/record_state_activity.json was made by the code of its time.
+var saveTurnHistory = flag.String("turnhistory.save", "", "write the warm turns' history to this file")
+
+// recordStateActivityHistory is a task of warm turns recorded when the read side's record was an
+// activity of its own (recordAsActivity): it must replay as it ran.
+const recordStateActivityHistory = "record_state_activity.json"
+
+// warmTurns is how many warm turns TestWarmTurnHistory runs after the first one.
+const warmTurns = 5
+
+// What one warm turn (a prompt to an idle task, to the turn's end) may add to the task's history.
+// A turn needs one workflow task to take its prompt and schedule RunTurn and one to take the
+// result; RunTurn is its one activity; each of those workflow tasks upserts what changed (the
+// status to running, then status, cost and turns) in one command; the read side's record rides
+// the same workflow tasks as a local activity's marker.
+const (
+	maxWorkflowTasksPerTurn = 2
+	maxActivitiesPerTurn    = 1
+	maxUpsertsPerTurn       = 2
+)
+
+// stateWitness keeps what RecordState was asked to write, in the order asked.
+type stateWitness struct {
+	mu      sync.Mutex
+	records []task.StateRecord
+}
+
+func (w *stateWitness) record(_ context.Context, rec task.StateRecord) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.records = append(w.records, rec)
+	return nil
+}
+
+// idleAfter reports whether the last record shows the task idle after turns turns.
+func (w *stateWitness) idleAfter(turns int) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.records) == 0 {
+		return false
+	}
+	st := w.records[len(w.records)-1].State
+	return st.Status == task.StatusIdle && st.Totals.Turns == turns
+}
+
+func (w *stateWitness) all() []task.StateRecord {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.records)
+}
+
+// turnCount is what one warm turn added to the history.
+type turnCount struct {
+	workflowTasks, upserts, markers int
+	activities                      []string
+}
+
+// A warm turn on a real server costs the task's history at most two workflow tasks, one
+// activity (RunTurn) and two upserts, with no activity of its own for the read side, whose
+// record still reaches RecordState for every change, in the workflow's order; the history
+// replays, and so does one recorded when the record was an activity.
+func TestWarmTurnHistory(t *testing.T) {
+	t.Parallel()
+	srv := temporaltest.Start(t, devserver.SearchAttributeFlags(SearchAttributes()))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	c, err := client.DialContext(ctx, client.Options{HostPort: srv.Address(), Namespace: srv.Namespace(), Logger: logger})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+
+	witness := &stateWitness{}
+	taskID, runID := runWarmTurns(ctx, t, c, witness)
+	hist := fetchHistory(ctx, t, c, taskID, runID)
+	if *saveTurnHistory != "" {
+		b, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(*saveTurnHistory, append(b, '\n'), 0o644))
+	}
+
+	counts := countWarmTurns(hist)
+	require.Len(t, counts, warmTurns, "a segment of history for each warm turn")
+	for i, n := range counts {
+		t.Logf("warm turn %d: %d workflow tasks, activities %v, %d upserts, %d local activity markers",
+			i+2, n.workflowTasks, n.activities, n.upserts, n.markers)
+		assert.LessOrEqual(t, n.workflowTasks, maxWorkflowTasksPerTurn, "workflow tasks of warm turn %d", i+2)
+		assert.LessOrEqual(t, len(n.activities), maxActivitiesPerTurn, "activities of warm turn %d: %v", i+2, n.activities)
+		assert.Equal(t, []string{task.ActivityRunTurn}, n.activities, "warm turn %d runs RunTurn and nothing else", i+2)
+		assert.LessOrEqual(t, n.upserts, maxUpsertsPerTurn, "search attribute upserts of warm turn %d", i+2)
+		assert.GreaterOrEqual(t, n.markers, 2, "warm turn %d records running and idle for the read side", i+2)
+	}
+
+	// The witness: every state reached RecordState, in the workflow's order, ending completed.
+	recs := witness.all()
+	require.NotEmpty(t, recs)
+	for i := 1; i < len(recs); i++ {
+		prev, cur := recs[i-1], recs[i]
+		assert.False(t, cur.At.Before(prev.At) || cur.At.Equal(prev.At) && cur.Seq < prev.Seq,
+			"record %d (%s, seq %d) goes back from %s, seq %d", i, cur.At, cur.Seq, prev.At, prev.Seq)
+	}
+	last := recs[len(recs)-1].State
+	assert.Equal(t, task.StatusCompleted, last.Status)
+	assert.Equal(t, warmTurns+1, last.Totals.Turns)
+	running := 0
+	for _, r := range recs {
+		if r.State.Status == task.StatusRunning {
+			running++
+		}
+	}
+	assert.Equal(t, warmTurns+1, running, "each turn recorded as running")
+
+	replayer := worker.NewWorkflowReplayer()
+	Register(replayer)
+	require.NoError(t, replayer.ReplayWorkflowHistory(logger, hist), "the history replays")
+	require.NoError(t, replayer.ReplayWorkflowHistoryFromJSONFile(logger, filepath.Join("testdata", recordStateActivityHistory)),
+		"a history of the record as an activity replays")
+}
+
+// runWarmTurns runs a task on stub activities: a first turn, then warmTurns prompts, each sent
+// once the witness shows the task idle after the turn before, then a close.
+func runWarmTurns(ctx context.Context, t *testing.T, c client.Client, witness *stateWitness) (taskID, runID string) {
+	id := uuid.NewString()[:8]
+	shared, host := "shared-"+id, task.HostQueue("host-"+id)
+	sw := worker.New(c, shared, worker.Options{})
+	Register(sw)
+	sw.RegisterActivityWithOptions(func(context.Context) (string, error) { return host, nil },
+		activity.RegisterOptions{Name: task.ActivityAssignHost})
+	sw.RegisterActivityWithOptions(witness.record, activity.RegisterOptions{Name: task.ActivityRecordState})
+	hw := worker.New(c, host, worker.Options{})
+	hw.RegisterActivityWithOptions(func(ctx context.Context, in task.RunTurnInput) (task.RunTurnResult, error) {
+		return task.RunTurnResult{Status: task.TurnCompleted, SessionID: "s", LastMessageUUID: uuid.NewString(),
+			CostUSD: 0.01, DurationMS: 10, Attempt: int(activity.GetInfo(ctx).Attempt)}, nil
+	}, activity.RegisterOptions{Name: task.ActivityRunTurn})
+	cw := worker.New(c, task.ControlQueue(host), worker.Options{})
+	cw.RegisterActivityWithOptions(func(context.Context, task.InterruptTurnInput) error { return nil },
+		activity.RegisterOptions{Name: task.ActivityStopExecutor})
+	for _, w := range []worker.Worker{sw, hw, cw} {
+		require.NoError(t, w.Start())
+		t.Cleanup(w.Stop)
+	}
+
+	taskID = "task-" + id
+	start := c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{ID: taskID, TaskQueue: shared,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING}, task.WorkflowName, params())
+	h, err := c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{StartWorkflowOperation: start,
+		UpdateOptions: client.UpdateWorkflowOptions{UpdateName: task.UpdatePrompt, UpdateID: "p1",
+			Args: []any{task.Prompt{Text: "prompt 1"}}, WaitForStage: client.WorkflowUpdateStageCompleted}})
+	require.NoError(t, err)
+	require.NoError(t, h.Get(ctx, nil))
+	update := func(name, updateID string, args ...any) {
+		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: taskID, UpdateName: name,
+			UpdateID: updateID, Args: args, WaitForStage: client.WorkflowUpdateStageCompleted})
+		require.NoError(t, err)
+		require.NoError(t, h.Get(ctx, nil))
+	}
+	for k := 1; k <= warmTurns+1; k++ {
+		if k > 1 {
+			update(task.UpdatePrompt, fmt.Sprintf("p%d", k), task.Prompt{Text: fmt.Sprintf("prompt %d", k)})
+		}
+		require.Eventually(t, func() bool { return witness.idleAfter(k) }, time.Minute, 10*time.Millisecond,
+			"the read side's record shows the task idle after turn %d", k)
+	}
+	update(task.UpdateClose, "close")
+	run := c.GetWorkflow(ctx, taskID, "")
+	var st task.State
+	require.NoError(t, run.Get(ctx, &st))
+	require.Equal(t, task.StatusCompleted, st.Status)
+	return taskID, run.GetRunID()
+}
+
+func fetchHistory(ctx context.Context, t *testing.T, c client.Client, taskID, runID string) *historypb.History {
+	var hist historypb.History
+	iter := c.GetWorkflowHistory(ctx, taskID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		require.NoError(t, err)
+		hist.Events = append(hist.Events, ev)
+	}
+	return &hist
+}
+
+// countWarmTurns cuts the history at each accepted Update and counts, for each prompt after the
+// first, what came between its acceptance and the next Update's (the next prompt or the close).
+func countWarmTurns(hist *historypb.History) []turnCount {
+	var counts []turnCount
+	var cur *turnCount
+	prompts := 0
+	for _, ev := range hist.Events {
+		switch ev.GetEventType() {
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
+			if cur != nil {
+				counts = append(counts, *cur)
+				cur = nil
+			}
+			if ev.GetWorkflowExecutionUpdateAcceptedEventAttributes().GetAcceptedRequest().GetInput().GetName() == task.UpdatePrompt {
+				if prompts++; prompts > 1 {
+					cur = &turnCount{}
+				}
+			}
+		case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
+			if cur != nil {
+				cur.workflowTasks++
+			}
+		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
+			if cur != nil {
+				cur.activities = append(cur.activities, ev.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName())
+			}
+		case enumspb.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
+			if cur != nil {
+				cur.upserts++
+			}
+		case enumspb.EVENT_TYPE_MARKER_RECORDED:
+			if cur != nil && ev.GetMarkerRecordedEventAttributes().GetMarkerName() == "LocalActivity" {
+				cur.markers++
+			}
+		}
+	}
+	return counts
+}
