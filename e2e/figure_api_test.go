@@ -285,7 +285,8 @@ func BenchmarkFigureA2(b *testing.B) {
 		return fa.Reply(fa.Text(benchReply)), true
 	})
 	b.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
-	e.startWorker("host-" + e.queue)
+	// A worker as a small host runs one: a few turns at once, no CLI kept waiting after its turn.
+	e.startWorker("host-"+e.queue, "--max-concurrent-turns", "4", "--keep-alive", "-1s")
 	s := e.startServe()
 
 	burst := func(prefix string, count int) (latencies, []string) {

@@ -25,7 +25,8 @@ func newServeCommand(a *app) *cobra.Command {
 		Long: `Serve drover's HTTP API under /api/v1 (see docs/api.md and /api/v1/openapi.json),
 and the web console at /. It listens on loopback by default; on any other address
 it refuses to start unless DROVER_API_TOKENS or DROVER_API_TOKEN_FILE gives the
-bearer tokens every request must carry.`,
+bearer tokens every request must carry. Its pool of Postgres connections is set in
+DROVER_DATABASE_URL (?pool_max_conns=N); an open event stream holds none of them.`,
 		Example: `  drover serve
   DROVER_API_TOKEN_FILE=/run/secrets/drover-api drover serve --listen 0.0.0.0:8090`,
 		Args: noArgs,
