@@ -1,7 +1,9 @@
 // Package console is drover's web console: a page that lists tasks, follows one task's timeline as
 // it happens, and lets a person prompt, interrupt and decide waiting requests. It is an
 // http.Handler serving embedded, hand-written HTML, CSS and JavaScript (no build step, nothing
-// loaded from another origin) that talks only to the HTTP API of the same origin (/api/v1).
+// loaded from another origin) that talks only to the HTTP API of the same origin (/api/v1). The
+// names the scripts share with the Go code come from assets/enums.js, which go generate writes
+// from package task (see Enums).
 //
 // It promises that what an agent wrote is shown as text and never run: the scripts build the page
 // with createElement and textContent only, and every answer carries a Content-Security-Policy that

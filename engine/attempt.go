@@ -499,7 +499,7 @@ func (a *attempt) executor(ctx context.Context, workspace, sessionID, resumeAt s
 		// The session may have last run on another host, or this host's copy may hold what a
 		// lost attempt wrote: make it the mirror's before the CLI reads it.
 		start := time.Now()
-		n, err := restoreSession(ctx, e.cfg.DB, e.cfg.Claude.ConfigDir, sessionID)
+		n, err := e.marks.restoreSession(ctx, e.cfg.DB, e.cfg.Claude.ConfigDir, sessionID)
 		if err != nil {
 			return nil, false, mirrorFailure(err)
 		}

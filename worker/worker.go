@@ -1,7 +1,8 @@
 // Package worker is drover's composition root: it connects to Postgres and
-// Temporal, applies migrations, and runs the two Temporal workers of one host —
-// one on the shared queue (task workflows and host assignment) and one on the
-// host's own queue (the turns of the tasks whose sessions live here).
+// Temporal, applies migrations, and runs the three Temporal workers of one host —
+// one on the shared queue (task workflows and host assignment), one on the
+// host's own queue (the turns of the tasks whose sessions live here) and one on
+// its control queue (the calls that interrupt, cancel or stop them).
 package worker
 
 import (
@@ -168,7 +169,7 @@ type Worker struct {
 
 // Start connects, migrates, kills what CLI processes a previous run of this host left behind,
 // reports the attempts that run was running as failed (so they are retried at once), and starts
-// polling. It returns once both workers poll.
+// polling. It returns once its three workers poll.
 func Start(ctx context.Context, cfg Config) (*Worker, error) {
 	cfg.withDefaults()
 	if err := cfg.validate(); err != nil {

@@ -63,7 +63,7 @@ func hostConfigs(cfg worker.Config, n int) []worker.Config {
 	}
 	base := cfg.HostID
 	if base == "" {
-		base = "dev"
+		base = devHostID
 	}
 	out := make([]worker.Config, n)
 	for i := range out {
@@ -198,12 +198,15 @@ func newDevCommand(a *app) *cobra.Command {
 	f.IntVar(&o.uiPort, "ui-port", 8233, "dev server web UI port")
 	f.BoolVar(&o.fake, "fake-api", a.env.apiKey == "" && a.env.baseURL == "",
 		"answer the CLI from drover's offline fake Messages API (default when ANTHROPIC_API_KEY is unset)")
-	f.StringVar(&o.hostID, "host-id", "dev", "this worker host's stable identity (DROVER_HOST_ID wins over the default)")
+	f.StringVar(&o.hostID, "host-id", devHostID, "this worker host's stable identity (DROVER_HOST_ID wins over the default)")
 	f.StringVar(&o.listen, "listen", api.DefaultListen, "address of the HTTP API and the console (empty: none); beyond loopback, tokens are required")
 	f.IntVar(&o.workers, "workers", 1, "worker hosts to run, to try several hosts: with 2, hosts <host-id>-1 and <host-id>-2, "+
 		"each with its own CLI config folder, sharing the workspaces")
 	return c
 }
+
+// devHostID is the host id of drover dev's worker, and the stem of its hosts' ids with --workers.
+const devHostID = "dev"
 
 // maxDevWorkers bounds --workers: each host is a full worker in this process.
 const maxDevWorkers = 8

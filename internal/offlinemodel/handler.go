@@ -55,7 +55,7 @@ func (s *Server) serveHTTP(rw http.ResponseWriter, hr *http.Request) {
 		w.WriteHeader(http.StatusOK)
 	default:
 		s.record(r)
-		s.log.Info("fake anthropic: unknown route", "seq", r.Seq, "method", r.Method, "path", r.Path)
+		s.log.Info("offline model: unknown route", "seq", r.Seq, "method", r.Method, "path", r.Path)
 		writeAPIError(w, http.StatusNotFound, newAPIError(http.StatusNotFound, "", "Not found: "+r.Method+" "+r.Path, reqID), 0)
 	}
 }
@@ -88,7 +88,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *Request, v *violation, reqID s
 	if s.cfg.RateLimit != nil {
 		s.cfg.RateLimit.setHeaders(w.Header(), s.now())
 	}
-	s.log.Warn("fake anthropic: invalid request", "seq", r.Seq, "class", string(r.Class), "model", r.Model,
+	s.log.Warn("offline model: invalid request", "seq", r.Seq, "class", string(r.Class), "model", r.Model,
 		"status", v.status, "error_type", v.errType, "reason", v.msg)
 	writeAPIError(w, v.status, newAPIError(v.status, v.errType, v.msg, reqID), 0)
 }
@@ -125,8 +125,8 @@ func (s *Server) serveMessages(w http.ResponseWriter, hr *http.Request, r *Reque
 
 	blocks, err := serveBlocks(resp.Blocks)
 	if err != nil {
-		log.Error("fake anthropic: bad scripted response", "err", err)
-		writeAPIError(w, http.StatusInternalServerError, newAPIError(http.StatusInternalServerError, "", "fake anthropic: "+err.Error(), reqID), 0)
+		log.Error("offline model: bad scripted response", "err", err)
+		writeAPIError(w, http.StatusInternalServerError, newAPIError(http.StatusInternalServerError, "", "offline model: "+err.Error(), reqID), 0)
 		return
 	}
 	a := streamAnswer{id: newID("msg_"), model: r.Model, blocks: blocks, resp: resp,
@@ -158,7 +158,7 @@ func (s *Server) setAnswerHeaders(h http.Header, account Account, resp Response,
 
 // answerHTTPError answers a scripted HTTP error, after its delay.
 func answerHTTPError(w http.ResponseWriter, log *slog.Logger, pace pacer, resp Response, reqID string) {
-	log.Info("fake anthropic: injected HTTP error", "status", resp.Status, "error_type", resp.ErrorType)
+	log.Info("offline model: injected HTTP error", "status", resp.Status, "error_type", resp.ErrorType)
 	if err := pace.sleep(resp.Delay); err != nil {
 		return
 	}
@@ -171,20 +171,20 @@ func answerHTTPError(w http.ResponseWriter, log *slog.Logger, pace pacer, resp R
 
 // answerWhole answers a non-streaming request with one message and bills it once sent whole.
 func (s *Server) answerWhole(w http.ResponseWriter, log *slog.Logger, pace pacer, a streamAnswer, entry LedgerEntry, reqID string) {
-	log.Info("fake anthropic: answering", "blocks", len(a.blocks))
+	log.Info("offline model: answering", "blocks", len(a.blocks))
 	if s.answerJSON(w, pace, a.resp, a.id, a.model, a.blocks, a.usage, reqID) {
 		entry.Usage, entry.Completed, entry.Blocks = a.usage, true, len(a.blocks)
 		s.bill(entry)
 	}
 	if a.resp.Disconnect {
-		log.Info("fake anthropic: dropping the connection")
+		log.Info("offline model: dropping the connection")
 		panic(http.ErrAbortHandler)
 	}
 }
 
 // answerStream streams the answer and bills what the stream delivered, saying where it was cut.
 func (s *Server) answerStream(w http.ResponseWriter, log *slog.Logger, pace pacer, a streamAnswer, entry LedgerEntry) {
-	log.Info("fake anthropic: streaming", "blocks", len(a.blocks))
+	log.Info("offline model: streaming", "blocks", len(a.blocks))
 	sw := &sseWriter{w: w, rc: http.NewResponseController(w), pace: pace, delay: a.resp.Delay, deltaSent: a.resp.DeltaSent}
 	st, err := streamMessage(sw, a)
 	if st.started {
@@ -201,7 +201,7 @@ func (s *Server) answerStream(w http.ResponseWriter, log *slog.Logger, pace pace
 		s.bill(entry)
 	}
 	if err != nil {
-		log.Info("fake anthropic: stream ended early", "err", err)
+		log.Info("offline model: stream ended early", "err", err)
 	}
 	if s.cfg.answered != nil {
 		s.cfg.answered(entry.Seq, err)
@@ -235,7 +235,7 @@ func (s *Server) answerJSON(w http.ResponseWriter, pace pacer, resp Response, ms
 	}
 	b, err := json.Marshal(messageJSON(msgID, model, blocks, resp.stopReason(), usage))
 	if err != nil {
-		s.log.Error("fake anthropic: marshalling the answer", "err", err)
+		s.log.Error("offline model: marshalling the answer", "err", err)
 		return false
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -248,7 +248,7 @@ func (s *Server) answerJSON(w http.ResponseWriter, pace pacer, resp Response, ms
 func (s *Server) refuseLimited(w http.ResponseWriter, r *Request, lim AccountLimit, now time.Time, reqID string) {
 	ans := s.answerFor(r.Account, lim, now, reqID)
 	s.callLimited(r.Seq, lim.Kind, ans.reset)
-	s.log.Info("fake anthropic: account limit", "seq", r.Seq, "class", string(r.Class), "account", string(r.Account),
+	s.log.Info("offline model: account limit", "seq", r.Seq, "class", string(r.Class), "account", string(r.Account),
 		"limit", string(lim.Kind), "status", ans.status, "reset", ans.reset)
 	for k, v := range ans.header {
 		w.Header()[k] = v

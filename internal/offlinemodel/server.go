@@ -144,11 +144,11 @@ type Server struct {
 func Start(cfg Config) (*Server, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
-		return nil, fmt.Errorf("starting fake anthropic: %w", err)
+		return nil, fmt.Errorf("starting offline model: %w", err)
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
-		return nil, fmt.Errorf("starting fake anthropic: %w", err)
+		return nil, fmt.Errorf("starting offline model: %w", err)
 	}
 	s := &Server{
 		cfg:       cfg,
@@ -168,10 +168,10 @@ func Start(cfg Config) (*Server, error) {
 	go func() {
 		defer close(s.served)
 		if err := s.httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("fake anthropic: serving", "err", err)
+			s.log.Error("offline model: serving", "err", err)
 		}
 	}()
-	s.log.Info("fake anthropic: listening", "url", s.url)
+	s.log.Info("offline model: listening", "url", s.url)
 	return s, nil
 }
 
@@ -190,7 +190,7 @@ func (s *Server) Close() error {
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownTimeout)
 		defer cancel()
 		if err := s.httpSrv.Shutdown(ctx); err != nil {
-			s.closeErr = fmt.Errorf("closing fake anthropic: %w", err)
+			s.closeErr = fmt.Errorf("closing offline model: %w", err)
 			_ = s.httpSrv.Close()
 		}
 		<-s.served

@@ -200,7 +200,7 @@ func TestBadScriptedResponse(t *testing.T) {
 		resp := post(t, c, srv, "/v1/messages", messagesBody(true, "x"))
 		var body bytes.Buffer
 		_, _ = body.ReadFrom(resp.Body)
-		if resp.StatusCode != 500 || !strings.Contains(body.String(), "fake anthropic") {
+		if resp.StatusCode != 500 || !strings.Contains(body.String(), "offline model") {
 			t.Errorf("%d %s", resp.StatusCode, body.String())
 		}
 	}

@@ -183,10 +183,19 @@ func chainTo(from map[string]string, name string) []string {
 // CheckLayers holds the module to an ordered list of rows, each a list of package prefixes: a
 // package's imports of the module's packages point to its own row or a row below it. A package
 // belongs to the row naming its longest prefix; one that no row names is a violation too.
-// Packages under exempt are not held to the order.
+// Packages under exempt are not held to the order. A row's name that holds no package is a
+// violation as well: the table names only what exists.
 func (m Module) CheckLayers(rule string, rows [][]string, exempt []string) []Violation {
 	var out []Violation
-	for _, name := range m.sorted() {
+	names := m.sorted()
+	for _, row := range rows {
+		for _, p := range row {
+			if !slices.ContainsFunc(names, func(n string) bool { return under(n, p) }) {
+				out = append(out, Violation{Rule: rule + " (no such package)", Chain: []string{p}})
+			}
+		}
+	}
+	for _, name := range names {
 		if underAny(name, exempt) {
 			continue
 		}

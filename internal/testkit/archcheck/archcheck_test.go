@@ -167,14 +167,14 @@ func TestCheckReportsAWrongArrow(t *testing.T) {
 	}
 }
 
-// TestCheckLayersReportsAnImportUp shows that an import pointing up the table is reported, and a
-// package the table does not name.
+// TestCheckLayersReportsAnImportUp shows that an import pointing up the table is reported, a
+// package the table does not name, and a name of the table that no package has.
 func TestCheckLayersReportsAnImportUp(t *testing.T) {
 	doc := []byte("## Packages\n\n| package | job |\n| --- | --- |\n" +
 		"| `cmd/drover` | top |\n| `engine` | middle |\n| `store`, `migrations` | bottom |\n" +
-		"| `internal/testkit/…` | kits |\n\n## Queues\n\n| `queue` | not a package |\n")
+		"| `internal/testkit/…` | kits |\n| `gone` | moved away |\n\n## Queues\n\n| `queue` | not a package |\n")
 	rows := tableRows(t, doc)
-	if want := [][]string{{"cmd/drover"}, {"engine"}, {"store", "migrations"}, {"internal/testkit"}}; !slices.EqualFunc(rows, want, slices.Equal) {
+	if want := [][]string{{"cmd/drover"}, {"engine"}, {"store", "migrations"}, {"internal/testkit"}, {"gone"}}; !slices.EqualFunc(rows, want, slices.Equal) {
 		t.Fatalf("rows = %q, want %q", rows, want)
 	}
 	m := NewModule("m", []Package{
@@ -189,7 +189,7 @@ func TestCheckLayersReportsAnImportUp(t *testing.T) {
 	for _, v := range m.CheckLayers("down", rows, exempt) {
 		got = append(got, v.String())
 	}
-	want := []string{"down (the package is in no row): newthing", "down: store -> engine"}
+	want := []string{"down (no such package): gone", "down (the package is in no row): newthing", "down: store -> engine"}
 	if !slices.Equal(got, want) {
 		t.Errorf("violations:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
@@ -226,5 +226,28 @@ func TestCheckEnvReportsARead(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("violations:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestShippedBinariesLinkNoTestKit lists what the shipped binaries link, as `go list -deps`
+// sees it, and finds no test kit among it.
+func TestShippedBinariesLinkNoTestKit(t *testing.T) {
+	dir, path := moduleRoot(t)
+	pkgs, err := Load(context.Background(), dir, "./cmd/...")
+	if err != nil {
+		t.Fatal(err)
+	}
+	linked := 0
+	for _, p := range pkgs {
+		if !under(p.ImportPath, path) {
+			continue
+		}
+		linked++
+		if under(p.ImportPath, path+"/internal/testkit") {
+			t.Errorf("a shipped binary links the test kit %s", p.ImportPath)
+		}
+	}
+	if linked < 10 {
+		t.Fatalf("go list found %d of the module's packages behind cmd/", linked)
 	}
 }
