@@ -166,6 +166,7 @@ function newTaskPage() {
       const res = await postJSON("/api/v1/tasks", body, { "Idempotency-Key": key });
       localStorage.setItem(WORKSPACE_KEY, body.workspace);
       const created = (res.task && res.task.id) || (res.prompt && res.prompt.task_id) || body.id;
+      started.add(created);
       location.hash = "#/tasks/" + encodeURIComponent(created);
     } catch (e) {
       errorBox(err, e);
@@ -190,6 +191,15 @@ function waitText(w) {
 }
 
 // ---- one task ----
+
+// started holds the tasks this tab created: until the API lists one, its page says that it is
+// starting rather than that it is unknown.
+const started = new Set();
+
+// notFoundText says, in a browser user's words, why a task's page shows nothing.
+function notFoundText(id) {
+  return started.has(id) ? "Starting the task…" : "No task " + id + " is known: check the link, or pick one from the list.";
+}
 
 function taskPage(id) {
   const title = h("h1", null, id);
@@ -261,14 +271,19 @@ function taskPage(id) {
       inflight = getJSON(taskPath(id)).then((t) => {
         if (!stopped) showTask(t);
         errorBox(err, null);
-      }, (e) => errorBox(err, e)).finally(() => { inflight = null; });
+      }, (e) => {
+        if (e.status !== 404) return errorBox(err, e);
+        clear(err).append(h("div", { className: started.has(id) ? "muted starting" : "alert" }, notFoundText(id)));
+      }).finally(() => { inflight = null; });
     }
     return inflight;
   };
   const poll = poller(async () => {
     await refresh();
     const quiet = Date.now() - lastEventAt;
-    stall.hidden = !(task && task.status === Status.RUNNING && quiet > STALL_MS);
+    // A turn that waits for a person writes nothing until the person answers: that is no stall.
+    const waitsForYou = task && (task.pending_approvals > 0 || (task.pending || []).length > 0 || timeline.waiting() > 0);
+    stall.hidden = !(task && task.status === Status.RUNNING && !waitsForYou && quiet > STALL_MS);
     if (!stall.hidden) stall.textContent = "No event for " + Math.round(quiet / 1000) + "s while the turn runs: it may be stalled. Interrupt it, or look at its workflow.";
   }, POLL_MS);
 
@@ -298,7 +313,8 @@ function taskPage(id) {
     timeline.add(recs);
     document.body.dataset.lastSeq = String(timeline.lastSeq);
     if (atEnd) window.scrollTo(0, document.body.scrollHeight);
-  }, (state, detail) => {
+  }, (state, detail, status) => {
+    if (status === 404) detail = started.has(id) ? "the task is starting" : "no such task";
     stream.textContent = state === "live" ? "● live" : state === "loading" ? "loading…" : "○ " + state + (detail ? ": " + detail : "");
     stream.className = "stream-state stream-" + state;
     if (state !== "loading" && loading) {
