@@ -52,9 +52,9 @@ func TestWaitingRequestIsNoStall(t *testing.T) {
 	p := page(t)
 	navigate(t, p, url+"/#/tasks/asks")
 	waitFor(t, p, `document.body.dataset.lastSeq == "1"`)
-	eval[bool](t, p, `(() => { const real = Date.now; Date.now = () => real() + 120000; return true; })()`)
-	// The page reads the task twice more: its stall check has run with the clock moved.
-	waitReads(t, api, "GET", "/api/v1/tasks/asks", 2)
+	eval[bool](t, p, `(() => { const real = Date.now; Date.now = () => real() + 120000; window.movedAt = Date.now(); return true; })()`)
+	// The stall check has run with the clock moved.
+	waitFor(t, p, `Number(document.querySelector(".alert.stall").dataset.checkedAt) >= window.movedAt`)
 	if !eval[bool](t, p, `document.querySelector(".alert.stall").hidden`) {
 		t.Errorf("a turn waiting for a person is called stalled: %q", eval[string](t, p, `document.querySelector(".alert.stall").textContent`))
 	}
@@ -289,5 +289,59 @@ func TestNarrowScreens(t *testing.T) {
 			t.Errorf("%s at %d px: the page is %d px wide", c.view, c.width, w)
 		}
 		screenshot(t, p, fmt.Sprintf("narrow-%d-%s", c.width, strings.Trim(strings.ReplaceAll(c.view, "/", "-"), "#-")))
+	}
+}
+
+// TestHeaderFollowsTimeline: the task's header changes with its events, not with a poll: with
+// the page's slow timers stopped, a decision and a turn's end in the timeline bring the header's
+// waiting count, status and cost along, even when the task's row is written after its event.
+func TestHeaderFollowsTimeline(t *testing.T) {
+	t.Parallel()
+	api, url := stack(t, fakeapi.Config{})
+	now := time.Now().UTC()
+	api.PutTask(fakeapi.Task{ID: "head", Status: "running", Mode: "supervised", CreatedAt: now, UpdatedAt: now, Turns: 1, PendingApprovals: 1,
+		WaitingSince: &now, Pending: []fakeapi.PendingRequest{{TaskID: "head", RequestID: "p-t1", Kind: "tool", Tool: "Bash", Summary: "ls",
+			Since: now, Deadline: now.Add(time.Hour)}}})
+	if _, err := api.Append("head", 1, 1, toolCard(t, "t1", "ls", now.Add(time.Hour))...); err != nil {
+		t.Fatal(err)
+	}
+	p := page(t)
+	navigate(t, p, url+"/#/tasks/head")
+	waitFor(t, p, `document.body.dataset.lastSeq == "5"`)
+	waitFor(t, p, `document.querySelector(".facts").textContent.includes("1 waiting for you")`)
+	// From now on no timer of a second or more fires: only events move the page.
+	eval[bool](t, p, `(() => { const st = window.setTimeout; window.setTimeout = (f, ms, ...a) => ms >= 1000 ? 0 : st(f, ms, ...a); return true; })()`)
+
+	// The decision's event comes first; the task's row follows.
+	reads0 := reads(api, "GET", "/api/v1/tasks/head")
+	if _, err := api.Append("head", 1, 1, mustJSON(t, events.AgentEvent{Type: events.TypePermissionDecision, PendingID: "p-t1",
+		Decision: &events.Decision{Outcome: "allowed", By: "ada"}})); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p, `document.body.dataset.lastSeq == "6"`)
+	waitForReads(t, api, "GET", "/api/v1/tasks/head", reads0+1)
+	api.UpdateTask("head", func(t *fakeapi.Task) { t.Pending, t.PendingApprovals, t.WaitingSince = nil, 0, nil })
+	waitFor(t, p, `!document.querySelector(".facts").textContent.includes("waiting for you")`)
+
+	reads0 = reads(api, "GET", "/api/v1/tasks/head")
+	if _, err := api.Append("head", 1, 1, mustJSON(t, events.AgentEvent{Type: events.TypeComplete, Data: &events.Data{Completion: &events.Completion{CostUSD: 0.0421}}})); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p, `document.body.dataset.lastSeq == "7"`)
+	waitForReads(t, api, "GET", "/api/v1/tasks/head", reads0+1)
+	api.UpdateTask("head", func(t *fakeapi.Task) { t.Status, t.CostUSD = "idle", 0.0421 })
+	waitFor(t, p, `document.querySelector('.task-head .status[data-status="idle"]')`)
+	waitFor(t, p, `document.querySelector(".facts .cost").textContent == "cost $0.0421"`)
+}
+
+// waitForReads waits until the page has sent at least n calls to path in all.
+func waitForReads(t *testing.T, api *fakeapi.Server, method, path string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for reads(api, method, path) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("the page sent %d calls to %s %s, want %d", reads(api, method, path), method, path, n)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

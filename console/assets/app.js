@@ -7,6 +7,11 @@ import { Timeline } from "./render.js";
 import { Status, STATUSES, FINAL_STATUSES, Mode, MODES, Kind } from "./enums.js";
 
 const POLL_MS = 3000;
+// A task's page reads the task when its events say it changed; this slow read is for what
+// changes without an event (an account's wait).
+const TASK_POLL_MS = 15000;
+// How often the page looks whether a running task has gone quiet.
+const STALL_CHECK_MS = 1000;
 // A running task that has written nothing for this long is shown as possibly stalled.
 const STALL_MS = 90000;
 // The stored events a task's page shows at first; the earlier ones come on request.
@@ -232,7 +237,7 @@ function taskPage(id) {
   const timeline = new Timeline(list, {
     decide: (pendingID, body) => postJSON(taskPath(id) + "/approvals/" + encodeURIComponent(pendingID), body),
     onContext: setContext,
-    onActivity: () => { lastEventAt = Date.now(); },
+    onActivity: () => { lastEventAt = Date.now(); catchUp(0); },
     // A new request: read the task again at once for its choices and deadline.
     onRequest: () => { refresh(); },
     refreshPending: () => refresh(),
@@ -278,14 +283,30 @@ function taskPage(id) {
     }
     return inflight;
   };
-  const poll = poller(async () => {
-    await refresh();
+  // behind says whether what the API said of the task is older than the timeline: a turn the
+  // timeline has seen end is still running, or the requests waiting differ in number.
+  const behind = (t) => !loading && ((t.status === Status.RUNNING && timeline.turnEnded) ||
+    (t.pending_approvals || 0) !== timeline.waiting());
+  // catchUp reads the task after its events changed, and again, backing off, until the header
+  // agrees with the timeline (the task's row may be written just after its event).
+  let catchTimer = null;
+  const catchUp = (tries) => {
+    clearTimeout(catchTimer);
+    catchTimer = null;
+    refresh().then(() => {
+      if (stopped || !task || !behind(task) || tries >= 8) return;
+      catchTimer = setTimeout(() => catchUp(tries + 1), 100 * 2 ** tries);
+    });
+  };
+  const poll = poller(refresh, TASK_POLL_MS);
+  const stallCheck = poller(async () => {
     const quiet = Date.now() - lastEventAt;
     // A turn that waits for a person writes nothing until the person answers: that is no stall.
     const waitsForYou = task && (task.pending_approvals > 0 || (task.pending || []).length > 0 || timeline.waiting() > 0);
     stall.hidden = !(task && task.status === Status.RUNNING && !waitsForYou && quiet > STALL_MS);
     if (!stall.hidden) stall.textContent = "No event for " + Math.round(quiet / 1000) + "s while the turn runs: it may be stalled. Interrupt it, or look at its workflow.";
-  }, POLL_MS);
+    stall.dataset.checkedAt = String(Date.now());
+  }, STALL_CHECK_MS);
 
   // While the stored events load, the page is not laid out between pages (a long task would be
   // laid out once per page); once they are in, it scrolls to the end once.
@@ -319,6 +340,7 @@ function taskPage(id) {
     stream.className = "stream-state stream-" + state;
     if (state !== "loading" && loading) {
       loading = false;
+      catchUp(0);
       window.scrollTo(0, document.body.scrollHeight);
     }
     if (state !== "loading" && !document.body.dataset.timelineReady) {
@@ -359,7 +381,7 @@ function taskPage(id) {
     }
   });
 
-  return { stop() { stopped = true; poll.stop(); events.stop(); } };
+  return { stop() { stopped = true; poll.stop(); stallCheck.stop(); clearTimeout(catchTimer); events.stop(); } };
 }
 
 // ---- the inbox: what waits for a person, across tasks ----

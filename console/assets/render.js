@@ -22,6 +22,8 @@ export class Timeline {
     this.lastBlock = null;      // the element the last message chunk went to
     this.attempts = new Map();  // "turn/attempt" → the elements of that attempt's events
     this.turns = new Map();     // turn → {el, list, fold}: the turn's folding container
+    this.lastTurn = 0;          // the latest turn the timeline holds
+    this.turnEnded = false;     // whether that turn's end (complete) is in the timeline
   }
 
   has(seq) { return this.seen.has(seq); }
@@ -58,6 +60,11 @@ export class Timeline {
     for (const r of fresh) {
       this.seen.add(r.seq);
       if (r.seq > this.lastSeq) this.lastSeq = r.seq;
+      if ((r.turn || 0) > this.lastTurn) {
+        this.lastTurn = r.turn;
+        this.turnEnded = false;
+      }
+      if ((r.turn || 0) === this.lastTurn && r.type === "complete") this.turnEnded = true;
       try {
         this.render(r);
       } catch (err) {
