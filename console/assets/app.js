@@ -264,6 +264,8 @@ function waitText(w) {
 
 // ---- one task ----
 
+const RUNNING_HINT = "A turn is running: a prompt sent now is queued and runs next.";
+
 // started holds the tasks this tab created: until the API lists one, its page says that it is
 // starting rather than that it is unknown.
 const started = new Set();
@@ -330,7 +332,9 @@ function taskPage(id) {
     if (t.context_window) setContext(t.context_window);
     timeline.setPending(t.pending || []);
     const running = t.status === Status.RUNNING;
-    note.textContent = running ? "A turn is running: a prompt sent now is queued and runs next." : "";
+    // The hint gives way to what the last prompt or interrupt got, and goes when the turn ends.
+    if (running && !note.textContent) note.textContent = RUNNING_HINT;
+    else if (!running && note.textContent === RUNNING_HINT) note.textContent = "";
     interrupt.disabled = !running;
     const final = FINAL_STATUSES.includes(t.status);
     prompt.disabled = send.disabled = final;
