@@ -52,19 +52,7 @@ func (e *Engine) RunTurn(ctx context.Context, req Request) (task.RunTurnResult, 
 
 	a := &attempt{e: e, req: req, log: log, meter: e.meterAttempt(ctx, req)}
 	stopHeartbeat := a.heartbeat(ctx)
-	o := a.run(ctx)
-	a.spend.finish(ctx, a.ex, o.commit != nil)
-	res, err := e.settle(ctx, a, o)
-	if err == nil {
-		res = a.budgetResult(ctx, res)
-	} else if o.commit != nil {
-		a.spend.failedCommit(ctx)
-	}
-	if err != nil {
-		a.meter.failed(a.spend.unresulted())
-	}
-	a.meter.ended(res, err)
-	a.close(ctx)
+	res, err := a.end(ctx, a.run(ctx))
 	stopHeartbeat()
 
 	if err != nil {
@@ -119,7 +107,8 @@ type outcome struct {
 func failed(e *Error) outcome { return outcome{fail: e} }
 
 // run takes the attempt as far as it goes and says how it ended. It records nothing final:
-// settle does.
+// end does. Its steps: check the request, begin the attempt in Postgres, open its log, wait for
+// the account, get a process at the resume point, start the turn on it, and wait for its end.
 func (a *attempt) run(ctx context.Context) (o outcome) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -127,22 +116,74 @@ func (a *attempt) run(ctx context.Context) (o outcome) {
 			o = failed(failure(task.ErrTypeInternal, "internal error running the turn: %v", r))
 		}
 	}()
-	e, req := a.e, a.req
-	if err := validateRequest(req); err != nil {
-		return failed(&Error{Type: task.ErrTypeInvalidInput, Err: err})
+	in, f := a.prepare(ctx)
+	if f != nil {
+		return failed(f)
 	}
-	workspace, ferr := resolveWorkspace(e.cfg.WorkspaceRoot, req.Workspace)
-	if ferr != nil {
-		return failed(ferr)
+	begun, f := a.begin(ctx, in.workspace)
+	if f != nil {
+		return failed(f)
 	}
-	images, err := loadAttachments(workspace, req.Prompt.Attachments)
-	if err != nil {
-		return failed(&Error{Type: task.ErrTypeInvalidInput, Err: err})
+	if begun.Turn.Finished() {
+		// An earlier attempt committed the turn, but its answer never reached the caller (the
+		// worker died in between). Answer from the record.
+		a.log.Info("turn already committed by an earlier attempt")
+		return outcome{answered: true, result: resultFromRecord(begun, a.req.Attempt)}
 	}
-	if a.spend, ferr = a.startBudget(ctx); ferr != nil {
-		return failed(ferr)
+	at := resumePoint{sessionID: begun.Turn.ResumeSessionID, uuid: begun.Turn.ResumeFromUUID, priorCostUSD: begun.PriorCostUSD}
+	a.startLog(ctx, at.sessionID, begun.LostTurns)
+	if f := a.gate(ctx); f != nil {
+		return failed(f)
 	}
+	ex, fresh, f := a.executor(ctx, in.workspace, at)
+	if f != nil {
+		return failed(f)
+	}
+	a.ex = ex
+	ended, f := a.startTurn(ctx, ex, fresh, in.images)
+	if f != nil {
+		return failed(f)
+	}
+	return a.wait(ctx, ex, ended)
+}
 
+// prepared is what an attempt's request resolves to before anything is recorded.
+type prepared struct {
+	workspace string
+	images    []claudecode.Image
+}
+
+// resumePoint is where the turn resumes its session: the turn's committed point, fixed by its
+// first attempt ("" for a new session), and what the session cost up to there.
+type resumePoint struct {
+	sessionID, uuid string
+	priorCostUSD    float64
+}
+
+// prepare checks the request, resolves its workspace and attachments, and starts the attempt's
+// budget meter.
+func (a *attempt) prepare(ctx context.Context) (prepared, *Error) {
+	if err := validateRequest(a.req); err != nil {
+		return prepared{}, &Error{Type: task.ErrTypeInvalidInput, Err: err}
+	}
+	workspace, f := resolveWorkspace(a.e.cfg.WorkspaceRoot, a.req.Workspace)
+	if f != nil {
+		return prepared{}, f
+	}
+	images, err := loadAttachments(workspace, a.req.Prompt.Attachments)
+	if err != nil {
+		return prepared{}, &Error{Type: task.ErrTypeInvalidInput, Err: err}
+	}
+	if a.spend, f = a.startBudget(ctx); f != nil {
+		return prepared{}, f
+	}
+	return prepared{workspace: workspace, images: images}, nil
+}
+
+// begin begins the attempt in one transaction (store.BeginAttempt): it claims the task's
+// executor row, learns the turn's resume point and records itself on the turn.
+func (a *attempt) begin(ctx context.Context, workspace string) (store.AttemptBegun, *Error) {
+	e, req := a.e, a.req
 	// A warm process of the task claims the row as running; whether it stands at the turn's
 	// resume point is known once the attempt has begun.
 	warmPID := 0
@@ -160,54 +201,52 @@ func (a *attempt) run(ctx context.Context) (o outcome) {
 	})
 	switch {
 	case errors.Is(err, store.ErrPromptMismatch):
-		return failed(&Error{Type: task.ErrTypeInvalidInput, Err: err})
+		return begun, &Error{Type: task.ErrTypeInvalidInput, Err: err}
 	case errors.Is(err, store.ErrStaleAttempt):
-		return failed(&Error{Type: task.ErrTypeAttemptSuperseded, Err: err})
+		return begun, &Error{Type: task.ErrTypeAttemptSuperseded, Err: err}
 	case err != nil && ctx.Err() != nil:
-		return failed(contextFailure(ctx))
+		return begun, contextFailure(ctx)
 	case err != nil:
-		return failed(&Error{Type: task.ErrTypeStoreUnavailable, Err: err})
+		return begun, &Error{Type: task.ErrTypeStoreUnavailable, Err: err}
 	}
 	a.claimed = true
 	if begun.LostTurns > 0 {
 		a.log.Warn("closed earlier turns whose last attempt was lost", "turns", begun.LostTurns)
 	}
-	if begun.Turn.Finished() {
-		// An earlier attempt committed the turn, but its answer never reached the caller (the
-		// worker died in between). Answer from the record.
-		a.log.Info("turn already committed by an earlier attempt")
-		return outcome{answered: true, result: resultFromRecord(begun, req.Attempt)}
-	}
-	sessionID, resumeAt := begun.Turn.ResumeSessionID, begun.Turn.ResumeFromUUID
+	return begun, nil
+}
 
+// startLog opens the attempt's event log; a retry first closes what lost attempts left open and
+// says why the turn runs again.
+func (a *attempt) startLog(ctx context.Context, sessionID string, lostTurns int64) {
+	req := a.req
 	a.openLog(ctx)
-	if req.Attempt > 1 || begun.LostTurns > 0 {
+	if req.Attempt > 1 || lostTurns > 0 {
 		a.closeLostToolCalls(ctx)
 	}
-	if req.Attempt > 1 {
-		reason := req.PreviousFailure
-		if w := a.waitedFor(ctx); w != "" {
-			reason = w
-		}
-		if reason == "" {
-			reason = "the previous attempt failed"
-		}
-		a.emit(events.AgentEvent{Type: events.TypeTurnRetry, SessionID: sessionID,
-			TurnRetry: &events.TurnRetry{Attempt: req.Attempt - 1, Reason: reason}})
+	if req.Attempt <= 1 {
+		return
 	}
+	reason := req.PreviousFailure
+	if w := a.waitedFor(ctx); w != "" {
+		reason = w
+	}
+	if reason == "" {
+		reason = "the previous attempt failed"
+	}
+	a.emit(events.AgentEvent{Type: events.TypeTurnRetry, SessionID: sessionID,
+		TurnRetry: &events.TurnRetry{Attempt: req.Attempt - 1, Reason: reason}})
+}
 
-	if f := a.gate(ctx); f != nil {
-		return failed(f)
-	}
-	ex, fresh, ferr := a.executor(ctx, workspace, sessionID, resumeAt, begun.PriorCostUSD)
-	if ferr != nil {
-		return failed(ferr)
-	}
-	a.ex = ex
+// startTurn starts the turn on ex: it attaches the attempt's sink, approvals and budget, sets the
+// turn's permission mode, sends the prompt, records a fresh process on the executor row, and
+// interrupts at once a turn that was asked to stop before it started.
+func (a *attempt) startTurn(ctx context.Context, ex *executor, fresh bool, images []claudecode.Image) (<-chan turnEnd, *Error) {
+	e, req := a.e, a.req
 	a.sink = newTracingSink(ctx, e.cfg.Tracer, a.meter.watch(a.logSink()))
 	ended, err := ex.beginTurn(req.Turn, a.sink)
 	if err != nil {
-		return failed(&Error{Type: task.ErrTypeInternal, Err: err})
+		return nil, &Error{Type: task.ErrTypeInternal, Err: err}
 	}
 	a.inTurn = true
 	ex.approvals.Store(newTurnApprovals(e, ex, req, a.sink, a.log))
@@ -215,24 +254,16 @@ func (a *attempt) run(ctx context.Context) (o outcome) {
 	if ex.supervisable {
 		// The CLI's own plan mode, or bypass with drover's hooks deciding: as the turn's mode says.
 		if err := ex.proc.Client().SetPermissionMode(ctx, cliPermissionMode(req.Profile.PermissionMode)); err != nil {
-			return failed(&Error{Type: task.ErrTypeClaudeProtocol, Err: fmt.Errorf("setting the permission mode: %w", err)})
+			return nil, &Error{Type: task.ErrTypeClaudeProtocol, Err: fmt.Errorf("setting the permission mode: %w", err)}
 		}
 	}
-	prompt := claudecode.Prompt{Text: req.Prompt.Text, Images: images, UUID: attemptPromptUUID(req.PromptUUID, req.Attempt)}
-	if err := ex.sendPrompt(ctx, prompt); err != nil {
-		// The CLI may have exited on its own (a rejected resume exits before reading any
-		// prompt): its exit says more than the broken pipe.
-		select {
-		case <-ex.exited:
-			return failed(exitFailure(ex.exitErr))
-		case <-time.After(e.cfg.StopTimeout):
-			return failed(&Error{Type: task.ErrTypeClaudeExited, Err: err})
-		}
+	if f := a.sendPrompt(ctx, ex, images); f != nil {
+		return nil, f
 	}
 	if fresh {
 		if err := store.SetExecutorRunning(ctx, e.cfg.DB, req.TaskID, req.AttemptID, ex.pid()); err != nil {
 			if errors.Is(err, store.ErrStaleAttempt) {
-				return failed(&Error{Type: task.ErrTypeAttemptSuperseded, Err: err})
+				return nil, &Error{Type: task.ErrTypeAttemptSuperseded, Err: err}
 			}
 			// The turn goes on; its commit rides out the database's trouble.
 			a.log.Warn("recording the running claude process", "error", err)
@@ -244,7 +275,24 @@ func (a *attempt) run(ctx context.Context) (o outcome) {
 			a.log.Warn("interrupting the turn", "error", err)
 		}
 	}
-	return a.wait(ctx, ex, ended)
+	return ended, nil
+}
+
+// sendPrompt writes the attempt's prompt to the CLI, with a transcript uuid of the attempt's own.
+func (a *attempt) sendPrompt(ctx context.Context, ex *executor, images []claudecode.Image) *Error {
+	prompt := claudecode.Prompt{Text: a.req.Prompt.Text, Images: images, UUID: attemptPromptUUID(a.req.PromptUUID, a.req.Attempt)}
+	err := ex.sendPrompt(ctx, prompt)
+	if err == nil {
+		return nil
+	}
+	// The CLI may have exited on its own (a rejected resume exits before reading any prompt):
+	// its exit says more than the broken pipe.
+	select {
+	case <-ex.exited:
+		return exitFailure(ex.exitErr)
+	case <-time.After(a.e.cfg.StopTimeout):
+		return &Error{Type: task.ErrTypeClaudeExited, Err: err}
+	}
 }
 
 // wait waits for the turn to end, the CLI to exit or stall, or ctx to end.
@@ -320,6 +368,26 @@ func (a *attempt) finish(end turnEnd) outcome {
 		CacheReadTokens: c.CacheReadInputTokens, CacheCreationTokens: c.CacheCreationInputTokens,
 		DurationMS: c.DurationMS, NumTurns: c.NumTurns, IsError: c.IsError, Error: res.Error,
 	}}
+}
+
+// end winds the attempt down, however it ended, and is the one place that does: the budget
+// meter stops, settle records the end, the result gets what the budget adds (or the failed
+// commit its price), the metrics take the outcome, and the log stores what it still holds.
+func (a *attempt) end(ctx context.Context, o outcome) (task.RunTurnResult, *Error) {
+	a.spend.finish(ctx, a.ex, o.commit != nil)
+	res, err := a.e.settle(ctx, a, o)
+	switch {
+	case err == nil:
+		res = a.budgetResult(ctx, res)
+	case o.commit != nil:
+		a.spend.failedCommit(ctx)
+	}
+	if err != nil {
+		a.meter.failed(a.spend.unresulted())
+	}
+	a.meter.ended(res, err)
+	a.close(ctx)
+	return res, err
 }
 
 // settle records how the attempt ended, and is the only place that does: every path of run
@@ -479,40 +547,53 @@ func (e *Engine) endAttempt(ctx context.Context, req Request, f *Error) {
 // executor returns a process for the task standing exactly at the resume point: the kept one
 // when it qualifies, else a fresh one started with --resume/--resume-session-at (or a new
 // session). fresh reports a process started for this attempt.
-func (a *attempt) executor(ctx context.Context, workspace, sessionID, resumeAt string, priorCost float64) (ex *executor, fresh bool, ferr *Error) {
-	e, req := a.e, a.req
-	if ex := e.pool.get(req.TaskID); ex != nil {
-		if ex.reusableAt(sessionID, resumeAt) && (ex.supervisable || !a.hooked()) {
+func (a *attempt) executor(ctx context.Context, workspace string, at resumePoint) (ex *executor, fresh bool, f *Error) {
+	e := a.e
+	if ex := e.pool.get(a.req.TaskID); ex != nil {
+		if ex.reusableAt(at.sessionID, at.uuid) && (ex.supervisable || !a.hooked()) {
 			a.log.Debug("reusing the running claude process", "pid", ex.pid())
 			return ex, false, nil
 		}
 		e.drop(ctx, ex, "not at the committed resume point")
 	}
+	spec, f := a.spec(ctx, workspace, at)
+	if f != nil {
+		return nil, false, f
+	}
+	if ex, f = a.launch(ctx, spec); f != nil {
+		return nil, false, f
+	}
+	return ex, true, nil
+}
 
+// spec is how to start the task's CLI at the resume point: the command, the session to resume
+// (restored from its mirror first) or a new one, and the debug capture when configured.
+func (a *attempt) spec(ctx context.Context, workspace string, at resumePoint) (executorSpec, *Error) {
+	e, req := a.e, a.req
 	spec := executorSpec{hostID: e.cfg.HostID, stopTimeout: e.cfg.StopTimeout, backgroundWait: e.cfg.BackgroundWait,
 		supervisable: a.hooked(), windows: &e.windows}
 	spec.cmd = e.command(req.Profile, workspace)
 	if spec.supervisable {
 		hookedForBudget(&spec.cmd)
 	}
-	if sessionID != "" && resumeAt != "" && e.cfg.Claude.ConfigDir != "" {
+	if at.sessionID != "" && at.uuid != "" && e.cfg.Claude.ConfigDir != "" {
 		// The session may have last run on another host, or this host's copy may hold what a
 		// lost attempt wrote: make it the mirror's before the CLI reads it.
 		start := time.Now()
-		n, err := restoreSession(ctx, e.cfg.DB, e.cfg.Claude.ConfigDir, sessionID)
+		n, err := e.marks.restoreSession(ctx, e.cfg.DB, e.cfg.Claude.ConfigDir, at.sessionID)
 		if err != nil {
-			return nil, false, mirrorFailure(err)
+			return spec, mirrorFailure(err)
 		}
 		if n > 0 {
-			a.log.Info("restored the session from its mirror", "session_id", sessionID, "files", n, "took", time.Since(start).Round(time.Millisecond))
+			a.log.Info("restored the session from its mirror", "session_id", at.sessionID, "files", n, "took", time.Since(start).Round(time.Millisecond))
 		}
 	}
-	if sessionID != "" && resumeAt != "" {
-		spec.cmd.Resume, spec.cmd.ResumeSessionAt = sessionID, resumeAt
-		spec.sessionID, spec.resumeSessionID, spec.resumeAt = sessionID, sessionID, resumeAt
+	if at.sessionID != "" && at.uuid != "" {
+		spec.cmd.Resume, spec.cmd.ResumeSessionAt = at.sessionID, at.uuid
+		spec.sessionID, spec.resumeSessionID, spec.resumeAt = at.sessionID, at.sessionID, at.uuid
 		// The CLI's running cost continues across --resume from what the session cost so far;
 		// the adapter subtracts it when a result lacks per-turn usage.
-		spec.priorTotalCostUSD = priorCost
+		spec.priorTotalCostUSD = at.priorCostUSD
 	} else {
 		spec.sessionID = uuid.NewString()
 		spec.cmd.SessionID = spec.sessionID
@@ -525,20 +606,27 @@ func (a *attempt) executor(ctx context.Context, workspace, sessionID, resumeAt s
 			spec.debug = d
 		}
 	}
+	return spec, nil
+}
 
-	if err := e.admit(ctx); err != nil {
+// launch starts the CLI of spec once the host has room for it, initializes it and puts it in the
+// pool (stopping any process it replaces).
+func (a *attempt) launch(ctx context.Context, spec executorSpec) (*executor, *Error) {
+	e := a.e
+	closeDebug := func() {
 		if spec.debug != nil {
 			_ = spec.debug.Close()
 		}
-		return nil, false, contextFailure(ctx)
 	}
-	ex, err := startExecutor(ctx, e.cfg.Launcher, req.TaskID, spec, a.log)
+	if err := e.admit(ctx); err != nil {
+		closeDebug()
+		return nil, contextFailure(ctx)
+	}
+	ex, err := startExecutor(ctx, e.cfg.Launcher, a.req.TaskID, spec, a.log)
 	if err != nil {
 		e.release()
-		if spec.debug != nil {
-			_ = spec.debug.Close()
-		}
-		return nil, false, &Error{Type: task.ErrTypeClaudeStartFailed, Err: err}
+		closeDebug()
+		return nil, &Error{Type: task.ErrTypeClaudeStartFailed, Err: err}
 	}
 	go func(exited <-chan struct{}) {
 		<-exited
@@ -550,17 +638,17 @@ func (a *attempt) executor(ctx context.Context, workspace, sessionID, resumeAt s
 		var rr *claudecode.ResumeRejectedError
 		switch {
 		case errors.As(ex.exitErr, &rr):
-			return nil, false, exitFailure(ex.exitErr)
+			return nil, exitFailure(ex.exitErr)
 		case ctx.Err() != nil:
-			return nil, false, contextFailure(ctx)
+			return nil, contextFailure(ctx)
 		}
-		return nil, false, &Error{Type: task.ErrTypeClaudeStartFailed, Err: fmt.Errorf("%w%s", err, stderrTail(ex.exitErr))}
+		return nil, &Error{Type: task.ErrTypeClaudeStartFailed, Err: fmt.Errorf("%w%s", err, stderrTail(ex.exitErr))}
 	}
 	if old := e.pool.put(ex); old != nil {
 		old.stop(ctx, "replaced")
 	}
 	a.log.Info("claude started", "pid", ex.pid(), "session_id", spec.sessionID, "resume_at", spec.resumeAt)
-	return ex, true, nil
+	return ex, nil
 }
 
 // closeLostToolCalls closes, in the log, the tool calls that attempts lost with their worker

@@ -127,7 +127,7 @@ func TestReplayBudget(t *testing.T) {
 	}
 	var versions []string
 	for _, ev := range hist.Events {
-		if m := ev.GetMarkerRecordedEventAttributes(); m != nil {
+		if m := ev.GetMarkerRecordedEventAttributes(); m.GetMarkerName() == "Version" {
 			versions = append(versions, string(m.GetDetails()["change-id"].GetPayloads()[0].GetData()))
 		}
 	}

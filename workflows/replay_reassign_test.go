@@ -104,7 +104,7 @@ func TestReplayReassignedTurn(t *testing.T) {
 	var turnQueues []string
 	var priorities []int32
 	for _, ev := range hist.Events {
-		if m := ev.GetMarkerRecordedEventAttributes(); m != nil {
+		if m := ev.GetMarkerRecordedEventAttributes(); m.GetMarkerName() == "Version" {
 			var change string
 			require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(m.GetDetails()["change-id"], &change))
 			versions = append(versions, change)

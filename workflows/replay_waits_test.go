@@ -91,7 +91,7 @@ func TestReplayAccountWait(t *testing.T) {
 	var timers, waitUpserts int
 	var versions []string
 	for _, ev := range hist.Events {
-		if m := ev.GetMarkerRecordedEventAttributes(); m != nil {
+		if m := ev.GetMarkerRecordedEventAttributes(); m.GetMarkerName() == "Version" {
 			versions = append(versions, string(m.GetDetails()["change-id"].GetPayloads()[0].GetData()))
 		}
 		if ev.GetTimerStartedEventAttributes() != nil {

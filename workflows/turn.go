@@ -43,16 +43,27 @@ func (s *taskState) runNext(ctx workflow.Context) error {
 	return err
 }
 
+// turnTries is what runTurn carries from one try of a turn to the next.
+type turnTries struct {
+	q task.QueuedPrompt
+	// attemptsBefore counts the attempts made before this try (on other hosts, before waits).
+	attemptsBefore int
+	// reassigned counts the tries that looked for a new host.
+	reassigned int
+	// onHost is the host queue the turn was last given to, since onHostSince; lastHost is the
+	// host of the task's previous turn, if it keeps the task.
+	onHost      string
+	onHostSince time.Time
+	lastHost    string
+}
+
 // runTurn runs one turn on the task's host, looking for a new host when the
 // current one stops taking work.
 func (s *taskState) runTurn(ctx workflow.Context, q task.QueuedPrompt) error {
 	log := workflow.GetLogger(ctx)
-	attemptsBefore := 0
-	var onHost string         // the host queue the turn was last given to
-	var onHostSince time.Time // and since when
-	lastHost := s.hostQueue   // the host of the task's previous turn, if it keeps the task
+	t := &turnTries{q: q, lastHost: s.hostQueue}
 	s.budgeted = s.budgetOn(ctx)
-	for reassigned := 0; ; reassigned++ {
+	for ; ; t.reassigned++ {
 		if s.hostQueue == "" {
 			host, err := s.assignHost(ctx)
 			if err != nil {
@@ -65,65 +76,76 @@ func (s *taskState) runTurn(ctx workflow.Context, q task.QueuedPrompt) error {
 			s.hostQueue = host
 			log.Info("host assigned", "turn", q.Turn, "host_queue", host)
 		}
-		if s.hostQueue != onHost {
-			onHost, onHostSince = s.hostQueue, workflow.Now(ctx)
+		if s.hostQueue != t.onHost {
+			t.onHost, t.onHostSince = s.hostQueue, workflow.Now(ctx)
 		}
-		res, err := s.executeRunTurn(ctx, q, attemptsBefore, lastHost != "" && s.hostQueue == lastHost)
+		res, err := s.executeRunTurn(ctx, q, t.attemptsBefore, t.lastHost != "" && s.hostQueue == t.lastHost)
 		if w, attempt, ok := s.accountWaitOf(ctx, err); ok {
 			// Not the turn's failure: it waits for its account, then runs again from its
 			// committed point, continuing the count of attempts.
 			if err := s.waitForAccount(ctx, q.Turn, w); err != nil {
 				return err
 			}
-			attemptsBefore = max(attempt, attemptsBefore+1)
-			reassigned--
+			t.attemptsBefore = max(attempt, t.attemptsBefore+1)
+			t.reassigned--
 			continue
 		}
-		moved, movedAttempt := s.movedTurn(ctx, err)
-		switch {
-		case err == nil:
-			s.turnEnded(q.Turn, res)
-			if s.budgeted {
-				s.budgetAfterTurn(ctx, q.Turn, res)
-			}
-			return nil
-		case ctx.Err() != nil:
-			return ctx.Err()
-		case isScheduleToStartTimeout(err):
-			gone := s.hostQueue
-			if s.hostBusy(ctx, gone, onHostSince) {
-				// Alive, and busy with other tasks' turns: the turn waits in its queue, as turns
-				// do on a host at its limit. Not a move.
-				log.Info("host has not started the turn yet but is alive; the turn waits for it", "turn", q.Turn, "host_queue", gone)
-				reassigned--
-				continue
-			}
-			s.hostQueue = ""
-			if reassigned < s.lim.maxReassign {
-				log.Warn("host did not pick up the turn; assigning another", "turn", q.Turn, "host_queue", gone)
-				continue
-			}
-			s.turnGaveUp(fmt.Sprintf("turn %d failed: no host picked it up within %s, %d tries (last %s)",
-				q.Turn, s.lim.hostStartTimeout, reassigned+1, gone))
-			return nil
-		case moved != "":
-			// The host drained or was lost mid-turn: any live host takes the turn at once, from
-			// its committed point, continuing the count of attempts.
-			gone := s.hostQueue
-			s.hostQueue = ""
-			attemptsBefore = max(movedAttempt, attemptsBefore+1)
-			if reassigned < s.lim.maxReassign {
-				log.Warn("host stopped running the turn; assigning another", "turn", q.Turn, "host_queue", gone, "reason", moved)
-				continue
-			}
-			s.turnErrored(q.Turn, err)
-			return nil
-		case s.budgeted && s.refusedForBudget(ctx, q, err):
-			return nil
-		default:
-			s.turnErrored(q.Turn, err)
-			return nil
+		if again, err := s.afterTry(ctx, t, res, err); !again {
+			return err
 		}
+	}
+}
+
+// afterTry says what the end of one try of a turn means: the turn ended, and is recorded; it
+// tries again (its host is alive but busy, or another host takes it over); or the task was
+// cancelled (the error).
+func (s *taskState) afterTry(ctx workflow.Context, t *turnTries, res task.RunTurnResult, err error) (again bool, _ error) {
+	log := workflow.GetLogger(ctx)
+	q := t.q
+	moved, movedAttempt := s.movedTurn(ctx, err)
+	switch {
+	case err == nil:
+		s.turnEnded(q.Turn, res)
+		if s.budgeted {
+			s.budgetAfterTurn(ctx, q.Turn, res)
+		}
+		return false, nil
+	case ctx.Err() != nil:
+		return false, ctx.Err()
+	case isScheduleToStartTimeout(err):
+		gone := s.hostQueue
+		if s.hostBusy(ctx, gone, t.onHostSince) {
+			// Alive, and busy with other tasks' turns: the turn waits in its queue, as turns
+			// do on a host at its limit. Not a move.
+			log.Info("host has not started the turn yet but is alive; the turn waits for it", "turn", q.Turn, "host_queue", gone)
+			t.reassigned--
+			return true, nil
+		}
+		s.hostQueue = ""
+		if t.reassigned < s.lim.maxReassign {
+			log.Warn("host did not pick up the turn; assigning another", "turn", q.Turn, "host_queue", gone)
+			return true, nil
+		}
+		s.turnGaveUp(fmt.Sprintf("turn %d failed: no host picked it up within %s, %d tries (last %s)",
+			q.Turn, s.lim.hostStartTimeout, t.reassigned+1, gone))
+		return false, nil
+	case moved != "":
+		// The host drained or was lost mid-turn: any live host takes the turn at once, from
+		// its committed point, continuing the count of attempts.
+		gone := s.hostQueue
+		s.hostQueue = ""
+		t.attemptsBefore = max(movedAttempt, t.attemptsBefore+1)
+		if t.reassigned < s.lim.maxReassign {
+			log.Warn("host stopped running the turn; assigning another", "turn", q.Turn, "host_queue", gone, "reason", moved)
+			return true, nil
+		}
+		s.turnErrored(q.Turn, err)
+		return false, nil
+	case s.budgeted && s.refusedForBudget(ctx, q, err):
+		return false, nil
+	default:
+		s.turnErrored(q.Turn, err)
+		return false, nil
 	}
 }
 
