@@ -116,8 +116,10 @@ func toTemporal(e *engine.Error, reassign task.ReassignDetails) error {
 	opts := temporal.ApplicationErrorOptions{NonRetryable: !e.Retryable()}
 	if task.Waits(e.Type) && e.Wait != nil {
 		// The turn waits for its account, in the workflow, then runs again: no retry here, and
-		// the next attempts continue the count.
+		// the next attempts continue the count. Not a failure either: benign, so that neither
+		// the SDK's log nor its metrics count it as one.
 		opts.NonRetryable = true
+		opts.Category = temporal.ApplicationErrorCategoryBenign
 		opts.Details = []any{*e.Wait, reassign}
 	}
 	if task.Reassign(e.Type) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/drover-run/drover/engine"
 	"github.com/drover-run/drover/events"
 	fa "github.com/drover-run/drover/internal/offlinemodel"
 	"github.com/drover-run/drover/store"
@@ -398,8 +399,9 @@ func TestLimitPastItsResetIsAskedAboutOnce(t *testing.T) {
 	if err != nil || len(accts) != 1 {
 		t.Fatalf("accounts: %+v, %v", accts, err)
 	}
-	if next := accts[0].BlockedUntil; !next.After(time.Now().Add(time.Minute)) {
-		t.Fatalf("the account's next look is at %s; want it well after the refused look", next)
+	look := calls.Started(reset, time.Now().Add(time.Hour))[0]
+	if next := accts[0].BlockedUntil; !next.After(look.Start.Add(engine.DefaultLimitRecheckFirst)) {
+		t.Fatalf("the account's next look is at %s; want it the first recheck after the refused look (%s)", next, look.Start)
 	}
 	e.fake.LiftLimit(subscription)
 	e.mustDrover("account", "resume", accts[0].AccountID, "--spread", "200ms")

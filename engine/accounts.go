@@ -213,13 +213,25 @@ func (a *attempt) recordWait(ctx context.Context, f *Error, now, retry time.Time
 	case w.ResetsAt.After(now):
 		w.RetryAt = w.ResetsAt.Add(time.Duration(before%64)*e.cfg.LimitJitter + jitter(a.req.TaskID, e.cfg.LimitJitter)).UTC()
 	default:
-		w.RetryAt = now.Add(e.cfg.LimitRecheck + jitter(a.req.TaskID, e.cfg.LimitJitter)).UTC()
+		w.RetryAt = now.Add(e.recheckAfter(now, w.ResetsAt) + jitter(a.req.TaskID, e.cfg.LimitJitter)).UTC()
 	}
 	if isNew || err != nil {
 		a.emit(events.AgentEvent{Type: events.TypeWait, Time: time.Now().UTC(), Wait: &events.Wait{
 			Phase: events.WaitStarted, Account: w.Account, Reason: string(w.Reason), LimitType: w.LimitType,
 			ResetsAt: w.ResetsAt, RetryAt: w.RetryAt, Position: w.Position}})
 	}
+}
+
+// recheckAfter is how long the account waits, at now, before it looks again at a limit that
+// outlasted its announced reset resetsAt: LimitRecheckFirst past the reset itself, and each wait
+// after that as long as the limit has outlasted its reset so far, plus LimitRecheckFirst (1, 2,
+// 4, 8 … minutes by default), never beyond LimitRecheck.
+func (e *Engine) recheckAfter(now, resetsAt time.Time) time.Duration {
+	first, most := e.cfg.LimitRecheckFirst, e.cfg.LimitRecheck
+	if resetsAt.IsZero() || resetsAt.After(now) {
+		return first
+	}
+	return min(now.Sub(resetsAt)+first, most)
 }
 
 // jitter is the task's own share of spread, the same on every host.
@@ -248,7 +260,7 @@ func (e *Engine) accountEnded(ctx context.Context, a *attempt, o outcome) {
 		until := f.Wait.ResetsAt
 		if f.Wait.Reason != task.WaitSpendCap && !until.After(now) {
 			// The limit outlasted the reset it announces: look again later.
-			until = now.Add(e.cfg.LimitRecheck)
+			until = now.Add(e.recheckAfter(now, f.Wait.ResetsAt))
 		}
 		if f.Wait.Reason == task.WaitSpendCap {
 			until = time.Time{}

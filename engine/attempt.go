@@ -56,9 +56,14 @@ func (e *Engine) RunTurn(ctx context.Context, req Request) (task.RunTurnResult, 
 	stopHeartbeat()
 
 	if err != nil {
+		span.SetAttributes(attribute.String("drover.error_type", err.Type))
+		if task.Waits(err.Type) {
+			// Not a failure: the turn runs again once its account lets it.
+			log.Info("turn attempt waits for its account", "error_type", err.Type, "reason", err)
+			return task.RunTurnResult{}, err
+		}
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
-		span.SetAttributes(attribute.String("drover.error_type", err.Type))
 		log.Warn("turn attempt failed", "error_type", err.Type, "retryable", err.Retryable(), "error", err)
 		return task.RunTurnResult{}, err
 	}

@@ -41,8 +41,11 @@ const (
 	// DefaultRateLimitWait is how long an account waits after a 429 that announced no reset and
 	// no retry delay.
 	DefaultRateLimitWait = time.Minute
-	// DefaultLimitRecheck is how long an account waits after a limit that outlasted its
-	// announced reset before one turn tries again.
+	// DefaultLimitRecheckFirst is how long an account waits, after the first look past a
+	// limit's announced reset found it still held, before one turn looks again.
+	DefaultLimitRecheckFirst = time.Minute
+	// DefaultLimitRecheck is the longest an account waits between two looks at a limit that
+	// outlasted its announced reset.
 	DefaultLimitRecheck = 15 * time.Minute
 	// DefaultLimitJitter spaces the tasks of an account that wake after its limit lifts: each
 	// waits this much longer than the one before it.
@@ -112,9 +115,12 @@ type Config struct {
 	// RateLimitWait is how long the account waits after a 429 that announced no reset nor
 	// retry delay. Defaults to DefaultRateLimitWait.
 	RateLimitWait time.Duration
-	// LimitRecheck is how long the account waits after a limit outlasted its announced reset.
-	// Defaults to DefaultLimitRecheck.
-	LimitRecheck time.Duration
+	// LimitRecheckFirst and LimitRecheck bound the wait between two looks at a limit that
+	// outlasted its announced reset: the first wait is LimitRecheckFirst, each next one twice
+	// the one before, up to LimitRecheck. They default to DefaultLimitRecheckFirst and
+	// DefaultLimitRecheck; a first wait beyond LimitRecheck is LimitRecheck.
+	LimitRecheckFirst time.Duration
+	LimitRecheck      time.Duration
 	// LimitJitter spaces the tasks that wake when the account's limit lifts. Defaults to
 	// DefaultLimitJitter.
 	LimitJitter time.Duration
@@ -185,6 +191,10 @@ func (c *Config) withDefaults() {
 	if c.LimitRecheck <= 0 {
 		c.LimitRecheck = DefaultLimitRecheck
 	}
+	if c.LimitRecheckFirst <= 0 {
+		c.LimitRecheckFirst = DefaultLimitRecheckFirst
+	}
+	c.LimitRecheckFirst = min(c.LimitRecheckFirst, c.LimitRecheck)
 	if c.LimitJitter <= 0 {
 		c.LimitJitter = DefaultLimitJitter
 	}

@@ -124,6 +124,10 @@ func (a *attemptMeter) ended(res task.RunTurnResult, err *Error) {
 	defer a.mu.Unlock()
 	ctx, took := context.WithoutCancel(a.ctx), time.Since(a.start)
 	if err != nil {
+		if task.Waits(err.Type) {
+			// A turn that waits for its account has not failed: it runs again after the wait.
+			return
+		}
 		a.m.AttemptFailed(ctx, a.model, err.Type)
 		if err.Type != task.ErrTypeAttemptSuperseded && lastAttempt(a.req, err) {
 			outcome := metrics.OutcomeFailed
@@ -247,6 +251,12 @@ func (e *Engine) meterWaiting() {
 		if err != nil {
 			e.cfg.Logger.Warn("the waiting tasks will not be measured this time", "error", err)
 			return nil
+		}
+		for _, r := range task.WaitReasons {
+			// Every reason has its series, 0 when nothing waits for it.
+			if _, ok := n[string(r)]; !ok {
+				n[string(r)] = 0
+			}
 		}
 		return n
 	})

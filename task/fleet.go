@@ -67,6 +67,9 @@ const (
 	WaitConcurrency WaitReason = "concurrency"
 )
 
+// WaitReasons are every reason a turn waits for its account.
+var WaitReasons = []WaitReason{WaitUsageLimit, WaitRateLimit, WaitSpendCap, WaitConcurrency}
+
 // Wait is why, and until when, a task's turn waits for its account: State.Wait while the task's
 // status is one of the Waiting ones, and the details of the errors that make a turn wait.
 type Wait struct {

@@ -72,6 +72,8 @@ func newWorkerCommand(a *app) *cobra.Command {
 	f.IntVar(&cfg.MaxConcurrentTurns, "max-turns", 0, "turns this host runs at once")
 	_ = f.MarkDeprecated("max-turns", "use --max-concurrent-turns")
 	f.IntVar(&cfg.AccountMaxConcurrentTurns, "account-max-concurrent-turns", 0, "turns running at once on this host's account, over every host that shares it; the others queue (0: no bound)")
+	f.DurationVar(&cfg.LimitRecheckFirst, "limit-recheck-first", 0, fmt.Sprintf("after a look past a limit's announced reset found it still held, wait this long before the next; each next wait doubles (0: %s)", engine.DefaultLimitRecheckFirst))
+	f.DurationVar(&cfg.LimitRecheck, "limit-recheck", 0, fmt.Sprintf("the longest wait between two looks at a limit held past its announced reset (0: %s)", engine.DefaultLimitRecheck))
 	f.StringVar(&cfg.MetricsListen, "metrics-listen", worker.DefaultMetricsListen, "serve Prometheus metrics at http://ADDRESS/metrics (empty: none); beyond loopback it needs DROVER_METRICS_TOKEN")
 	f.StringVar(&cfg.PprofListen, "pprof-listen", "", "serve Go's runtime profiles at http://ADDRESS/debug/pprof/ (empty: none); beyond loopback it needs DROVER_METRICS_TOKEN")
 	f.Float64Var(&cfg.DefaultBudget.MaxCostUSD, "default-budget-cost", 0, "bound what the API bills each task, failed attempts included, in US dollars, unless the task's budget sets it (0: none)")
