@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"slices"
@@ -82,6 +83,22 @@ func TestLimitWaitIsNotAFailure(t *testing.T) {
 	e.waitFor("three looks past the reset", func() bool {
 		return len(messages(e.fake.Calls().Of(subscription)).Started(reset, time.Now().Add(time.Hour))) >= looks
 	})
+	// A task that comes to the account after a refused look shows the announced reset, and
+	// drover's next look apart from it; so does the account.
+	late := e.startTasks("held-late", "late")[0]
+	if st := e.waitStatus(late, task.StatusWaitingForLimit); st.Wait == nil || !st.Wait.ResetsAt.Equal(reset) || !st.Wait.RetryAt.After(reset) {
+		t.Errorf("the task that came after a refused look waits %+v; want resets_at %s and a later retry_at", st.Wait, reset)
+	}
+	var accts []struct {
+		ResetsAt time.Time `json:"resets_at"`
+		NextLook time.Time `json:"next_look_at"`
+	}
+	if err := json.Unmarshal([]byte(e.mustDrover("account", "list", "--output", "json")), &accts); err != nil || len(accts) != 1 {
+		t.Fatalf("account list: %+v, %v", accts, err)
+	}
+	if !accts[0].ResetsAt.Equal(reset) || !accts[0].NextLook.After(reset) {
+		t.Errorf("the account shows resets_at %s and next look %s; want the announced %s and a later look", accts[0].ResetsAt, accts[0].NextLook, reset)
+	}
 	after := messages(e.fake.Calls().Of(subscription)).Started(reset, time.Now().Add(time.Hour))
 	if len(after.Limited()) != len(after) {
 		t.Fatalf("looks past the reset: %d, %d refused; want all refused", len(after), len(after.Limited()))
@@ -97,8 +114,10 @@ func TestLimitWaitIsNotAFailure(t *testing.T) {
 		}
 	}
 	e.fake.LiftLimit(subscription)
-	if st := e.waitTurns(ids[0], 1); st.Totals.FailedTurns != 0 || st.LastError != "" {
-		t.Errorf("the task after its wait: %+v", st)
+	for _, id := range []string{ids[0], late} {
+		if st := e.waitTurns(id, 1); st.Totals.FailedTurns != 0 || st.LastError != "" {
+			t.Errorf("task %s after its wait: %+v", id, st)
+		}
 	}
 
 	body = e.scrapeMetrics(addr)

@@ -106,9 +106,13 @@ func (a *attempt) gate(ctx context.Context) *Error {
 		h := limitHit{reason: g.Reason, limitType: g.LimitType, resetsAt: g.ResetsAt}
 		f := limitFailure(h)
 		retry := time.Time{}
-		if !g.ProbeUntil.IsZero() {
+		switch {
+		case !g.ProbeUntil.IsZero():
 			// Another turn goes first after the reset; this one hears when it got through.
 			retry = g.ProbeUntil
+		case g.NextLook.After(g.ResetsAt):
+			// The limit outlasted its reset: the account looks again then.
+			retry = g.NextLook
 		}
 		a.recordWait(ctx, f, g.Now, retry)
 		return f
@@ -266,7 +270,7 @@ func (e *Engine) accountEnded(ctx context.Context, a *attempt, o outcome) {
 			until = time.Time{}
 		}
 		if err := store.LimitAccount(ctx, e.cfg.DB, store.AccountLimit{Account: a.acct.id, Reason: f.Wait.Reason,
-			LimitType: f.Wait.LimitType, ResetsAt: until}); err != nil {
+			LimitType: f.Wait.LimitType, ResetsAt: f.Wait.ResetsAt, NextLook: until}); err != nil {
 			a.log.Warn("recording the account's limit", "error", err)
 		}
 		retry := time.Time{}

@@ -35,7 +35,10 @@ type Account struct {
 	// is not.
 	Reason    task.WaitReason
 	LimitType string
-	// BlockedUntil is the announced reset of a usage or rate limit.
+	// ResetsAt is the announced reset of a usage or rate limit. BlockedUntil is when a turn of
+	// the account may call the API again: the reset, or, once the limit outlasted it, drover's
+	// next look.
+	ResetsAt     time.Time
 	BlockedUntil time.Time
 	LimitedAt    time.Time
 	// ProbeTask is the task whose turn goes first after the reset, until ProbeUntil.
@@ -48,7 +51,7 @@ type Account struct {
 }
 
 const accountColumns = `a.account_id, coalesce(a.reason, ''), coalesce(a.limit_type, ''),
-	coalesce(a.blocked_until, 'epoch'), coalesce(a.limited_at, 'epoch'), coalesce(a.probe_task, ''),
+	coalesce(a.resets_at, a.blocked_until, 'epoch'), coalesce(a.blocked_until, 'epoch'), coalesce(a.limited_at, 'epoch'), coalesce(a.probe_task, ''),
 	coalesce(a.probe_until, 'epoch'), a.updated_at,
 	(SELECT count(*) FROM account_slots s WHERE s.account_id = a.account_id AND s.lease_until > now()),
 	(SELECT count(*) FROM account_queue q WHERE q.account_id = a.account_id),
@@ -56,9 +59,9 @@ const accountColumns = `a.account_id, coalesce(a.reason, ''), coalesce(a.limit_t
 
 func scanAccount(row pgx.Row) (Account, error) {
 	var a Account
-	err := row.Scan(&a.AccountID, &a.Reason, &a.LimitType, &a.BlockedUntil, &a.LimitedAt, &a.ProbeTask,
+	err := row.Scan(&a.AccountID, &a.Reason, &a.LimitType, &a.ResetsAt, &a.BlockedUntil, &a.LimitedAt, &a.ProbeTask,
 		&a.ProbeUntil, &a.UpdatedAt, &a.Running, &a.Queued, &a.Waiting)
-	for _, t := range []*time.Time{&a.BlockedUntil, &a.LimitedAt, &a.ProbeUntil} {
+	for _, t := range []*time.Time{&a.ResetsAt, &a.BlockedUntil, &a.LimitedAt, &a.ProbeUntil} {
 		if t.Unix() == 0 {
 			*t = time.Time{}
 		}
@@ -95,11 +98,14 @@ func GetAccount(ctx context.Context, db DB, id string) (Account, error) {
 type AccountGate struct {
 	// Go: the turn may call the API. Probe: it is the first turn after the limit's reset.
 	Go, Probe bool
-	// Reason, LimitType and ResetsAt describe the limit when the turn may not go. ProbeUntil
-	// is when the turn that goes first gives up its turn, when another one does.
+	// Reason, LimitType and ResetsAt (the announced reset) describe the limit when the turn may
+	// not go; NextLook is when a turn may call the API again (the reset, or drover's next look
+	// at a limit that outlasted it). ProbeUntil is when the turn that goes first gives up its
+	// turn, when another one does.
 	Reason     task.WaitReason
 	LimitType  string
 	ResetsAt   time.Time
+	NextLook   time.Time
 	ProbeUntil time.Time
 	// Now is the database's clock.
 	Now time.Time
@@ -134,17 +140,21 @@ func CheckAccount(ctx context.Context, db TxDB, account, taskID string, probeLea
 		if _, err := tx.Exec(ctx, `INSERT INTO accounts (account_id) VALUES ($1) ON CONFLICT DO NOTHING`, account); err != nil {
 			return err
 		}
-		var blocked, probeUntil *time.Time
+		var resets, blocked, probeUntil *time.Time
 		var probe string
 		err := tx.QueryRow(ctx, `
-			SELECT coalesce(reason, ''), coalesce(limit_type, ''), blocked_until, coalesce(probe_task, ''), probe_until, now()
+			SELECT coalesce(reason, ''), coalesce(limit_type, ''), coalesce(resets_at, blocked_until), blocked_until,
+				coalesce(probe_task, ''), probe_until, now()
 			FROM accounts WHERE account_id = $1 FOR UPDATE`, account).
-			Scan(&g.Reason, &g.LimitType, &blocked, &probe, &probeUntil, &g.Now)
+			Scan(&g.Reason, &g.LimitType, &resets, &blocked, &probe, &probeUntil, &g.Now)
 		if err != nil {
 			return err
 		}
+		if resets != nil {
+			g.ResetsAt = *resets
+		}
 		if blocked != nil {
-			g.ResetsAt = *blocked
+			g.NextLook = *blocked
 		}
 		switch {
 		case g.Reason == "":
@@ -152,7 +162,7 @@ func CheckAccount(ctx context.Context, db TxDB, account, taskID string, probeLea
 			return nil
 		case g.Reason == task.WaitSpendCap:
 			return nil
-		case g.ResetsAt.After(g.Now):
+		case g.NextLook.After(g.Now):
 			return nil
 		case probe != "" && probe != taskID && probeUntil != nil && probeUntil.After(g.Now):
 			g.ProbeUntil = *probeUntil
@@ -174,21 +184,26 @@ type AccountLimit struct {
 	Account   string
 	Reason    task.WaitReason // usage_limit, rate_limit or spend_cap
 	LimitType string
-	// ResetsAt is when the limit is to lift; zero for a spend cap.
+	// ResetsAt is when the limit is announced to lift; zero for a spend cap. NextLook, when
+	// later, is when a turn may look again at a limit that outlasted ResetsAt.
 	ResetsAt time.Time
+	NextLook time.Time
 }
 
 // LimitAccount records that a turn met the account's limit: no turn of the account calls the
-// API until ResetsAt (a spend cap: until ResumeAccount). A probe in flight is over. A later
-// reset already recorded is kept.
+// API until ResetsAt, or NextLook when later (a spend cap: until ResumeAccount). A probe in
+// flight is over. A later reset already recorded is kept.
 func LimitAccount(ctx context.Context, db DB, l AccountLimit) error {
-	var until *time.Time
+	var resets, until *time.Time
 	if !l.ResetsAt.IsZero() {
-		until = &l.ResetsAt
+		resets, until = &l.ResetsAt, &l.ResetsAt
+	}
+	if l.NextLook.After(l.ResetsAt) {
+		until = &l.NextLook
 	}
 	_, err := db.Exec(ctx, `
-		INSERT INTO accounts AS a (account_id, reason, limit_type, blocked_until, limited_at)
-		VALUES ($1, $2, nullif($3, ''), $4, now())
+		INSERT INTO accounts AS a (account_id, reason, limit_type, blocked_until, resets_at, limited_at)
+		VALUES ($1, $2, nullif($3, ''), $4, $6, now())
 		ON CONFLICT (account_id) DO UPDATE SET
 			reason = CASE WHEN a.reason = $5 THEN a.reason ELSE excluded.reason END,
 			limit_type = CASE WHEN a.reason = $5 THEN a.limit_type ELSE excluded.limit_type END,
@@ -196,9 +211,13 @@ func LimitAccount(ctx context.Context, db DB, l AccountLimit) error {
 				WHEN excluded.reason = $5 THEN NULL
 				WHEN a.reason IS NOT NULL AND a.blocked_until > excluded.blocked_until THEN a.blocked_until
 				ELSE excluded.blocked_until END,
+			resets_at = CASE
+				WHEN excluded.reason = $5 THEN NULL
+				WHEN a.reason IS NOT NULL AND a.blocked_until > excluded.blocked_until THEN a.resets_at
+				ELSE excluded.resets_at END,
 			limited_at = coalesce(a.limited_at, now()),
 			probe_task = NULL, probe_until = NULL, updated_at = now()`,
-		l.Account, l.Reason, l.LimitType, until, task.WaitSpendCap)
+		l.Account, l.Reason, l.LimitType, until, task.WaitSpendCap, resets)
 	if err != nil {
 		return fmt.Errorf("recording account %s limited: %w", l.Account, err)
 	}
@@ -330,7 +349,7 @@ func TasksWaiting(ctx context.Context, db DB) (map[string]int64, error) {
 // (whose waits stay recorded until their turns run); none when nothing was lifted.
 func AccountGotThrough(ctx context.Context, db DB, account string) ([]AccountWait, error) {
 	tag, err := db.Exec(ctx, `
-		UPDATE accounts SET reason = NULL, limit_type = NULL, blocked_until = NULL, limited_at = NULL,
+		UPDATE accounts SET reason = NULL, limit_type = NULL, blocked_until = NULL, resets_at = NULL, limited_at = NULL,
 			probe_task = NULL, probe_until = NULL, updated_at = now()
 		WHERE account_id = $1 AND reason = ANY($2) AND blocked_until <= now()`,
 		account, []task.WaitReason{task.WaitUsageLimit, task.WaitRateLimit})
@@ -347,7 +366,7 @@ func AccountGotThrough(ctx context.Context, db DB, account string) ([]AccountWai
 // limit is over) and returns the tasks waiting for it. ErrNotFound when the account is unknown.
 func ResumeAccount(ctx context.Context, db DB, account string) ([]AccountWait, error) {
 	tag, err := db.Exec(ctx, `
-		UPDATE accounts SET reason = NULL, limit_type = NULL, blocked_until = NULL, limited_at = NULL,
+		UPDATE accounts SET reason = NULL, limit_type = NULL, blocked_until = NULL, resets_at = NULL, limited_at = NULL,
 			probe_task = NULL, probe_until = NULL, updated_at = now()
 		WHERE account_id = $1`, account)
 	if err != nil {

@@ -22,6 +22,7 @@ type accountRow struct {
 	Limited    string        `json:"limited,omitempty"`
 	LimitType  string        `json:"limit_type,omitempty"`
 	ResetsAt   time.Time     `json:"resets_at,omitzero"`
+	NextLook   time.Time     `json:"next_look_at,omitzero"`
 	LimitedAt  time.Time     `json:"limited_at,omitzero"`
 	ProbeTask  string        `json:"probe_task,omitempty"`
 	Running    int           `json:"running"`
@@ -121,6 +122,9 @@ func newAccountShowCommand(a *app) *cobra.Command {
 			if !r.ResetsAt.IsZero() {
 				fmt.Fprintf(a.stdout, "resets:   %s\n", timeOrDash(r.ResetsAt))
 			}
+			if !r.NextLook.IsZero() {
+				fmt.Fprintf(a.stdout, "next look: %s (the limit outlasted its reset)\n", timeOrDash(r.NextLook))
+			}
 			if r.ProbeTask != "" {
 				fmt.Fprintf(a.stdout, "first after the reset: %s\n", r.ProbeTask)
 			}
@@ -172,8 +176,18 @@ func newAccountResumeCommand(a *app) *cobra.Command {
 }
 
 func rowOf(ac store.Account) accountRow {
-	return accountRow{Account: ac.AccountID, Limited: string(ac.Reason), LimitType: ac.LimitType, ResetsAt: ac.BlockedUntil,
+	return accountRow{Account: ac.AccountID, Limited: string(ac.Reason), LimitType: ac.LimitType, ResetsAt: ac.ResetsAt,
+		NextLook:  nextLook(ac),
 		LimitedAt: ac.LimitedAt, ProbeTask: ac.ProbeTask, Running: ac.Running, Queued: ac.Queued, Waiting: ac.Waiting}
+}
+
+// nextLook is when the account looks again at a limit that outlasted its announced reset; zero
+// while the reset is ahead or nothing limits it.
+func nextLook(ac store.Account) time.Time {
+	if ac.BlockedUntil.After(ac.ResetsAt) {
+		return ac.BlockedUntil
+	}
+	return time.Time{}
 }
 
 func limitText(r accountRow) string {
