@@ -5,7 +5,7 @@ GO ?= go
 export GOTOOLCHAIN ?= local
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: tools demo dev test test-short lint bench fuzz build soak
+.PHONY: tools demo dev test test-short test-load lint bench fuzz build soak
 
 tools:
 	@scripts/tools.sh
@@ -26,6 +26,11 @@ dev: tools
 ## test: everything, against the real CLI, Temporal dev server and Postgres.
 test:
 	@scripts/test.sh
+
+## test-load: the end-to-end suite LOAD_N times (default 3) with two busy processes per core
+## beside it, as on a loaded CI machine; LOAD_RUN narrows it (a go test -run pattern).
+test-load:
+	@scripts/test-load.sh
 
 ## soak: SIGKILL the worker in the middle of SOAK_N turns (default 50) on real parts, restart
 ## it each time, and print what came through (make test runs the same test with 3).
