@@ -145,7 +145,7 @@ func (t *turnApprovals) askPerson(ctx context.Context, cr *claudecode.ControlReq
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	row, fresh, err := store.AskPermission(rctx, t.e.cfg.DB, store.Ask{
-		TaskID: t.req.TaskID, RequestID: pending.RequestID, Turn: t.req.Turn, Attempt: t.req.Attempt,
+		TaskID: t.req.TaskID, RequestID: pending.RequestID, Turn: t.req.Turn, Attempt: t.req.Attempt, AttemptID: t.req.AttemptID,
 		CLIRequestID: cr.RequestID, Kind: kind, ToolName: r.ToolName, ToolUseID: r.ToolUseID,
 		Input: r.Input, InputHash: askHash(r.ToolName, r.Input), Summary: pending.Summary,
 		Suggestions: suggestionsJSON(pending.Suggestions), BlockedPath: r.BlockedPath, CLIReason: r.DecisionReason,

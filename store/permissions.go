@@ -86,10 +86,13 @@ func scanPermissionInto(row pgx.Row, extra ...any) (PermissionRequest, error) {
 
 // Ask is what the engine knows when the CLI asks for permission.
 type Ask struct {
-	TaskID       string // required
-	RequestID    string // required: the id a new request gets
-	Turn         int
-	Attempt      int
+	TaskID    string // required
+	RequestID string // required: the id a new request gets
+	Turn      int
+	Attempt   int
+	// AttemptID names the attempt (its activity run, activity and number): a request that
+	// another attempt asked answers this one even under the same Attempt number.
+	AttemptID    string
 	CLIRequestID string // required
 	Kind         task.RequestKind
 	ToolName     string
@@ -104,7 +107,9 @@ type Ask struct {
 }
 
 // AskPermission records an ask of the CLI, in one transaction. When an earlier attempt of the
-// same turn asked the same thing (same input hash) before it was lost, that request is returned
+// same turn (a lower attempt number, or another AttemptID: the turn given to a host again
+// starts its count anew) asked the same thing (same input hash) before it was lost, that
+// request is returned
 // instead, and now answers to this ask (CLI request id and attempt updated): still pending, it
 // waits on; decided, the caller answers the CLI with its decision at once, and the person is not
 // asked twice. A retry replays its turn, so its n-th ask of a thing finds the n-th request about
@@ -122,13 +127,14 @@ func AskPermission(ctx context.Context, db TxDB, a Ask) (req PermissionRequest, 
 	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		// The oldest request of the same ask that only earlier attempts made answers to this one.
 		req, err = scanPermission(tx.QueryRow(ctx, `
-			UPDATE permission_requests p SET cli_request_id = $4, attempt = $5, updated_at = now()
+			UPDATE permission_requests p SET cli_request_id = $4, attempt = $5, attempt_id = nullif($6, ''), updated_at = now()
 			WHERE (p.task_id, p.request_id) = (
 				SELECT task_id, request_id FROM permission_requests
-				WHERE task_id = $1 AND turn = $2 AND input_hash = $3 AND attempt < $5 AND status <> 'cancelled'
+				WHERE task_id = $1 AND turn = $2 AND input_hash = $3 AND status <> 'cancelled'
+					AND (attempt < $5 OR ($6 <> '' AND attempt_id IS DISTINCT FROM $6))
 				ORDER BY created_at, request_id LIMIT 1)
 			RETURNING `+permissionColumns,
-			a.TaskID, a.Turn, a.InputHash, a.CLIRequestID, a.Attempt))
+			a.TaskID, a.Turn, a.InputHash, a.CLIRequestID, a.Attempt, a.AttemptID))
 		if err == nil {
 			return nil
 		}
@@ -139,14 +145,14 @@ func AskPermission(ctx context.Context, db TxDB, a Ask) (req PermissionRequest, 
 		req, err = scanPermission(tx.QueryRow(ctx, `
 			INSERT INTO permission_requests (task_id, request_id, turn, attempt, cli_request_id, kind,
 				tool_name, tool_use_id, input, input_hash, summary, suggestions, blocked_path, cli_reason,
-				reasked, deadline)
+				reasked, deadline, attempt_id)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,
 				$4 > 1 AND NOT EXISTS (SELECT 1 FROM permission_requests
 					WHERE task_id = $1 AND turn = $3 AND input_hash = $10),
-				$15)
+				$15, nullif($16, ''))
 			RETURNING `+permissionColumns,
 			a.TaskID, a.RequestID, a.Turn, a.Attempt, a.CLIRequestID, a.Kind, a.ToolName, a.ToolUseID,
-			a.Input, a.InputHash, a.Summary, a.Suggestions, a.BlockedPath, a.CLIReason, a.Deadline))
+			a.Input, a.InputHash, a.Summary, a.Suggestions, a.BlockedPath, a.CLIReason, a.Deadline, a.AttemptID))
 		return err
 	})
 	if err != nil {

@@ -121,3 +121,31 @@ func TestAskPermissionAcrossAttempts(t *testing.T) {
 		t.Error("something no attempt asked before, asked by a retry, is not marked")
 	}
 }
+
+// A turn given to a host again counts its attempts anew: its first attempt, under the number an
+// earlier attempt had, finds what that attempt asked, because it is another attempt (its id);
+// the same attempt asking again asks anew.
+func TestAskPermissionSameNumberOtherAttempt(t *testing.T) {
+	t.Parallel()
+	ctx, db := t.Context(), pgtest.NewPool(t)
+	input, _ := json.Marshal(map[string]string{"command": "make deploy"})
+	askOf := func(attemptID, id string) (store.PermissionRequest, bool) {
+		t.Helper()
+		r, fresh, err := store.AskPermission(ctx, db, store.Ask{
+			TaskID: "t1", RequestID: id, Turn: 1, Attempt: 1, AttemptID: attemptID, CLIRequestID: "cli-" + id, Kind: "tool",
+			ToolName: "Bash", Input: input, InputHash: "hash-deploy", Summary: "make deploy", Deadline: time.Now().Add(time.Hour),
+		})
+		must(t, err)
+		return r, fresh
+	}
+	if r, fresh := askOf("run/5/1", "a"); !fresh || r.RequestID != "a" {
+		t.Fatalf("the first ask: %s, fresh %v", r.RequestID, fresh)
+	}
+	must(t, store.DecidePermission(ctx, db, "t1", "a", store.Decision{Status: task.OutcomeAllowed, DecidedBy: "carol"}))
+	if r, fresh := askOf("run/11/1", "b"); fresh || r.RequestID != "a" || r.Status != task.OutcomeAllowed {
+		t.Fatalf("the ask of the turn's next activity, attempt 1 again: %s (fresh %v, %s); want a, decided", r.RequestID, fresh, r.Status)
+	}
+	if r, fresh := askOf("run/11/1", "c"); !fresh || r.RequestID != "c" {
+		t.Fatalf("the same attempt asking again: %s, fresh %v; want a new request", r.RequestID, fresh)
+	}
+}
