@@ -20,6 +20,7 @@ import (
 	"github.com/drover-run/drover/api"
 	"github.com/drover-run/drover/internal/testkit/pgtest"
 	"github.com/drover-run/drover/task"
+	"github.com/drover-run/drover/taskclient"
 	"github.com/drover-run/drover/taskview"
 )
 
@@ -76,7 +77,18 @@ func (r *recorder) UpdateBudget(_ context.Context, id string, c task.BudgetChang
 	return task.BudgetChange{}.Apply(task.Budget{}), nil
 }
 
-func (r *recorder) Decide(_ context.Context, id string, d task.Decision, _ time.Duration) (task.DecisionRecord, bool, error) {
+// Decide checks d as taskclient.Decider does, against the request the reader shows.
+func (r *recorder) Decide(ctx context.Context, id string, d task.Decision, _ time.Duration) (task.DecisionRecord, bool, error) {
+	ps, _ := reader{}.Pending(ctx, id, 0)
+	for _, p := range ps {
+		if p.RequestID != d.RequestID {
+			continue
+		}
+		ask := task.PendingRequest{RequestID: p.RequestID, Kind: p.Kind, Suggestions: p.Suggestions, Questions: p.Questions}
+		if err := d.Check(ask); err != nil {
+			return task.DecisionRecord{}, false, &taskclient.InvalidDecisionError{TaskID: id, RequestID: d.RequestID, Err: err}
+		}
+	}
 	r.record("decide %s %s allow=%v always=%s", id, d.RequestID, d.Allow, d.Always)
 	return task.DecisionRecord{TaskID: id, RequestID: d.RequestID, Outcome: task.OutcomeAllowed}, true, nil
 }

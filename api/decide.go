@@ -65,19 +65,13 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, e)
 		return
 	}
-	d := task.Decision{RequestID: reqID, Reason: body.Message, By: body.By, Answers: body.Answers}
+	d := task.Decision{RequestID: reqID, Reason: strings.TrimSpace(body.Message), By: body.By, Answers: body.Answers}
 	switch body.Decision {
 	case DecisionAllow:
 		d.Allow = true
 	case DecisionAllowAlways:
 		d.Allow, d.Always = true, body.Always
 	case DecisionDeny:
-		if strings.TrimSpace(body.Message) == "" {
-			s.writeError(w, r, &taskerr.Error{Status: http.StatusBadRequest, Code: CodeInvalidInput,
-				Message:  "message: a denial needs a message; it is what the agent reads",
-				Problems: []taskerr.Problem{{Field: "message", Reason: "is required to deny"}}})
-			return
-		}
 	default:
 		s.writeError(w, r, &taskerr.Error{Status: http.StatusBadRequest, Code: CodeInvalidInput,
 			Message:  fmt.Sprintf("decision: %q is unknown; use allow, deny or allow_always", body.Decision),
@@ -101,7 +95,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 	}
 	rec, delivered, err := s.cfg.Decider.Decide(r.Context(), id, d, s.cfg.DecideWait)
 	if err != nil {
-		s.writeError(w, r, fromError(err))
+		s.writeError(w, r, decisionError(err))
 		return
 	}
 	out := Decided{TaskID: id, RequestID: reqID, Delivered: delivered}
@@ -109,6 +103,21 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 		out.Decision = &rec
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// decisionError is the answer to a decision the Decider refused. Its content is checked there
+// (task.Decision.Check), in the decision's words: the reason it names is the body's message.
+func decisionError(err error) *taskerr.Error {
+	e := fromError(err)
+	for i, p := range e.Problems {
+		if p.Field == "reason" {
+			e.Problems[i].Field = "message"
+			if len(e.Problems) == 1 {
+				e.Message = "message: " + p.Reason
+			}
+		}
+	}
+	return e
 }
 
 // onlySuggestion is the key of the one suggestion the pending request offers.

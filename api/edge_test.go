@@ -77,7 +77,7 @@ func TestTextIsCheckedAtTheEdge(t *testing.T) {
 func TestAnswersAreNotCached(t *testing.T) {
 	t.Parallel()
 	ts, _ := newServer(t, api.Config{})
-	for _, p := range []string{"/api/v1/tasks", "/api/v1/tasks/known", "/api/v1/tasks/nobody", "/api/v1/nothing", "/healthz"} {
+	for _, p := range []string{"/api/v1/tasks", "/api/v1/tasks/known", "/api/v1/tasks/nobody", "/api/v1/nothing", "/healthz", "/api/v1/openapi.json"} {
 		if a := do(t, ts, "GET", p, ""); a.header.Get("Cache-Control") != "no-store" {
 			t.Errorf("%s: %d with Cache-Control %q", p, a.status, a.header.Get("Cache-Control"))
 		}

@@ -16,6 +16,5 @@ func OpenAPI() []byte { return append([]byte(nil), openapiJSON...) }
 
 func (s *Server) openapi(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-cache")
 	_, _ = w.Write(openapiJSON)
 }

@@ -269,9 +269,9 @@ func decodeSlice[T any](d *jsonscan.Decoder, old []T, decode func(*T, *jsonscan.
 	}
 	out := []T{}
 	for more := d.Array(); more; more = d.ArrayMore() {
-		var v T
-		decode(&v, d)
-		out = append(out, v)
+		var zero T
+		out = append(out, zero)
+		decode(&out[len(out)-1], d) // in place: a value of its own would escape to the heap
 	}
 	return out
 }
@@ -303,31 +303,6 @@ func decodeNew[T any](d *jsonscan.Decoder, decode func(*T, *jsonscan.Decoder)) *
 	v := new(T)
 	decode(v, d)
 	return v
-}
-
-// decodeMap decodes an object of values keyed by name: null gives nil, an object a non-nil map
-// (empty when the object is), anything else leaves old. A repeated name decodes into the value
-// already there.
-func decodeMap[T any](d *jsonscan.Decoder, old map[string]T, decode func(*T, *jsonscan.Decoder)) map[string]T {
-	switch d.Peek() {
-	case 'n':
-		d.Skip()
-		return nil
-	case '{':
-	default:
-		d.Skip()
-		return old
-	}
-	if old == nil {
-		old = map[string]T{}
-	}
-	for more := d.Object(); more; more = d.More() {
-		name := string(d.Key())
-		v := old[name]
-		decode(&v, d)
-		old[name] = v
-	}
-	return old
 }
 
 // rawCopy returns a copy of data for the UnmarshalJSON methods, which must not keep their input.

@@ -2,6 +2,11 @@ package claudecode
 
 import "encoding/json"
 
+// The decoders of the wire types (wire_decode.go) are generated from their struct tags: run go
+// generate after changing a type here, in control_wire.go or in content.go. A json tag names the
+// member, as for encoding/json; wire:"text" marks a string that seldom repeats (it is not interned);
+// wire:"verbatim" on a json:"-" field keeps the whole object. See internal/wiregen.
+
 // Message is one decoded line of the CLI's stdout. Its dynamic type is one of the pointer types of this
 // package: *SystemInit, *SystemStatus, *SystemAPIRetry, *SystemCompactBoundary, *SystemTask,
 // *SystemThinkingTokens, *SystemPermissionDenied, *SystemHook, *AssistantMessage, *UserMessage,

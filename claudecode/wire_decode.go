@@ -482,9 +482,9 @@ func (m *ResultMessage) decode(d *jsonscan.Decoder) {
 		case "usage":
 			m.Usage.decode(d)
 		case "modelUsage":
-			m.ModelUsage = decodeMap(d, m.ModelUsage, (*ModelUsage).decode)
+			m.ModelUsage = decodeModelUsageMap(d, m.ModelUsage)
 		case "model_usage_since_last_result":
-			m.ModelUsageSinceLastResult = decodeMap(d, m.ModelUsageSinceLastResult, (*ModelUsage).decode)
+			m.ModelUsageSinceLastResult = decodeModelUsageMap(d, m.ModelUsageSinceLastResult)
 		case "duration_ms":
 			d.Int(&m.DurationMS)
 		case "duration_api_ms":
@@ -891,4 +891,29 @@ func (m *ImageSource) decode(d *jsonscan.Decoder) {
 			d.Skip()
 		}
 	}
+}
+
+// decodeModelUsageMap decodes an object of ModelUsage values keyed by name: null gives nil, an object a non-nil
+// map (empty when the object is), anything else leaves old. A repeated name decodes into the value
+// already there.
+func decodeModelUsageMap(d *jsonscan.Decoder, old map[string]ModelUsage) map[string]ModelUsage {
+	switch d.Peek() {
+	case 'n':
+		d.Skip()
+		return nil
+	case '{':
+	default:
+		d.Skip()
+		return old
+	}
+	if old == nil {
+		old = map[string]ModelUsage{}
+	}
+	for more := d.Object(); more; more = d.More() {
+		name := string(d.Key())
+		v := old[name]
+		v.decode(d)
+		old[name] = v
+	}
+	return old
 }

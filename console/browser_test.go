@@ -214,11 +214,11 @@ func TestRendersEveryEvent(t *testing.T) {
 		"a subagent's nested event":    "#timeline ol.children > li.ev",
 		"a todo":                       "#timeline ul.todos li.todo",
 		"a search's files":             "#timeline ul.files li",
-		"a request's full tool input":  "#timeline li.request details.input pre.json",
-		"a question's options":         "#timeline li.request fieldset label.option",
-		"a plan":                       "#timeline li.request pre.plan",
-		"a decided request":            `#timeline li.request[data-outcome="allowed"]`,
-		"a withdrawn request":          `#timeline li.request[data-outcome="cancelled"]`,
+		"a request's full tool input":  "#timeline .request details.input",
+		"a question's options":         "#timeline .request fieldset label.option",
+		"a plan":                       "#timeline .request pre.plan",
+		"a decided request":            `#timeline .request[data-outcome="allowed"]`,
+		"a withdrawn request":          `#timeline .request[data-outcome="cancelled"]`,
 		"a failed turn":                "#timeline li.ev-error.alert",
 		"a finished turn":              "#timeline li.ev-complete",
 		"a rate limit":                 "#timeline li.ev-rate_limit",
@@ -232,7 +232,7 @@ func TestRendersEveryEvent(t *testing.T) {
 		"the Temporal link":            `.facts a.temporal[href^="http://127.0.0.1:8233/"]`,
 		"the cost":                     ".facts .cost",
 		"the context gauge":            ".gauge-fill",
-		"the waiting request's action": "#timeline li.request:not(.settled) button.approve",
+		"the waiting request's action": "#timeline .request:not(.settled) button.approve",
 	} {
 		if !eval[bool](t, p, fmt.Sprintf(`!!document.querySelector(%q)`, sel)) {
 			t.Errorf("no %s (%s)", what, sel)
@@ -248,7 +248,7 @@ func TestRendersEveryEvent(t *testing.T) {
 		t.Errorf("cost says %q", got)
 	}
 	screenshot(t, p, "timeline")
-	if err := p.Do(chromedp.ScrollIntoView(chromedp.CSS("#timeline li.request:not(.settled)"))); err != nil {
+	if err := p.Do(chromedp.ScrollIntoView(chromedp.CSS("#timeline .request:not(.settled)"))); err != nil {
 		t.Fatal(err)
 	}
 	view := filepath.Join(t.ArtifactDir(), "request.png")
@@ -489,16 +489,24 @@ func TestDecisionsFromThePage(t *testing.T) {
 	p := page(t)
 	navigate(t, p, url+"/#/tasks/decide")
 	waitFor(t, p, fmt.Sprintf(`document.body.dataset.lastSeq == "%d"`, n))
-	waitFor(t, p, `document.querySelector('li.request[data-pending-id="r-always"] button.always')`)
-	if got := eval[string](t, p, `document.querySelector('li.request[data-pending-id="r-allow"] details.input pre').textContent`); !strings.Contains(got, `"description": "run echo r-allow"`) {
+	waitFor(t, p, `document.querySelector('.request[data-pending-id="r-always"] button.always')`)
+	// The tool's input is folded, and whole once unfolded.
+	if eval[bool](t, p, `document.querySelector('.request[data-pending-id="r-allow"] details.input').open`) {
+		t.Error("the request's tool input is unfolded at first")
+	}
+	if err := p.Do(chromedp.Click(chromedp.CSS(`.request[data-pending-id="r-allow"] details.input summary`))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p, `document.querySelector('.request[data-pending-id="r-allow"] details.input pre')`)
+	if got := eval[string](t, p, `document.querySelector('.request[data-pending-id="r-allow"] details.input pre').textContent`); !strings.Contains(got, `"description": "run echo r-allow"`) {
 		t.Errorf("the request's input is not shown whole: %q", got)
 	}
-	card := func(id string) string { return `li.request[data-pending-id="` + id + `"] ` }
+	card := func(id string) string { return `.request[data-pending-id="` + id + `"] ` }
 	// A denial without a reason is not sent: the agent would read nothing.
 	if err := p.Do(chromedp.Click(chromedp.CSS(card("r-deny") + "button.deny"))); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, p, `document.querySelector('li.request[data-pending-id="r-deny"] .request-state').textContent.startsWith("say why")`)
+	waitFor(t, p, `document.querySelector('.request[data-pending-id="r-deny"] .request-state').textContent.startsWith("say why")`)
 	if err := p.Do(
 		chromedp.Click(chromedp.CSS(card("r-allow")+"button.approve")),
 		chromedp.SendKeys(chromedp.CSS(card("r-deny")+"input.reason"), "not on main"),
@@ -511,7 +519,7 @@ func TestDecisionsFromThePage(t *testing.T) {
 	); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, p, `[...document.querySelectorAll("li.request .request-state")].every(e => e.textContent.startsWith("sent"))`)
+	waitFor(t, p, `[...document.querySelectorAll(".request .request-state")].every(e => e.textContent.startsWith("sent"))`)
 	got := map[string]string{}
 	for _, c := range api.Calls() {
 		if id, ok := strings.CutPrefix(c.Path, "/api/v1/tasks/decide/approvals/"); ok && c.Method == "POST" {
@@ -534,7 +542,7 @@ func TestDecisionsFromThePage(t *testing.T) {
 		ToolName: "Bash", Decision: &events.Decision{Outcome: "denied", By: "ada", Reason: "not on main"}})); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, p, `document.querySelector('li.request[data-pending-id="r-deny"][data-outcome="denied"]')`)
+	waitFor(t, p, `document.querySelector('.request[data-pending-id="r-deny"][data-outcome="denied"]')`)
 	screenshot(t, p, "decided")
 }
 

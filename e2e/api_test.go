@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/drover-run/drover/events"
 	fa "github.com/drover-run/drover/internal/offlinemodel"
@@ -54,7 +56,13 @@ func (e *env) serveEnv(extra ...string) []string {
 // startAPI runs `drover serve` on a free loopback port and waits until it listens.
 func (e *env) startAPI(extraEnv ...string) *apiServer {
 	e.t.Helper()
-	cmd := exec.Command(suite.drover, "serve", "--listen", "127.0.0.1:0")
+	return e.startAPIWith([]string{"serve", "--listen", "127.0.0.1:0"}, extraEnv...)
+}
+
+// startAPIWith runs drover with args (a serve command) and waits until it listens.
+func (e *env) startAPIWith(args []string, extraEnv ...string) *apiServer {
+	e.t.Helper()
+	cmd := exec.Command(suite.drover, args...)
 	cmd.Env = e.serveEnv(extraEnv...)
 	s := &apiServer{e: e, cmd: cmd, done: make(chan struct{}), log: &lockedBuffer{}}
 	stdout, err := cmd.StdoutPipe()
@@ -633,4 +641,40 @@ func TestAPIDecisionWithoutWorker(t *testing.T) {
 	if row := e.row(id, req.RequestID); row.Status != task.OutcomeAllowed || row.DecidedBy != "carol" {
 		t.Fatalf("the request's row: %s by %q", row.Status, row.DecidedBy)
 	}
+}
+
+// The api service of docker-compose.yml, run as compose runs it (its command, its tokens from the
+// environment; the database and Temporal are the test's): it serves the console at /, /healthz
+// without a token, and the API only with one.
+func TestComposeAPIServesConsole(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Services map[string]composeService `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	args := slices.Clone(doc.Services["api"].Command)
+	i := slices.Index(args, "--listen")
+	if i < 0 {
+		t.Fatalf("the api service runs %v, with no --listen", args)
+	}
+	args[i+1] = "0.0.0.0:0" // the container's every interface, on a free port
+	e := newEnv(t)
+	s := e.startAPIWith(args, "DROVER_API_TOKENS="+apiToken)
+	s.url = strings.Replace(s.url, "0.0.0.0", "127.0.0.1", 1)
+	page := s.must(200, nil, "GET", "/", "")
+	if !strings.Contains(string(page.body), "<html") || !strings.Contains(page.header.Get("Content-Type"), "text/html") {
+		t.Errorf("/ is not the console: %s %q", page.header.Get("Content-Type"), page.body)
+	}
+	s.must(200, nil, "GET", "/healthz", "")
+	if a := s.call("GET", "/api/v1/tasks", ""); a.status != 401 {
+		t.Errorf("the API without a token: %d %s", a.status, a.body)
+	}
+	s.token = apiToken
+	s.must(200, nil, "GET", "/api/v1/tasks", "")
 }

@@ -61,7 +61,7 @@ func TestPlanModeEndToEnd(t *testing.T) {
 	if _, err := e.tc.Start(e.ctx, id, p, task.Prompt{Text: "plan the report, then write it"}, ""); err != nil {
 		t.Fatal(err)
 	}
-	first := e.waitAsked(id, "plan: Add the report")
+	first := e.waitAsked(id, "Add the report")
 	if first.Kind != task.KindPlan || first.Tool != "ExitPlanMode" || len(first.Suggestions) != 0 {
 		t.Errorf("the plan's request: %+v", first)
 	}
@@ -80,7 +80,7 @@ func TestPlanModeEndToEnd(t *testing.T) {
 	}
 	mark := len(e.fake.MainRequests())
 	e.mustDrover("task", "deny", id, "--reason", why)
-	if second := e.waitAsked(id, "plan: Add the report"); second.RequestID == first.RequestID {
+	if second := e.waitAsked(id, "Add the report"); second.RequestID == first.RequestID {
 		t.Fatalf("the denied plan still waits: %+v", second)
 	}
 	if tr, ok := e.resultOf(mark, why); !ok || !tr.IsError {
@@ -132,7 +132,7 @@ func TestPlanModeEndToEnd(t *testing.T) {
 	if _, err := e.tc.Start(e.ctx, sup, p, task.Prompt{Text: "plan, then work under supervision"}, ""); err != nil {
 		t.Fatal(err)
 	}
-	e.waitAsked(sup, "plan: Add the report")
+	e.waitAsked(sup, "Add the report")
 	if out := e.mustDrover("task", "approve", sup, "--wait", "1m"); !strings.Contains(out, "continues in supervised mode") {
 		t.Errorf("drover task approve said %q", out)
 	}

@@ -11,6 +11,8 @@ import (
 	fa "github.com/drover-run/drover/internal/offlinemodel"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
+	"github.com/drover-run/drover/taskclient"
+	"github.com/drover-run/drover/taskview"
 )
 
 // supervisedParams are the world's params in supervised mode.
@@ -62,7 +64,7 @@ func TestSupervisedApproveAndDeny(t *testing.T) {
 	if err != nil || row.Status != task.OutcomePending || row.ToolName != "Bash" {
 		t.Fatalf("request row = %+v, %v", row, err)
 	}
-	rec, delivered, err := e.tc.Decide(e.ctx, id, task.Decision{RequestID: r.RequestID, Allow: true, By: "alice"}, 30*time.Second)
+	rec, delivered, err := e.decider().Decide(e.ctx, id, task.Decision{RequestID: r.RequestID, Allow: true, By: "alice"}, 30*time.Second)
 	if err != nil || !delivered || rec.Outcome != task.OutcomeAllowed || rec.By != "alice" {
 		t.Fatalf("decision: %+v delivered %v, %v", rec, delivered, err)
 	}
@@ -72,7 +74,7 @@ func TestSupervisedApproveAndDeny(t *testing.T) {
 	}
 
 	// A decision on a request that is no longer pending is refused and changes nothing.
-	if _, _, err := e.tc.Decide(e.ctx, id, task.Decision{RequestID: r.RequestID, Allow: false, Reason: "too late"}, time.Second); err == nil ||
+	if _, _, err := e.decider().Decide(e.ctx, id, task.Decision{RequestID: r.RequestID, Allow: false, Reason: "too late"}, time.Second); err == nil ||
 		!strings.Contains(err.Error(), "not pending") {
 		t.Fatalf("a second decision on the same request: %v", err)
 	}
@@ -82,7 +84,7 @@ func TestSupervisedApproveAndDeny(t *testing.T) {
 	}
 	r = e.waitAwaiting(id, 1)[0]
 	const why = "never delete the workspace"
-	if _, _, err := e.tc.Decide(e.ctx, id, task.Decision{RequestID: r.RequestID, Allow: false, Reason: why, By: "bob"}, 30*time.Second); err != nil {
+	if _, _, err := e.decider().Decide(e.ctx, id, task.Decision{RequestID: r.RequestID, Allow: false, Reason: why, By: "bob"}, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	e.waitTurns(id, 2)
@@ -122,4 +124,9 @@ func TestSupervisedApproveAndDeny(t *testing.T) {
 	if len(st.Awaiting) != 0 || st.PermissionMode != task.Supervised {
 		t.Fatalf("state: %+v", st)
 	}
+}
+
+// decider decides as drover task approve|deny and the HTTP API do: through Postgres and a signal.
+func (e *env) decider() *taskclient.Decider {
+	return &taskclient.Decider{Temporal: e.tc.Temporal, View: taskview.New(e.db())}
 }

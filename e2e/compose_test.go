@@ -30,6 +30,9 @@ type composeService struct {
 	Volumes         []string `yaml:"volumes"`
 	StopGracePeriod string   `yaml:"stop_grace_period"`
 	Profiles        []string `yaml:"profiles"`
+	Healthcheck     struct {
+		Test []string `yaml:"test"`
+	} `yaml:"healthcheck"`
 }
 
 // The compose file cannot run here (no container engine), so check what can
@@ -49,7 +52,7 @@ func TestComposeFile(t *testing.T) {
 	if err := yaml.Unmarshal(raw, &doc); err != nil {
 		t.Fatalf("docker-compose.yml does not parse: %v", err)
 	}
-	for _, name := range []string{"postgres", "temporal-schema", "temporal", "temporal-namespace", "temporal-ui", "migrate", "worker-1", "worker-2"} {
+	for _, name := range []string{"postgres", "temporal-schema", "temporal", "temporal-namespace", "temporal-ui", "migrate", "worker-1", "worker-2", "api"} {
 		if _, ok := doc.Services[name]; !ok {
 			t.Errorf("service %s is missing", name)
 		}
@@ -186,6 +189,8 @@ func TestComposeFile(t *testing.T) {
 		}
 	}
 
+	checkComposeAPI(t, doc.Services, string(envGo))
+
 	for name, s := range doc.Services {
 		for _, p := range s.Ports {
 			if !strings.HasPrefix(p, "127.0.0.1:") {
@@ -226,6 +231,45 @@ func TestNamespaceScriptAttributes(t *testing.T) {
 	for name := range got {
 		if _, ok := want[name]; !ok {
 			t.Errorf("create-namespace.sh registers %s, which the workflow does not upsert", name)
+		}
+	}
+}
+
+// checkComposeAPI holds the api service to what `drover serve` needs: it runs serve on every
+// interface of its container, with its tokens from the environment, once the database is
+// migrated and Temporal is ready; its health check asks /healthz; its port is published on
+// loopback; and the workers have health checks too.
+func checkComposeAPI(t *testing.T, services map[string]composeService, envGo string) {
+	t.Helper()
+	a := services["api"]
+	if len(a.Command) < 3 || a.Command[0] != "serve" || a.Build == nil || !slices.Contains(a.Command, "--listen") {
+		t.Fatalf("api: command %v, build %v; want serve --listen ADDRESS from drover's image", a.Command, a.Build)
+	}
+	listen := a.Command[slices.Index(a.Command, "--listen")+1]
+	if !strings.HasPrefix(listen, "0.0.0.0:") {
+		t.Errorf("api listens on %s, which its container's port cannot reach", listen)
+	}
+	port := strings.TrimPrefix(listen, "0.0.0.0:")
+	if !slices.Contains(a.Ports, "127.0.0.1:"+port+":"+port) {
+		t.Errorf("api does not publish its port %s on loopback: %v", port, a.Ports)
+	}
+	if tok := a.Environment["DROVER_API_TOKENS"]; !strings.HasPrefix(tok, "${DROVER_API_TOKENS") {
+		t.Errorf("api takes its tokens from %q, not from the environment", tok)
+	}
+	for k := range a.Environment {
+		if !strings.Contains(envGo, `"`+k+`"`) && !strings.HasPrefix(k, "OTEL_") {
+			t.Errorf("api: variable %s is not read by drover", k)
+		}
+	}
+	if a.DependsOn["migrate"].Condition != "service_completed_successfully" || a.DependsOn["temporal"].Condition != "service_healthy" {
+		t.Errorf("api must wait for the migration and a healthy Temporal: %+v", a.DependsOn)
+	}
+	if !strings.Contains(strings.Join(a.Healthcheck.Test, " "), "127.0.0.1:"+port+"/healthz") {
+		t.Errorf("api's health check %v does not ask /healthz", a.Healthcheck.Test)
+	}
+	for _, name := range []string{"worker-1", "worker-2"} {
+		if len(services[name].Healthcheck.Test) == 0 {
+			t.Errorf("%s has no health check", name)
 		}
 	}
 }

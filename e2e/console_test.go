@@ -131,8 +131,11 @@ func TestConsoleSupervisedTask(t *testing.T) {
 	e.pageWait(p, "the new task's page", `location.hash == "#/tasks/`+id+`"`)
 
 	// The request streams in, with its whole input.
-	waiting := `li.request:not(.settled)`
+	waiting := `.request:not(.settled)`
 	e.pageWait(p, "the request to write the marker", `document.querySelector('`+waiting+` button.approve')`)
+	// Its input is folded; unfolded, it is whole.
+	pageEval[bool](t, p, `(document.querySelector('`+waiting+` details.input').open = true)`)
+	e.pageWait(p, "the request's input unfolded", `document.querySelector('`+waiting+` details.input pre')`)
 	if got := pageEval[string](t, p, `document.querySelector('`+waiting+` details.input pre').textContent`); !strings.Contains(got, "echo approved > "+marker) {
 		t.Fatalf("the request's input on the page: %q", got)
 	}
@@ -157,7 +160,7 @@ func TestConsoleSupervisedTask(t *testing.T) {
 		return err == nil && strings.TrimSpace(string(b)) == "approved"
 	})
 	e.pageWait(p, "the tool's result on the page", `[...document.querySelectorAll('li.tool[data-status="complete"]')].some(e => e.textContent.includes("echo approved"))`)
-	e.pageWait(p, "the decision on the page", `document.querySelector('li.request[data-outcome="allowed"]')`)
+	e.pageWait(p, "the decision on the page", `document.querySelector('.request[data-outcome="allowed"]')`)
 	e.pageWait(p, "the first turn's end on the page", `document.querySelectorAll("li.ev-complete").length == 1`)
 	asked := 0
 	for _, r := range e.fake.MainRequests() {
@@ -182,7 +185,7 @@ func TestConsoleSupervisedTask(t *testing.T) {
 	e.pageWait(p, "the request to delete the workspace", `document.querySelector('`+waiting+` button.deny') && document.querySelector('`+waiting+`').textContent.includes("rm -rf")`)
 	pageDo(t, p, chromedp.SendKeys(chromedp.CSS(waiting+" input.reason"), why),
 		chromedp.Click(chromedp.CSS(waiting+" button.deny")))
-	e.pageWait(p, "the denial on the page", `document.querySelector('li.request[data-outcome="denied"]')`)
+	e.pageWait(p, "the denial on the page", `document.querySelector('.request[data-outcome="denied"]')`)
 	e.pageWait(p, "the second turn's end on the page", `document.querySelectorAll("li.ev-complete").length == 2`)
 	if _, err := os.Stat(marker); err != nil {
 		t.Fatalf("the denied command ran: %v", err)
@@ -239,8 +242,8 @@ func TestConsoleSupervisedTask(t *testing.T) {
 	s.must(202, nil, "POST", "/api/v1/tasks/"+id+"/prompts", `{"text":"append twice"}`)
 	e.pageWait(p, "the request to append, with its grants", `[...document.querySelectorAll('`+waiting+` button.always')].some(b => b.textContent.includes("echo again"))`)
 	pageEval[bool](t, p, `([...document.querySelectorAll('`+waiting+` button.always')].find(b => b.textContent.includes("echo again")).click(), true)`)
-	e.pageWait(p, "the grant to be sent", `[...document.querySelectorAll("li.request .request-state")].every(e => !e.textContent.startsWith("sending"))`)
-	if bad := pageEval[string](t, p, `[...document.querySelectorAll("li.request .request-state")].map(e => e.textContent).filter(t => t.startsWith("not sent")).join("|")`); bad != "" {
+	e.pageWait(p, "the grant to be sent", `[...document.querySelectorAll(".request .request-state")].every(e => !e.textContent.startsWith("sending"))`)
+	if bad := pageEval[string](t, p, `[...document.querySelectorAll(".request .request-state")].map(e => e.textContent).filter(t => t.startsWith("not sent")).join("|")`); bad != "" {
 		t.Fatalf("allow always from the page: %s", bad)
 	}
 	e.pageWait(p, "the fourth turn's end on the page", `document.querySelectorAll("li.ev-complete").length == 4`)
@@ -250,7 +253,7 @@ func TestConsoleSupervisedTask(t *testing.T) {
 	if rows := e.requestRows(id); len(rows) != 3 {
 		t.Errorf("%d requests, want 3 (the command allowed always asked once)", len(rows))
 	}
-	if got := pageEval[string](t, p, `[...document.querySelectorAll('li.request[data-outcome="allowed"] .request-state')].map(e => e.textContent).join("|")`); !strings.Contains(got, "always: ") {
+	if got := pageEval[string](t, p, `[...document.querySelectorAll('.request[data-outcome="allowed"] .request-state')].map(e => e.textContent).join("|")`); !strings.Contains(got, "always: ") {
 		t.Errorf("the page does not show the grant: %q", got)
 	}
 	if d := p.Dialogs(); len(d) > 0 {

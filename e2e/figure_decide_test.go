@@ -18,18 +18,22 @@ import (
 	"github.com/drover-run/drover/internal/bench"
 	fa "github.com/drover-run/drover/internal/offlinemodel"
 	"github.com/drover-run/drover/task"
+	"github.com/drover-run/drover/taskclient"
+	"github.com/drover-run/drover/taskview"
 )
 
 // Figure D1 of `make bench`: how long a person's decision on a supervised task's permission
 // request takes to reach the waiting CLI. A supervised task's turn calls Write a number of times,
 // each on a new file; each call waits for a person, and the benchmark approves it as `drover task
-// approve` does (taskclient.Decide, the task's decide Update).
+// approve` does (taskclient.Decider: the decision recorded in Postgres, then the decide_later
+// signal).
 //
 // The witness of "reached the CLI" is the fake Messages API: an approved call runs, and the CLI
 // sends its result in its next request. The fake's responder notes when that request arrives, so
 // a decision's latency is Decide called → the fake receives the next request. That interval holds
-// the whole of drover's path (the Update and its validation, the workflow, the delivery activity,
-// Postgres and its notification, the waiting attempt's answer) and then the CLI's own work
+// the whole of drover's path (the record in Postgres and the signal, the workflow's check, the
+// delivery activity, Postgres and its notification, the waiting attempt's answer) and then the
+// CLI's own work
 // (writing the file, building and sending the next request). The baseline measures that last part
 // alone: the same CLI, started as drover starts a supervised task's, with the same hooks, whose
 // can_use_tool requests this process answers straight from its handler; its interval runs from
@@ -107,7 +111,7 @@ func BenchmarkFigureD1(b *testing.B) {
 
 	note := fmt.Sprintf("%d decisions a side; Decide itself returned after %.0f ms (p50)",
 		runs*perRun, ms(updates.percentile(50)))
-	const what = "decision: Update sent → CLI's next request (baseline: answered directly)"
+	const what = "decision: sent → CLI's next request (baseline: answered directly)"
 	p99 := decisionRow("D1", what+", p99", 99, base, drover, bench.DroverAtMost(500, "ms"))
 	p50 := decisionRow("D1 p50", what+", p50", 50, base, drover, bench.DroverAtMost(500, "ms"))
 	p99.Note, p50.Note = note, note
@@ -275,7 +279,8 @@ func (d *droverDecider) batch(label string, n int) (lat, updates []time.Duration
 		}
 		time.Sleep(d.think)
 		t0 := time.Now()
-		rec, delivered, err := e.tc.Decide(e.ctx, d.taskID, task.Decision{RequestID: r.RequestID, Allow: true, By: "bench"}, 30*time.Second)
+		dc := &taskclient.Decider{Temporal: e.tc.Temporal, View: taskview.New(e.pool)}
+		rec, delivered, err := dc.Decide(e.ctx, d.taskID, task.Decision{RequestID: r.RequestID, Allow: true, By: "bench"}, 30*time.Second)
 		returned := time.Now()
 		if err != nil || !delivered || rec.Outcome != task.OutcomeAllowed {
 			return nil, nil, fmt.Errorf("deciding %s: %+v, delivered %v, %v", id, rec, delivered, err)

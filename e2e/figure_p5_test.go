@@ -247,7 +247,8 @@ func p5Row(batches []p5Batch) bench.Row {
 	for _, c := range stackClasses {
 		note = append(note, fmt.Sprintf("%s %.1f", c, bench.Median(parts[c])))
 	}
-	return bench.Row{Figure: "P5", What: "CPU per warm turn: drover's stack (worker, guard, Temporal, Postgres) ÷ the CLI's own",
+	// The parts go in the table's "measured" column too, which prints no note.
+	return bench.Row{Figure: "P5", What: "CPU per warm turn: drover's stack (ms: " + strings.Join(note, ", ") + ") ÷ the CLI's own",
 		Unit: "ms", Baseline: bench.Median(cli), Drover: bench.Median(stack), Ratio: bench.Median(ratios),
 		Runs: len(batches), Goal: bench.RatioAtMost(p5Goal),
 		Note: "stack's parts, ms per turn: " + strings.Join(note, ", ")}
@@ -262,20 +263,22 @@ func p5AgeRow(fresh, aged []p5Batch) bench.Row {
 		ratios = append(ratios, aged[i].ratio()/fresh[i].ratio())
 		workerFresh, workerAged = append(workerFresh, fresh[i][classWorker]), append(workerAged, aged[i][classWorker])
 	}
-	return bench.Row{Figure: "P5age", What: fmt.Sprintf("P5 with %d stale project folders in the CLI config folder ÷ P5 with none", p5StaleFolders),
-		Baseline: bench.Median(base), Drover: bench.Median(old), Ratio: bench.Median(ratios), Runs: len(fresh),
+	return bench.Row{Figure: "P5age", What: fmt.Sprintf("P5 with %d stale project folders in the CLI config folder ÷ P5 with none (the worker: %.1f ms ÷ %.1f ms)",
+		p5StaleFolders, bench.Median(workerAged), bench.Median(workerFresh)),
+		Unit: "×", Baseline: bench.Median(base), Drover: bench.Median(old), Ratio: bench.Median(ratios), Runs: len(fresh),
 		Goal: bench.RatioAtMost(p5AgeGoal),
 		Note: fmt.Sprintf("the worker's CPU per warm turn: %.1f ms without, %.1f ms with them", bench.Median(workerFresh), bench.Median(workerAged))}
 }
 
 // p5Cold measures P5cold: pairs of a bare stream-json start's first turn and a new task's first
 // turn under drover, each the CLI process's CPU from its start to its first result; and the
-// count_tokens requests the fake API received per start under drover.
+// requests the fake API received per start on each side (count_tokens among them).
 func (e *benchEnv) p5Cold(b *testing.B, worker int) []bench.Row {
 	var base, drover, ratios []float64
-	var countTokens int
+	var bareCalls, droverCalls, countTokens int
 	for i := range figureRuns(b) {
 		bare := func() float64 {
+			before := len(e.fake.Calls())
 			p, err := startClaude(e.ctx, e.claudeCommand())
 			if err != nil {
 				b.Fatal(err)
@@ -285,10 +288,11 @@ func (e *benchEnv) p5Cold(b *testing.B, worker int) []bench.Row {
 				b.Fatal(err)
 			}
 			ms, _, _ := procCPU(p.Pid())
+			bareCalls += len(e.fake.Calls()) - before
 			return ms
 		}
 		under := func() float64 {
-			before := e.fake.Calls()
+			before := len(e.fake.Calls())
 			known := map[int]bool{}
 			for pid := range snapshotCPU(worker, "")[classCLI] {
 				known[pid] = true
@@ -304,10 +308,12 @@ func (e *benchEnv) p5Cold(b *testing.B, worker int) []bench.Row {
 					ms += used
 				}
 			}
-			countTokens += len(e.fake.Calls()[len(before):].Class(fa.ClassCountTokens))
 			if err := e.closeTask(id); err != nil {
 				b.Fatal(err)
 			}
+			calls := e.fake.Calls()[before:]
+			droverCalls += len(calls)
+			countTokens += len(calls.Class(fa.ClassCountTokens))
 			return ms
 		}
 		var x, y float64
@@ -318,13 +324,14 @@ func (e *benchEnv) p5Cold(b *testing.B, worker int) []bench.Row {
 		}
 		base, drover, ratios = append(base, x), append(drover, y), append(ratios, y/x)
 	}
-	starts := len(base)
+	starts := float64(len(base))
 	return []bench.Row{
 		{Figure: "P5cold", What: "the CLI's CPU on a task's first turn under drover ÷ on a bare stream-json start's first turn",
 			Unit: "ms", Baseline: bench.Median(base), Drover: bench.Median(drover), Ratio: bench.Median(ratios),
-			Runs: starts, Goal: bench.RatioAtMost(p5ColdGoal)},
-		{Figure: "P5cold count_tokens", What: "count_tokens requests the API receives per CLI start under drover",
-			Unit: "requests", Drover: float64(countTokens) / float64(starts), Runs: starts,
-			Goal: bench.DroverAtMost(0, "requests")},
+			Runs: len(base), Goal: bench.RatioAtMost(p5ColdGoal)},
+		{Figure: "P5cold requests", What: "API requests per CLI start and first turn, under drover ÷ bare",
+			Unit: "requests", Baseline: float64(bareCalls) / starts, Drover: float64(droverCalls) / starts,
+			Ratio: float64(droverCalls) / float64(max(bareCalls, 1)), Runs: len(base), Goal: bench.RatioAtMost(1),
+			Note: fmt.Sprintf("count_tokens requests per start under drover: %.1f", float64(countTokens)/starts)},
 	}
 }

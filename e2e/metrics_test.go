@@ -159,7 +159,7 @@ func TestTurnsAreMeasured(t *testing.T) {
 		t.Errorf("approvals waiting while the request waits = %v, want 1", got)
 	}
 	time.Sleep(200 * time.Millisecond) // a time to decision above nothing
-	if _, _, err := e.tc.Decide(e.ctx, sup, task.Decision{RequestID: r.RequestID, Allow: true, By: "alice"}, 30*time.Second); err != nil {
+	if _, _, err := e.decider().Decide(e.ctx, sup, task.Decision{RequestID: r.RequestID, Allow: true, By: "alice"}, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	e.waitTurns(sup, 1)

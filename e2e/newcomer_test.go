@@ -90,9 +90,9 @@ func TestNewcomerStartsAndApprovesFromThePage(t *testing.T) {
 	pageDo(t, p, chromedp.Click(chromedp.CSS("form.new-task button[type=submit]")))
 	e.pageWait(p, "the task's page", `location.hash.startsWith("#/tasks/")`)
 
-	waiting := `li.request:not(.settled)`
+	waiting := `.request:not(.settled)`
 	e.pageWait(p, "the request to run the command", `document.querySelector('`+waiting+` button.approve')`)
-	if got := pageEval[string](t, p, `document.querySelector('`+waiting+`').textContent`); !strings.Contains(got, "echo hello > newcomer.txt") {
+	if got := pageEval[string](t, p, `document.querySelector('`+waiting+`').closest("li.ev").textContent`); !strings.Contains(got, "echo hello > newcomer.txt") {
 		t.Fatalf("the request on the page: %q", got)
 	}
 	if _, err := os.Stat(marker); err == nil {

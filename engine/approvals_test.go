@@ -131,7 +131,7 @@ func (r *rig) waitPending(n int) store.PermissionRequest {
 
 func (r *rig) decide(p store.PermissionRequest, outcome task.Outcome, mutate ...func(*task.DecisionRecord)) {
 	r.t.Helper()
-	rec := task.DecisionRecord{TaskID: r.taskID, RequestID: p.RequestID, Turn: p.Turn, Kind: task.RequestKind(p.Kind),
+	rec := task.DecisionRecord{TaskID: r.taskID, RequestID: p.RequestID, Turn: p.Turn, Kind: p.Kind,
 		Outcome: outcome, By: "tester", Reason: "because", At: time.Now()}
 	for _, m := range mutate {
 		m(&rec)
@@ -466,7 +466,7 @@ func TestPlanModeAsksForThePlanAndMovesOn(t *testing.T) {
 		done <- err
 	}()
 	p := r.waitPending(1)
-	if p.Kind != string(task.KindPlan) || !strings.Contains(p.Summary, "Do it") {
+	if p.Kind != task.KindPlan || !strings.Contains(p.Summary, "Do it") {
 		t.Fatalf("pending = %+v", p)
 	}
 	r.decide(p, task.OutcomeAllowed, func(d *task.DecisionRecord) { d.NextMode = task.Autonomous })

@@ -580,7 +580,7 @@ func (a *attempt) spec(ctx context.Context, workspace string, at resumePoint) (e
 		// The session may have last run on another host, or this host's copy may hold what a
 		// lost attempt wrote: make it the mirror's before the CLI reads it.
 		start := time.Now()
-		n, err := restoreSession(ctx, e.cfg.DB, e.cfg.Claude.ConfigDir, at.sessionID)
+		n, err := e.marks.restoreSession(ctx, e.cfg.DB, e.cfg.Claude.ConfigDir, at.sessionID)
 		if err != nil {
 			return spec, mirrorFailure(err)
 		}

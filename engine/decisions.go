@@ -185,7 +185,7 @@ func (e *Engine) RecordState(ctx context.Context, rec task.StateRecord) error {
 	if err != nil {
 		return &Error{Type: task.ErrTypeInternal, Err: fmt.Errorf("encoding the state of task %s: %w", rec.TaskID, err)}
 	}
-	err = store.RecordTaskState(ctx, e.cfg.DB, rec.TaskID, string(rec.State.Status), state, rec.At, rec.Seq)
+	err = store.RecordTaskState(ctx, e.cfg.DB, rec.TaskID, rec.State.Status, state, rec.At, rec.Seq)
 	switch {
 	case err == nil:
 		return nil

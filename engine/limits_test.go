@@ -79,7 +79,7 @@ func TestAQueuedPromptKeepsItsProcess(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := store.RecordTaskState(r.ctx, r.db, r.taskID, string(task.StatusRunning), st, time.Now(), recordedSeq.Add(1)); err != nil {
+		if err := store.RecordTaskState(r.ctx, r.db, r.taskID, task.StatusRunning, st, time.Now(), recordedSeq.Add(1)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -37,7 +37,7 @@ const mirrorChainLimit = 64
 // errMirrorCorrupt reports a mirror that does not rebuild what its manifest and hashes say.
 var errMirrorCorrupt = errors.New("the session mirror is corrupt")
 
-// mirrorUpdate returns what the mirror needs to hold a session's files as they stand now, given
+// update returns what the mirror needs to hold a session's files as they stand now, given
 // the mirror's state: for each file, the bytes appended since the mirror's last chunk, or the
 // whole file when it is new, was rewritten (its mirrored part changed) or its chain is long; and
 // the manifest of them all. A transcript is taken up to its last complete line: the CLI may be
@@ -313,8 +313,9 @@ func digest(b []byte) []byte {
 // attempt wrote) is rebuilt from its chunks, verified against the manifest and the hashes, and
 // replaces the local one. It reports how many files it wrote; a session never mirrored is left
 // alone (0, nil). A mirror that does not rebuild what it says is an error wrapping
-// errMirrorCorrupt, and nothing is written.
-func restoreSession(ctx context.Context, db store.TxDB, configDir, sessionID string) (int, error) {
+// errMirrorCorrupt, and nothing is written. Every file it read or wrote is marked (see
+// fileMark), so that the next commit reads only what the CLI appends to it.
+func (mm *mirrorMarks) restoreSession(ctx context.Context, db store.TxDB, configDir, sessionID string) (int, error) {
 	m, err := store.ReadMirror(ctx, db, sessionID)
 	if errors.Is(err, store.ErrNotFound) {
 		return 0, nil
@@ -323,7 +324,8 @@ func restoreSession(ctx context.Context, db store.TxDB, configDir, sessionID str
 		return 0, err
 	}
 	type file struct {
-		path    string
+		rel     string
+		seq     int
 		content []byte
 	}
 	var stale []file
@@ -337,21 +339,49 @@ func restoreSession(ctx context.Context, db store.TxDB, configDir, sessionID str
 		}
 		last := chunks[len(chunks)-1]
 		path := filepath.Join(configDir, rel)
-		if local, err := os.ReadFile(path); err == nil && int64(len(local)) == last.FileSize && bytes.Equal(digest(local), last.FileSHA256) {
-			continue
+		readAt := time.Now()
+		if info, err := os.Stat(path); err == nil {
+			if local, err := os.ReadFile(path); err == nil && int64(len(local)) == last.FileSize && bytes.Equal(digest(local), last.FileSHA256) {
+				mm.mark(sessionID, rel, last.Seq, local, info, readAt)
+				continue
+			}
 		}
 		content, err := rebuild(chunks)
 		if err != nil {
 			return 0, fmt.Errorf("%w: %s: %v", errMirrorCorrupt, rel, err)
 		}
-		stale = append(stale, file{path, content})
+		stale = append(stale, file{rel, last.Seq, content})
 	}
 	for i, f := range stale {
-		if err := writeAtomically(f.path, f.content); err != nil {
-			return i, fmt.Errorf("restoring %s: %w", f.path, err)
+		path := filepath.Join(configDir, f.rel)
+		readAt := time.Now()
+		if err := writeAtomically(path, f.content); err != nil {
+			return i, fmt.Errorf("restoring %s: %w", path, err)
+		}
+		if info, err := os.Stat(path); err == nil {
+			mm.mark(sessionID, f.rel, f.seq, f.content, info, readAt)
 		}
 	}
 	return len(stale), nil
+}
+
+// restoreSession is mirrorMarks.restoreSession on a host that remembers nothing.
+func restoreSession(ctx context.Context, db store.TxDB, configDir, sessionID string) (int, error) {
+	var mm mirrorMarks
+	return mm.restoreSession(ctx, db, configDir, sessionID)
+}
+
+// mark records that chunk seq of the mirror ends rel, whose content (all of it) was read or
+// written at readAt and is now info.
+func (mm *mirrorMarks) mark(sessionID, rel string, seq int, content []byte, info fs.FileInfo, readAt time.Time) {
+	h := sha256.New()
+	h.Write(content)
+	state, err := h.(encoding.BinaryMarshaler).MarshalBinary()
+	if err != nil {
+		return
+	}
+	mm.set(sessionID, rel, fileMark{seq: seq, size: int64(len(content)), sum: h.Sum(nil), hash: state, info: info,
+		readAt: readAt, head: lastBytes(content, -markWindow), tail: lastBytes(content, markWindow)})
 }
 
 // rebuild concatenates a file's chunks, checking each and the whole.

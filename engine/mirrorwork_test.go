@@ -105,12 +105,26 @@ func TestMirrorWorkPerTurnIsTheTurnsOwn(t *testing.T) {
 	m.commit(mirrorSession, u)
 	checkChunk(t, chunkOf(t, u, transcript), 6, 0, content)
 
-	// What the mirror holds rebuilds the transcript as it is.
+	// What the mirror holds rebuilds the transcript as it is, on a host that never ran the
+	// session; that host's first commit after it reads only what the turn appended.
 	fresh := t.TempDir()
-	if _, err := restoreSession(t.Context(), m.db, fresh, mirrorSession); err != nil {
+	other := &countingFS{root: fresh}
+	moved := &Engine{cfg: Config{DB: m.db}, marks: mirrorMarks{fs: other}}
+	if _, err := moved.marks.restoreSession(t.Context(), m.db, fresh, mirrorSession); err != nil {
 		t.Fatal(err)
 	}
 	if got := readFolder(t, fresh).contents()[transcript]; got != content {
 		t.Fatalf("restored transcript of %d bytes, want %d", len(got), len(content))
+	}
+	line := "{\"type\":\"assistant\",\"uuid\":\"moved\"}\n"
+	appendTo(t, fresh, transcript, line)
+	u, ferr = moved.mirror(t.Context(), fresh, mirrorWorkspace, mirrorSession, "moved")
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	m.commit(mirrorSession, u)
+	checkChunk(t, chunkOf(t, u, transcript), 7, int64(len(content)), content+line)
+	if _, read := other.reset(); read > int64(2*len(line)+2*markWindow+len("v1")) {
+		t.Errorf("the first commit after a restore read %d bytes", read)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,9 +28,6 @@ const (
 	hookToolApproval = "tool_approval"
 	hookStopCheck    = "stop_check"
 )
-
-// stopHookTimeout bounds drover's Stop hook: the CLI then goes on without its answer.
-const stopHookTimeout = 60 * time.Second
 
 // turnApprovals answers the permission requests of one attempt: it records each durably, tells
 // the workflow, waits for the decision that comes back through Postgres, and answers the CLI.
@@ -125,30 +121,6 @@ func (t *turnApprovals) granted(tool string, input json.RawMessage) bool {
 	return false
 }
 
-// stopCheck answers the Stop hook: an agent about to end its turn with uncommitted changes in a
-// git work tree is asked, once per turn, to commit them or say why they stay uncommitted; it then
-// stops either way (a second Stop hook in the turn, stop_hook_active, is approved: the agent
-// never loops). Outside a git work tree, or with nothing to commit, it stops.
-func (t *turnApprovals) stopCheck(ctx context.Context, in claudecode.HookInput) claudecode.HookOutput {
-	if in.StopHookActive {
-		return claudecode.StopApprove("")
-	}
-	dir := in.CWD
-	if dir == "" {
-		dir = t.req.Workspace
-	}
-	changes, err := uncommitted(ctx, dir)
-	if err != nil || len(changes) == 0 {
-		return claudecode.StopApprove("")
-	}
-	shown := changes
-	if len(shown) > 10 {
-		shown = append(shown[:10:10], fmt.Sprintf("… and %d more", len(changes)-10))
-	}
-	return claudecode.StopBlock("The workspace has uncommitted changes:\n" + strings.Join(shown, "\n") +
-		"\nCommit them with a message that says what you did, or, if they should stay uncommitted, say why in your answer. Then stop.")
-}
-
 // askPerson handles a can_use_tool request that a person must answer: recorded once (a re-ask
 // of the same thing after a retry finds the earlier record), announced, waited for.
 func (t *turnApprovals) askPerson(ctx context.Context, cr *claudecode.ControlRequest) (any, error) {
@@ -162,7 +134,7 @@ func (t *turnApprovals) askPerson(ctx context.Context, cr *claudecode.ControlReq
 	}
 	pending := task.PendingRequest{
 		RequestID: uuid.NewString(), Turn: t.req.Turn, Kind: kind, Tool: r.ToolName,
-		Summary: summarize(r.ToolName, r.Input), Suggestions: suggestions(r),
+		Summary: streamjson.PermissionSummary(r), Suggestions: suggestions(r),
 		Questions: questions(kind, r.Input),
 		Since:     time.Now().UTC(),
 	}
@@ -174,7 +146,7 @@ func (t *turnApprovals) askPerson(ctx context.Context, cr *claudecode.ControlReq
 	defer cancel()
 	row, fresh, err := store.AskPermission(rctx, t.e.cfg.DB, store.Ask{
 		TaskID: t.req.TaskID, RequestID: pending.RequestID, Turn: t.req.Turn, Attempt: t.req.Attempt,
-		CLIRequestID: cr.RequestID, Kind: string(kind), ToolName: r.ToolName, ToolUseID: r.ToolUseID,
+		CLIRequestID: cr.RequestID, Kind: kind, ToolName: r.ToolName, ToolUseID: r.ToolUseID,
 		Input: r.Input, InputHash: askHash(r.ToolName, r.Input), Summary: pending.Summary,
 		Suggestions: suggestionsJSON(pending.Suggestions), BlockedPath: r.BlockedPath, CLIReason: r.DecisionReason,
 		Deadline: pending.Deadline,
@@ -316,9 +288,7 @@ func (t *turnApprovals) requestEvent(cr *claudecode.ControlRequest, p task.Pendi
 	if ev.Permission == nil {
 		ev.Permission = &events.Permission{}
 	}
-	if ev.Permission.Summary == "" {
-		ev.Permission.Summary = p.Summary
-	}
+	ev.Permission.Summary = p.Summary // the inbox's, and the same function's as the adapter's
 	ev.Permission.AllowAlways = suggestionsJSON(p.Suggestions)
 	ev.Permission.Reasked = p.Reasked
 	ev.Permission.Deadline = p.Deadline
@@ -344,58 +314,6 @@ func askHash(tool string, input json.RawMessage) string {
 	h.Write([]byte{0})
 	h.Write(compact(input))
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-// summarize says in one line what a tool call does, for a person deciding.
-func summarize(tool string, input json.RawMessage) string {
-	var in map[string]any
-	_ = json.Unmarshal(input, &in)
-	str := func(k string) string { s, _ := in[k].(string); return s }
-	var s string
-	switch tool {
-	case "Bash":
-		s = str("command")
-	case "Write", "Edit", "MultiEdit", "Read", "NotebookEdit":
-		s = firstNonEmpty(str("file_path"), str("notebook_path"))
-	case "WebFetch":
-		s = str("url")
-	case "WebSearch":
-		s = str("query")
-	case claudecode.ToolExitPlanMode:
-		s = "plan: " + firstLine(str("plan"))
-	case claudecode.ToolAskUserQuestion:
-		if qs, ok := in["questions"].([]any); ok && len(qs) > 0 {
-			if q, ok := qs[0].(map[string]any); ok {
-				s, _ = q["question"].(string)
-			}
-		}
-	}
-	if s == "" {
-		s = string(compact(input))
-	}
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > 200 {
-		s = string(r[:199]) + "…"
-	}
-	return s
-}
-
-func firstLine(s string) string {
-	for _, l := range strings.Split(s, "\n") {
-		if l = strings.TrimSpace(strings.TrimLeft(l, "# ")); l != "" {
-			return l
-		}
-	}
-	return ""
-}
-
-func firstNonEmpty(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
 }
 
 // suggestions are the "allow always" choices a person may accept with an approval: the CLI's
@@ -470,23 +388,4 @@ func (t *turnApprovals) allow(r *claudecode.CanUseTool, rec task.DecisionRecord)
 		}
 	}
 	return res, nil
-}
-
-// uncommitted lists the changes git sees in dir's work tree (git status --porcelain), or nil
-// when dir is not in a git work tree.
-func uncommitted(ctx context.Context, dir string) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", "-C", dir, "status", "--porcelain", "--untracked-files=normal")
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, nil // not a git work tree, or no git: nothing to say
-	}
-	var changes []string
-	for _, l := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
-		if strings.TrimSpace(l) != "" {
-			changes = append(changes, strings.TrimSpace(l))
-		}
-	}
-	return changes, nil
 }

@@ -190,15 +190,15 @@ func LimitAccount(ctx context.Context, db DB, l AccountLimit) error {
 		INSERT INTO accounts AS a (account_id, reason, limit_type, blocked_until, limited_at)
 		VALUES ($1, $2, nullif($3, ''), $4, now())
 		ON CONFLICT (account_id) DO UPDATE SET
-			reason = CASE WHEN a.reason = 'spend_cap' THEN a.reason ELSE excluded.reason END,
-			limit_type = CASE WHEN a.reason = 'spend_cap' THEN a.limit_type ELSE excluded.limit_type END,
+			reason = CASE WHEN a.reason = $5 THEN a.reason ELSE excluded.reason END,
+			limit_type = CASE WHEN a.reason = $5 THEN a.limit_type ELSE excluded.limit_type END,
 			blocked_until = CASE
-				WHEN excluded.reason = 'spend_cap' THEN NULL
+				WHEN excluded.reason = $5 THEN NULL
 				WHEN a.reason IS NOT NULL AND a.blocked_until > excluded.blocked_until THEN a.blocked_until
 				ELSE excluded.blocked_until END,
 			limited_at = coalesce(a.limited_at, now()),
 			probe_task = NULL, probe_until = NULL, updated_at = now()`,
-		l.Account, l.Reason, l.LimitType, until)
+		l.Account, l.Reason, l.LimitType, until, task.WaitSpendCap)
 	if err != nil {
 		return fmt.Errorf("recording account %s limited: %w", l.Account, err)
 	}
@@ -332,7 +332,8 @@ func AccountGotThrough(ctx context.Context, db DB, account string) ([]AccountWai
 	tag, err := db.Exec(ctx, `
 		UPDATE accounts SET reason = NULL, limit_type = NULL, blocked_until = NULL, limited_at = NULL,
 			probe_task = NULL, probe_until = NULL, updated_at = now()
-		WHERE account_id = $1 AND reason IN ('usage_limit', 'rate_limit') AND blocked_until <= now()`, account)
+		WHERE account_id = $1 AND reason = ANY($2) AND blocked_until <= now()`,
+		account, []task.WaitReason{task.WaitUsageLimit, task.WaitRateLimit})
 	if err != nil {
 		return nil, fmt.Errorf("lifting the limit of account %s: %w", account, err)
 	}

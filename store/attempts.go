@@ -61,100 +61,128 @@ type AttemptBegun struct {
 // uuid gets ErrPromptMismatch, and an attempt of a turn older than the one the row serves (a
 // straggler the task has moved past) gets ErrStaleAttempt; either way nothing is written.
 func BeginAttempt(ctx context.Context, db TxDB, s AttemptStart) (AttemptBegun, error) {
+	if err := s.check(); err != nil {
+		return AttemptBegun{}, err
+	}
 	var out AttemptBegun
-	if s.TaskID == "" || s.AttemptID == "" {
-		return out, errors.New("beginning an attempt: task id and attempt id are required")
-	}
-	if s.Turn < 1 {
-		return out, fmt.Errorf("beginning an attempt of task %s: turn %d is not a turn number", s.TaskID, s.Turn)
-	}
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		// The executor row first, as in every transaction that writes both tables, so that two
-		// of them queue on it instead of deadlocking.
-		b.Queue(`
-			INSERT INTO executors_running AS x
-				(task_id, attempt_id, attempt_token, turn, host_id, workspace, model, status, pid)
-			VALUES ($1, $2, $3, $4, $5, $6, $7,
-				CASE WHEN $8::integer > 0 THEN 'running' ELSE 'starting' END, nullif($8::integer, 0))
-			ON CONFLICT (task_id) DO UPDATE SET
-				attempt_id = excluded.attempt_id,
-				attempt_token = excluded.attempt_token,
-				turn = excluded.turn,
-				host_id = excluded.host_id,
-				workspace = excluded.workspace,
-				model = excluded.model,
-				status = excluded.status,
-				pid = excluded.pid,
-				error = '',
-				updated_at = now()
-			WHERE x.turn <= excluded.turn
-			RETURNING session_id, last_message_uuid`,
-			s.TaskID, s.AttemptID, s.AttemptToken, s.Turn, s.HostID, s.Workspace, s.Model, s.PID)
-		b.Queue(`
-			UPDATE task_turns SET status = 'failed', is_error = true, error = $3, finished_at = now()
-			WHERE task_id = $1 AND turn < $2 AND status = 'running'`,
-			s.TaskID, s.Turn, s.LostTurnError)
-		b.Queue(`
-			INSERT INTO task_turns AS t (task_id, turn, prompt, prompt_uuid, resume_session_id, resume_from_uuid)
-			SELECT $1, $2, $3, $4,
-				CASE WHEN x.session_id <> '' THEN x.session_id ELSE $5 END,
-				CASE WHEN x.session_id <> '' THEN x.last_message_uuid ELSE $6 END
-			FROM executors_running x WHERE x.task_id = $1
-			ON CONFLICT (task_id, turn) DO UPDATE SET attempts = t.attempts + 1
-			WHERE t.status = 'running' AND t.prompt_uuid = excluded.prompt_uuid`,
-			s.TaskID, s.Turn, s.Prompt, s.PromptUUID, s.FallbackSessionID, s.FallbackMessageUUID)
-		b.Queue(`SELECT `+turnColumns+` FROM task_turns WHERE task_id = $1 AND turn = $2`, s.TaskID, s.Turn)
-		b.Queue(`SELECT coalesce(sum(cost_usd), 0) FROM task_turns WHERE task_id = $1`, s.TaskID)
-		b.Queue(registerWriterSQL, s.TaskID, s.AttemptID)
-		br := tx.SendBatch(ctx, b)
-		if err := br.QueryRow().Scan(&out.SessionID, &out.LastMessageUUID); err != nil {
-			_ = br.Close()
-			if errors.Is(err, pgx.ErrNoRows) {
-				// A later turn's attempt owns the row: this one is a straggler.
-				return fmt.Errorf("claiming the executor row: %w: a later turn owns it", ErrStaleAttempt)
-			}
-			return fmt.Errorf("claiming the executor row: %w", err)
+		br := tx.SendBatch(ctx, s.batch())
+		err := out.read(br)
+		if cerr := br.Close(); err == nil {
+			err = cerr
 		}
-		tag, err := br.Exec()
 		if err != nil {
-			_ = br.Close()
-			return fmt.Errorf("closing lost turns: %w", err)
-		}
-		out.LostTurns = tag.RowsAffected()
-		if _, err := br.Exec(); err != nil {
-			_ = br.Close()
-			return fmt.Errorf("recording the turn: %w", err)
-		}
-		if out.Turn, err = scanTurn(br.QueryRow()); err != nil {
-			_ = br.Close()
-			return fmt.Errorf("reading the turn: %w", err)
-		}
-		if err := br.QueryRow().Scan(&out.PriorCostUSD); err != nil {
-			_ = br.Close()
-			return fmt.Errorf("summing the task's cost: %w", err)
-		}
-		if _, err := br.Exec(); err != nil {
-			_ = br.Close()
-			return fmt.Errorf("registering the attempt's event writer: %w", err)
-		}
-		if err := br.Close(); err != nil {
 			return err
 		}
-		if out.Turn.PromptUUID != s.PromptUUID {
-			return fmt.Errorf("%w: turn %d has prompt uuid %q, not %q", ErrPromptMismatch, s.Turn, out.Turn.PromptUUID, s.PromptUUID)
-		}
-		if out.Turn.Finished() {
-			_, err := tx.Exec(ctx, `UPDATE executors_running SET status = 'idle', updated_at = now()
-				WHERE task_id = $1 AND attempt_id = $2`, s.TaskID, s.AttemptID)
-			return err
-		}
-		return nil
+		return out.settle(ctx, tx, s)
 	})
 	if err != nil {
 		return AttemptBegun{}, fmt.Errorf("beginning attempt %s of turn %d of task %s: %w", s.AttemptID, s.Turn, s.TaskID, err)
 	}
 	return out, nil
+}
+
+// check refuses an attempt that names no task, no attempt or no turn.
+func (s AttemptStart) check() error {
+	if s.TaskID == "" || s.AttemptID == "" {
+		return errors.New("beginning an attempt: task id and attempt id are required")
+	}
+	if s.Turn < 1 {
+		return fmt.Errorf("beginning an attempt of task %s: turn %d is not a turn number", s.TaskID, s.Turn)
+	}
+	return nil
+}
+
+// The statements of BeginAttempt, in the order of its batch. The executor row comes first, as
+// in every transaction that writes both tables, so that two of them queue on it instead of
+// deadlocking.
+const (
+	claimExecutorSQL = `
+		INSERT INTO executors_running AS x
+			(task_id, attempt_id, attempt_token, turn, host_id, workspace, model, status, pid)
+		VALUES ($1, $2, $3, $4, $5, $6, $7,
+			CASE WHEN $8::integer > 0 THEN 'running' ELSE 'starting' END, nullif($8::integer, 0))
+		ON CONFLICT (task_id) DO UPDATE SET
+			attempt_id = excluded.attempt_id,
+			attempt_token = excluded.attempt_token,
+			turn = excluded.turn,
+			host_id = excluded.host_id,
+			workspace = excluded.workspace,
+			model = excluded.model,
+			status = excluded.status,
+			pid = excluded.pid,
+			error = '',
+			updated_at = now()
+		WHERE x.turn <= excluded.turn
+		RETURNING session_id, last_message_uuid`
+	closeLostTurnsSQL = `
+		UPDATE task_turns SET status = 'failed', is_error = true, error = $3, finished_at = now()
+		WHERE task_id = $1 AND turn < $2 AND status = 'running'`
+	recordTurnSQL = `
+		INSERT INTO task_turns AS t (task_id, turn, prompt, prompt_uuid, resume_session_id, resume_from_uuid)
+		SELECT $1, $2, $3, $4,
+			CASE WHEN x.session_id <> '' THEN x.session_id ELSE $5 END,
+			CASE WHEN x.session_id <> '' THEN x.last_message_uuid ELSE $6 END
+		FROM executors_running x WHERE x.task_id = $1
+		ON CONFLICT (task_id, turn) DO UPDATE SET attempts = t.attempts + 1
+		WHERE t.status = 'running' AND t.prompt_uuid = excluded.prompt_uuid`
+	taskCostSQL = `SELECT coalesce(sum(cost_usd), 0) FROM task_turns WHERE task_id = $1`
+)
+
+// batch queues BeginAttempt's statements: claim the executor row, close the lost turns, record
+// the turn, read it back, sum the task's cost, register the event writer.
+func (s AttemptStart) batch() *pgx.Batch {
+	b := &pgx.Batch{}
+	b.Queue(claimExecutorSQL, s.TaskID, s.AttemptID, s.AttemptToken, s.Turn, s.HostID, s.Workspace, s.Model, s.PID)
+	b.Queue(closeLostTurnsSQL, s.TaskID, s.Turn, s.LostTurnError)
+	b.Queue(recordTurnSQL, s.TaskID, s.Turn, s.Prompt, s.PromptUUID, s.FallbackSessionID, s.FallbackMessageUUID)
+	b.Queue(`SELECT `+turnColumns+` FROM task_turns WHERE task_id = $1 AND turn = $2`, s.TaskID, s.Turn)
+	b.Queue(taskCostSQL, s.TaskID)
+	b.Queue(registerWriterSQL, s.TaskID, s.AttemptID)
+	return b
+}
+
+// read takes the answers of batch's statements, in order.
+func (out *AttemptBegun) read(br pgx.BatchResults) error {
+	if err := br.QueryRow().Scan(&out.SessionID, &out.LastMessageUUID); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			// A later turn's attempt owns the row: this one is a straggler.
+			return fmt.Errorf("claiming the executor row: %w: a later turn owns it", ErrStaleAttempt)
+		}
+		return fmt.Errorf("claiming the executor row: %w", err)
+	}
+	tag, err := br.Exec()
+	if err != nil {
+		return fmt.Errorf("closing lost turns: %w", err)
+	}
+	out.LostTurns = tag.RowsAffected()
+	if _, err := br.Exec(); err != nil {
+		return fmt.Errorf("recording the turn: %w", err)
+	}
+	if out.Turn, err = scanTurn(br.QueryRow()); err != nil {
+		return fmt.Errorf("reading the turn: %w", err)
+	}
+	if err := br.QueryRow().Scan(&out.PriorCostUSD); err != nil {
+		return fmt.Errorf("summing the task's cost: %w", err)
+	}
+	if _, err := br.Exec(); err != nil {
+		return fmt.Errorf("registering the attempt's event writer: %w", err)
+	}
+	return nil
+}
+
+// settle refuses a turn begun with another prompt, and returns the executor row to idle when
+// an earlier attempt finished the turn: the caller answers from its record.
+func (out *AttemptBegun) settle(ctx context.Context, tx pgx.Tx, s AttemptStart) error {
+	if out.Turn.PromptUUID != s.PromptUUID {
+		return fmt.Errorf("%w: turn %d has prompt uuid %q, not %q", ErrPromptMismatch, s.Turn, out.Turn.PromptUUID, s.PromptUUID)
+	}
+	if !out.Turn.Finished() {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `UPDATE executors_running SET status = 'idle', updated_at = now()
+		WHERE task_id = $1 AND attempt_id = $2`, s.TaskID, s.AttemptID)
+	return err
 }
 
 // AttemptEnd is how an attempt that did not commit its turn ended.

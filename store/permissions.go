@@ -30,7 +30,7 @@ type PermissionRequest struct {
 	Attempt   int // the attempt that asked last
 	// CLIRequestID is the CLI's request_id of the last ask: the one an answer goes to.
 	CLIRequestID string
-	Kind         string // tool, question or plan
+	Kind         task.RequestKind
 	ToolName     string
 	ToolUseID    string
 	Input        json.RawMessage
@@ -91,7 +91,7 @@ type Ask struct {
 	Turn         int
 	Attempt      int
 	CLIRequestID string // required
-	Kind         string
+	Kind         task.RequestKind
 	ToolName     string
 	ToolUseID    string
 	Input        json.RawMessage

@@ -8,12 +8,14 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/drover-run/drover/task"
 )
 
 // RecordTaskState records a task's state as its workflow published it at the time at (seq
 // orders the records of the same time): status apart, the whole state as JSON. A record older
 // than the one stored changes nothing, so that a retried write never goes back in time.
-func RecordTaskState(ctx context.Context, db DB, taskID, status string, state json.RawMessage, at time.Time, seq int64) error {
+func RecordTaskState(ctx context.Context, db DB, taskID string, status task.Status, state json.RawMessage, at time.Time, seq int64) error {
 	if taskID == "" || status == "" || len(state) == 0 {
 		return fmt.Errorf("recording the state of task %q: the task id, its status and its state are required", taskID)
 	}
@@ -34,7 +36,7 @@ func RecordTaskState(ctx context.Context, db DB, taskID, status string, state js
 type TaskRow struct {
 	TaskID string
 	// Status is the recorded status; without a record, running while a turn runs, else idle.
-	Status string
+	Status task.Status
 	// State is the task.State the workflow recorded last, as JSON; nil when none was.
 	State     json.RawMessage
 	CreatedAt time.Time
@@ -57,8 +59,8 @@ type TaskRow struct {
 
 // TaskFilter narrows ListTasks. The zero filter lists every task.
 type TaskFilter struct {
-	Status           string // only tasks with this status
-	AwaitingApproval bool   // only tasks with a request waiting for a decision
+	Status           task.Status // only tasks with this status
+	AwaitingApproval bool        // only tasks with a request waiting for a decision
 	// Text keeps the tasks whose id, workspace, model or a prompt contains it (any case).
 	Text  string
 	Limit int // at most this many; 0: all

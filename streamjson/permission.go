@@ -13,15 +13,41 @@ import (
 // maxSummary bounds a permission summary, in bytes.
 const maxSummary = 200
 
+// PermissionSummary says in one line what a can_use_tool request asks, for the person who
+// decides it: the command, the file, the URL, the question, the plan's first line (at most 200
+// bytes). It is the summary of the request's permission_request event (the timeline) and of its
+// record (the inbox: drover task pending, the HTTP API's approvals), so that both say the same.
+func PermissionSummary(r *claudecode.CanUseTool) string {
+	_, title := normalizeToolCall(r.ToolName, r.Input)
+	return permissionSummary(r, title)
+}
+
+func permissionSummary(r *claudecode.CanUseTool, title string) string {
+	summary := title
+	switch r.ToolName {
+	case claudecode.ToolAskUserQuestion:
+		if qs := claudecode.QuestionsOf(r.Input); len(qs) > 0 {
+			summary = qs[0].Question
+		}
+	case claudecode.ToolExitPlanMode:
+		plan, _ := claudecode.PlanOf(r.Input)
+		if line := firstNonBlankLine(plan); line != "" {
+			summary = line
+		}
+	default:
+		summary = inputSummary(r.ToolName, r.Input, title)
+	}
+	return shorten(summary, maxSummary)
+}
+
 // permission describes a can_use_tool request for the person who decides it.
 func permission(r *claudecode.CanUseTool, title string) *events.Permission {
 	p := &events.Permission{
 		Input: compactJSON(r.Input), DisplayName: r.DisplayName, Description: r.Description,
 		Suggestions: compactJSON(r.PermissionSuggestions), BlockedPath: r.BlockedPath,
 		DecisionReason: stripANSI(r.DecisionReason), DecisionReasonType: r.DecisionReasonType, AgentID: r.AgentID,
-		RequiresUserInteraction: r.RequiresUserInteraction,
+		RequiresUserInteraction: r.RequiresUserInteraction, Summary: permissionSummary(r, title),
 	}
-	summary := title
 	switch r.ToolName {
 	case claudecode.ToolAskUserQuestion:
 		for _, q := range claudecode.QuestionsOf(r.Input) {
@@ -31,19 +57,11 @@ func permission(r *claudecode.CanUseTool, title string) *events.Permission {
 			}
 			p.Questions = append(p.Questions, eq)
 		}
-		if len(p.Questions) > 0 {
-			summary = p.Questions[0].Question
-		}
 	case claudecode.ToolExitPlanMode:
 		p.Plan, p.PlanFile = claudecode.PlanOf(r.Input)
-		if line := firstNonBlankLine(p.Plan); line != "" {
-			summary = line
-		}
 	default:
-		summary = inputSummary(r.ToolName, r.Input, title)
 		p.Diff = proposedDiff(r.ToolName, r.Input)
 	}
-	p.Summary = shorten(summary, maxSummary)
 	if !r.RequiresUserInteraction && !r.SuppressAlwaysAllowRule {
 		if offered := claudecode.SuggestRules(r.ToolName, r.Input); len(offered) > 0 {
 			p.AllowAlways = marshalPlain(offered)

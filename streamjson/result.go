@@ -170,8 +170,7 @@ func (a *Adapter) setMainModel(model string) {
 }
 
 // SetContextWindow tells the adapter a model's context window, as the CLI reported it
-// (get_context_usage): the host asks when the process starts, so that the first context_window
-// event already has the right size. An empty model means the main session's.
+// (get_context_usage), when its results did not. An empty model means the main session's.
 func (a *Adapter) SetContextWindow(model string, size int64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -2,6 +2,9 @@ package task
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -11,6 +14,8 @@ const (
 	// UpdateDecide records a person's decision on a pending permission request (a Decision);
 	// its result is a DecisionRecord. The validator refuses a request that is not pending in
 	// this task — unknown, already decided, or another task's — before anything is recorded.
+	// drover decides through SignalDecide (taskclient.Decider); the workflow keeps this
+	// Update's handler for the histories that hold one, and for clients that send it.
 	UpdateDecide = "decide"
 	// UpdateExtendDeadline moves a pending request's deadline (an ExtendDeadline); its result is
 	// the PendingRequest as it now stands.
@@ -129,19 +134,13 @@ const (
 	OutcomeCancelled Outcome = "cancelled" // withdrawn before anybody answered: the CLI cancelled it, or its turn or task ended
 )
 
-// Outcomes lists every outcome of a permission request.
+// Outcomes lists every final outcome of a permission request (all but OutcomePending).
 func Outcomes() []Outcome {
 	return []Outcome{OutcomeAllowed, OutcomeDenied, OutcomeExpired, OutcomeCancelled}
 }
 
 // Final reports whether o is a decided outcome (allowed, denied, expired, cancelled).
-func (o Outcome) Final() bool {
-	switch o {
-	case OutcomeAllowed, OutcomeDenied, OutcomeExpired, OutcomeCancelled:
-		return true
-	}
-	return false
-}
+func (o Outcome) Final() bool { return slices.Contains(Outcomes(), o) }
 
 // DecisionRecord is a decision as the workflow recorded it: the result of UpdateDecide, and the
 // input of DeliverDecision.
@@ -177,4 +176,61 @@ type DeadlineMoved struct {
 type Grant struct {
 	Tool       string     `json:"tool"`
 	Suggestion Suggestion `json:"suggestion"`
+}
+
+// Validate checks what a decision says on its own: a denial needs a reason (the agent reads
+// it), and neither a grant for the rest of the task nor answers go with a denial. A refusal is
+// an *InvalidError that names the decision's field (reason, always, answers).
+func (d Decision) Validate() error {
+	if d.Allow {
+		return nil
+	}
+	// The workflow checks decisions already in histories: a rule here must keep every answer
+	// it gave them.
+	if d.Reason == "" {
+		return invalid("reason", "a denial needs a reason: the agent reads it")
+	}
+	if d.Always != "" {
+		return invalid("always", "a grant for the rest of the task goes with an approval, not a denial")
+	}
+	if len(d.Answers) > 0 {
+		return invalid("answers", "answers go with approving a question")
+	}
+	return nil
+}
+
+// Check checks decision d against the request r it answers. It is the one check of a
+// decision's content, made by everything that records or applies one (taskclient.Decider, and
+// the task's workflow when it applies it), so that each refusal reads the same wherever it is
+// met: what Validate checks, and then that Always names one of the suggestions r offers, and
+// that Answers go with a question, one for each of its questions, from its options. A refusal
+// is an *InvalidError that names the decision's field. Whether r still waits for a decision is
+// the caller's to check.
+func (d Decision) Check(r PendingRequest) error {
+	if err := d.Validate(); err != nil {
+		return err
+	}
+	if d.Always != "" && !slices.ContainsFunc(r.Suggestions, func(sg Suggestion) bool { return sg.Key == d.Always }) {
+		return invalid("always", "request %s offers no suggestion %q; it offers %s", r.RequestID, d.Always, offered(r.Suggestions))
+	}
+	if r.Kind == KindQuestion && d.Allow {
+		if err := CheckAnswers(r.Questions, d.Answers); err != nil {
+			return invalid("answers", "%v", err)
+		}
+	} else if len(d.Answers) > 0 {
+		return invalid("answers", "answers go with approving a question")
+	}
+	return nil
+}
+
+// offered lists the suggestions a request offers, for a person: "1 (Bash(npm test:*)), 2 (…)".
+func offered(sgs []Suggestion) string {
+	if len(sgs) == 0 {
+		return "nothing to grant for the rest of the task"
+	}
+	out := make([]string, 0, len(sgs))
+	for _, sg := range sgs {
+		out = append(out, fmt.Sprintf("%s (%s)", sg.Key, sg.Label))
+	}
+	return strings.Join(out, ", ")
 }

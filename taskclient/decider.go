@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -60,8 +59,8 @@ func (c *Decider) Decide(ctx context.Context, taskID string, d task.Decision, wa
 	if err := notPending(row); err != nil {
 		return rec, false, err
 	}
-	if err := check(row, d); err != nil {
-		return rec, false, err
+	if err := d.Check(askOf(row)); err != nil {
+		return rec, false, &InvalidDecisionError{TaskID: taskID, RequestID: d.RequestID, Err: err}
 	}
 	body, err := json.Marshal(d)
 	if err != nil {
@@ -137,40 +136,9 @@ func notPending(row store.PermissionRequest) error {
 	return e
 }
 
-// check checks d against the request as the task's workflow will: a grant it offered, a
-// question's options, a reason for a denial.
-func check(row store.PermissionRequest, d task.Decision) error {
-	bad := func(reason string) error {
-		return &InvalidDecisionError{TaskID: row.TaskID, RequestID: row.RequestID, Reason: reason}
-	}
-	if !d.Allow && d.Reason == "" {
-		return bad("a denial needs a reason: the agent reads it")
-	}
-	if d.Always != "" {
-		if !d.Allow {
-			return bad("--always goes with an approval, not a denial")
-		}
-		sgs := taskview.SuggestionsOf(row.Suggestions)
-		if !slices.ContainsFunc(sgs, func(sg task.Suggestion) bool { return sg.Key == d.Always }) {
-			offers := "nothing to grant for the rest of the task"
-			if len(sgs) > 0 {
-				offers = ""
-				for i, sg := range sgs {
-					if i > 0 {
-						offers += ", "
-					}
-					offers += fmt.Sprintf("%s (%s)", sg.Key, sg.Label)
-				}
-			}
-			return bad(fmt.Sprintf("the request offers no suggestion %q; it offers %s", d.Always, offers))
-		}
-	}
-	if task.RequestKind(row.Kind) == task.KindQuestion && d.Allow {
-		if err := task.CheckAnswers(taskview.QuestionsOf(row), d.Answers); err != nil {
-			return bad(err.Error())
-		}
-	} else if len(d.Answers) > 0 {
-		return bad("answers go with approving a question")
-	}
-	return nil
+// askOf is the request of row as task.Decision.Check reads it.
+func askOf(row store.PermissionRequest) task.PendingRequest {
+	return task.PendingRequest{RequestID: row.RequestID, Turn: row.Turn, Kind: row.Kind,
+		Tool: row.ToolName, Summary: row.Summary, Suggestions: taskview.SuggestionsOf(row.Suggestions),
+		Questions: taskview.QuestionsOf(row), Reasked: row.Reasked, Since: row.CreatedAt, Deadline: row.Deadline}
 }

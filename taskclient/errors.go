@@ -43,14 +43,18 @@ func (e *NotPendingError) Error() string {
 	return msg + fmt.Sprintf("; run drover task pending %s to see what waits", e.TaskID)
 }
 
-// InvalidDecisionError refuses a decision for its content: a grant the request did not offer,
-// an answer that is not an option, a denial without a reason. Nothing was recorded.
+// InvalidDecisionError refuses a decision for its content (task.Decision.Check): a grant the
+// request did not offer, an answer that is not an option, a denial without a reason. Nothing
+// was recorded.
 type InvalidDecisionError struct {
 	TaskID    string
 	RequestID string
-	Reason    string // what is wrong and what is allowed
+	// Err is Check's refusal: a *task.InvalidError that names the field and what is allowed.
+	Err error
 }
 
 func (e *InvalidDecisionError) Error() string {
-	return fmt.Sprintf("decision on request %s of task %s: %s", e.RequestID, e.TaskID, e.Reason)
+	return fmt.Sprintf("decision on request %s of task %s: %v", e.RequestID, e.TaskID, e.Err)
 }
+
+func (e *InvalidDecisionError) Unwrap() error { return e.Err }

@@ -197,49 +197,6 @@ func (c *Client) update(ctx context.Context, taskID, name, updateID string, out 
 	})
 }
 
-// Decide sends a person's decision on one of the task's pending permission requests, as an
-// Update: the task validates it against its pending set (an unknown, already decided or another
-// task's request is refused, and nothing is recorded), records it in its history, and hands it
-// to the waiting agent through a worker. Decide waits up to deliver for all of that.
-//
-// When no worker takes the Update within deliver (none runs: nothing can validate it), the
-// decision goes as a signal instead (task.SignalDecide), which the task's history keeps at
-// once; the task checks and applies it as soon as a worker runs it again. delivered is false
-// then, as it is when the Update was recorded but has not reached the agent within deliver.
-func (c *Client) Decide(ctx context.Context, taskID string, d task.Decision, deliver time.Duration) (rec task.DecisionRecord, delivered bool, err error) {
-	wctx, cancel := context.WithTimeout(ctx, deliver)
-	defer cancel()
-	// The wait ran out (the SDK may report it a moment before wctx itself ends), not the caller.
-	late := func(err error) bool {
-		var timeout *client.WorkflowUpdateServiceTimeoutOrCanceledError
-		return ctx.Err() == nil && (wctx.Err() != nil || errors.As(err, &timeout))
-	}
-	h, err := c.Temporal.UpdateWorkflow(wctx, client.UpdateWorkflowOptions{
-		WorkflowID:   taskID,
-		UpdateName:   task.UpdateDecide,
-		Args:         []any{d},
-		WaitForStage: client.WorkflowUpdateStageAccepted,
-	})
-	switch {
-	case err != nil && late(err):
-		// Should the Update still be taken later, the second of the two finds the request
-		// decided and changes nothing.
-		if err := c.Temporal.SignalWorkflow(ctx, taskID, "", task.SignalDecide, d); err != nil {
-			return rec, false, fmt.Errorf("deciding request %s of task %s while no worker runs: %w", d.RequestID, taskID, err)
-		}
-		return rec, false, nil
-	case err != nil:
-		return rec, false, fmt.Errorf("deciding request %s of task %s: %w", d.RequestID, taskID, err)
-	}
-	if err := h.Get(wctx, &rec); err != nil {
-		if late(err) {
-			return rec, false, nil
-		}
-		return rec, false, fmt.Errorf("deciding request %s of task %s: %w", d.RequestID, taskID, err)
-	}
-	return rec, true, nil
-}
-
 // ExtendDeadline moves the deadline of one of the task's pending permission requests.
 func (c *Client) ExtendDeadline(ctx context.Context, taskID, requestID string, deadline time.Time) (task.PendingRequest, error) {
 	var out task.PendingRequest

@@ -36,7 +36,7 @@ func TestDescribe(t *testing.T) {
 			[]string{"expired", "drover task pending T"}, nil},
 		{&taskclient.NotPendingError{TaskID: "T", RequestID: "x", Status: "allowed", By: "carol"}, taskerr.CodeNotPending, http.StatusConflict,
 			[]string{"it was allowed by carol", "drover task pending T"}, nil},
-		{&taskclient.InvalidDecisionError{TaskID: "T", RequestID: "x", Reason: "a denial needs a reason"}, taskerr.CodeInvalidInput,
+		{&taskclient.InvalidDecisionError{TaskID: "T", RequestID: "x", Err: task.Decision{RequestID: "x"}.Check(task.PendingRequest{RequestID: "x"})}, taskerr.CodeInvalidInput,
 			http.StatusBadRequest, []string{"a denial needs a reason"}, nil},
 		{wrap(&taskview.NotFoundError{TaskID: "T"}), taskerr.CodeNotFound, http.StatusNotFound, []string{"drover task list"}, nil},
 		{&taskview.NotFoundError{TaskID: "T", RequestID: "x"}, taskerr.CodeNotFound, http.StatusNotFound, []string{"drover task pending T"}, nil},

@@ -170,7 +170,7 @@ type RecordedDecision struct {
 
 // List returns the tasks the filter keeps, newest first.
 func (v *View) List(ctx context.Context, f Filter) ([]Summary, error) {
-	rows, err := store.ListTasks(ctx, v.Pool, store.TaskFilter{Status: string(f.Status),
+	rows, err := store.ListTasks(ctx, v.Pool, store.TaskFilter{Status: f.Status,
 		AwaitingApproval: f.AwaitingApproval, Text: strings.TrimSpace(f.Text), Limit: f.Limit})
 	if err != nil {
 		return nil, err
@@ -246,7 +246,7 @@ func (v *View) Show(ctx context.Context, taskID string) (Detail, error) {
 
 // summarize makes a row's Summary, and returns the recorded state it read (nil when none).
 func summarize(r store.TaskRow) (Summary, *task.State) {
-	s := Summary{ID: r.TaskID, Status: task.Status(r.Status), Model: r.Model, Workspace: r.Workspace,
+	s := Summary{ID: r.TaskID, Status: r.Status, Model: r.Model, Workspace: r.Workspace,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Turns: r.Totals.Turns, CostUSD: r.Totals.CostUSD,
 		PendingApprovals: r.PendingApprovals}
 	if !r.WaitingSince.IsZero() {
@@ -306,7 +306,7 @@ func (v *View) Request(ctx context.Context, taskID, requestID string) (store.Per
 
 // pendingOf makes the view of a request's row.
 func pendingOf(r store.PermissionRequest) PendingRequest {
-	p := PendingRequest{TaskID: r.TaskID, RequestID: r.RequestID, Turn: r.Turn, Kind: task.RequestKind(r.Kind),
+	p := PendingRequest{TaskID: r.TaskID, RequestID: r.RequestID, Turn: r.Turn, Kind: r.Kind,
 		Tool: r.ToolName, Summary: r.Summary, Input: r.Input, Reasked: r.Reasked, Since: r.CreatedAt,
 		Deadline: r.Deadline}
 	p.Suggestions = SuggestionsOf(r.Suggestions)
@@ -317,7 +317,7 @@ func pendingOf(r store.PermissionRequest) PendingRequest {
 // QuestionsOf reads the questions of a question request, with their options' labels; nil for
 // another kind.
 func QuestionsOf(r store.PermissionRequest) []task.Question {
-	if task.RequestKind(r.Kind) != task.KindQuestion {
+	if r.Kind != task.KindQuestion {
 		return nil
 	}
 	var out []task.Question

@@ -51,7 +51,7 @@ func record(t *testing.T, db *pgxpool.Pool, taskID string, st task.State, at tim
 	t.Helper()
 	b, err := json.Marshal(st)
 	must(t, err)
-	must(t, store.RecordTaskState(t.Context(), db, taskID, string(st.Status), b, at, seq))
+	must(t, store.RecordTaskState(t.Context(), db, taskID, st.Status, b, at, seq))
 }
 
 // The read side answers from Postgres alone: each task's recorded state with its turns'

@@ -136,8 +136,8 @@ func (s *taskState) rememberDecision(d task.DecisionRecord) {
 	}
 }
 
-// validateDecision is the validator of UpdateDecide: the request must wait in this task, and
-// the decision may grant only what the request offered and answer only with its options.
+// validateDecision is the validator of UpdateDecide, and the check of a decision that came by
+// SignalDecide: the request must wait in this task, and the decision pass task.Decision.Check.
 func (s *taskState) validateDecision(ctx workflow.Context, d task.Decision) error {
 	i := s.awaitingIndex(d.RequestID)
 	if i < 0 {
@@ -147,41 +147,10 @@ func (s *taskState) validateDecision(ctx workflow.Context, d task.Decision) erro
 		}
 		return rejection(task.ErrTypeNotPending, fmt.Sprintf("request %q is not pending in this task (see drover task pending)", d.RequestID))
 	}
-	r := s.awaiting[i]
-	if d.Always != "" {
-		if !d.Allow {
-			return rejection(task.ErrTypeInvalidDecision, "--always goes with an approval, not a denial")
-		}
-		if !slices.ContainsFunc(r.Suggestions, func(sg task.Suggestion) bool { return sg.Key == d.Always }) {
-			return rejection(task.ErrTypeInvalidDecision, fmt.Sprintf("request %s offers no suggestion %q; it offers %s",
-				r.RequestID, d.Always, suggestionKeys(r.Suggestions)))
-		}
-	}
-	if r.Kind == task.KindQuestion && d.Allow {
-		if err := task.CheckAnswers(r.Questions, d.Answers); err != nil {
-			return rejection(task.ErrTypeInvalidDecision, err.Error())
-		}
-	} else if len(d.Answers) > 0 {
-		return rejection(task.ErrTypeInvalidDecision, "answers go with approving a question")
-	}
-	if !d.Allow && d.Reason == "" {
-		return rejection(task.ErrTypeInvalidDecision, "a denial needs a reason: the agent reads it")
+	if err := d.Check(s.awaiting[i]); err != nil {
+		return rejection(task.ErrTypeInvalidDecision, err.Error())
 	}
 	return nil
-}
-
-func suggestionKeys(sgs []task.Suggestion) string {
-	if len(sgs) == 0 {
-		return "none"
-	}
-	out := ""
-	for i, sg := range sgs {
-		if i > 0 {
-			out += ", "
-		}
-		out += fmt.Sprintf("%s (%s)", sg.Key, sg.Label)
-	}
-	return out
 }
 
 // decide is the handler of UpdateDecide: it records the decision, remembers a grant, moves a

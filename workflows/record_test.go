@@ -78,7 +78,6 @@ func (h *recordHost) runTurn(ctx context.Context, in task.RunTurnInput) (task.Ru
 		DurationMS:      900,
 		NumTurns:        1,
 		Attempt:         int(activity.GetInfo(ctx).Attempt),
-		Counted:         true,
 	}
 	if in.Turn == 1 {
 		return res, nil

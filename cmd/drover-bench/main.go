@@ -37,7 +37,8 @@ func figures(stack *stackRunner) []bench.Figure {
 		d1(stack),
 		c1(),
 	}
-	return append(all, p5Figures(stack)...)
+	all = append(all, p5Figures(stack)...)
+	return append(all, apiFigures(stack)...)
 }
 
 func main() {

@@ -221,7 +221,7 @@ func TestInvalidInputIsAnsweredBeforeDialling(t *testing.T) {
 			[]string{"--after: -1 is negative", "use 0 (from the first event) or a sequence number"}},
 		{"unknown flag", []string{"task", "close", "t1", "--force"}, "", []string{"unknown flag: --force"}},
 		{"unknown subcommand", []string{"task", "sign-off", "t1"}, "", []string{`unknown subcommand "sign-off"`, "start, prompt"}},
-		{"deny without a reason", []string{"task", "deny", "t1", "r1"}, "", []string{"--reason is required"}},
+		{"deny without a reason", []string{"task", "deny", "t1", "r1"}, "", []string{"--reason: a denial needs a reason"}},
 		{"answer without an option", []string{"task", "approve", "t1", "r1", "--answer", "Which?"}, "", []string{"--answer", "QUESTION=OPTION"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

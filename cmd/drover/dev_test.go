@@ -178,7 +178,8 @@ func TestDevOfflineModelAsksForApproval(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ws, "marker.txt")); err == nil {
 		t.Fatal("the command ran before anybody approved it")
 	}
-	if _, _, err := tc.Decide(ctx, id, task.Decision{RequestID: req.RequestID, Allow: true, By: "newcomer"}, 30*time.Second); err != nil {
+	dc := &taskclient.Decider{Temporal: tc.Temporal, View: view}
+	if _, _, err := dc.Decide(ctx, id, task.Decision{RequestID: req.RequestID, Allow: true, By: "newcomer"}, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tc.WaitIdle(ctx, id, 0); err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-run/drover/api"
+	"github.com/drover-run/drover/internal/telemetry"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/taskclient"
 	"github.com/drover-run/drover/taskview"
@@ -24,12 +25,19 @@ func newServeCommand(a *app) *cobra.Command {
 		Long: `Serve drover's HTTP API under /api/v1 (see docs/api.md and /api/v1/openapi.json),
 and the web console at /. It listens on loopback by default; on any other address
 it refuses to start unless DROVER_API_TOKENS or DROVER_API_TOKEN_FILE gives the
-bearer tokens every request must carry.`,
+bearer tokens every request must carry. Its pool of Postgres connections is set in
+DROVER_DATABASE_URL (?pool_max_conns=N); an open event stream holds none of them.`,
 		Example: `  drover serve
   DROVER_API_TOKEN_FILE=/run/secrets/drover-api drover serve --listen 0.0.0.0:8090`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			ctx := c.Context()
+			tel, err := telemetry.Setup(ctx, telemetry.Config{Service: "drover-api", Version: version,
+				Traces: a.env.otlpTraces, Metrics: a.env.otlpMetrics, Logger: a.log})
+			if err != nil {
+				return err
+			}
+			defer tel.Shutdown(context.WithoutCancel(ctx))
 			o.temporalAddress, o.databaseURL = a.env.temporalAddress, a.env.databaseURL
 			srv, err := startAPI(ctx, a, o)
 			if err != nil {

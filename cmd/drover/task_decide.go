@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os/user"
 	"strings"
@@ -37,77 +38,108 @@ command returns once it is recorded, and the task applies it when its worker run
 			return checkTaskArg(c, args[0])
 		},
 	}
-	var reason, always, by string
-	var wait time.Duration
-	var answers []string
-	c.Flags().StringVar(&reason, "reason", "", "why (a denial's reason is what the agent reads; required to deny)")
-	c.Flags().StringVar(&by, "by", "", "who decides (default: your user name)")
-	c.Flags().DurationVar(&wait, "wait", 0, "wait up to this long for the task to apply the decision (0: return once it is recorded)")
-	if allow {
-		c.Flags().StringVar(&always, "always", "", "also grant, for the rest of the task, the request's suggestion with this key (see drover task pending)")
-		c.Flags().StringArrayVar(&answers, "answer", nil, `for a question: "QUESTION=OPTION" (repeat for each question, or for each option of a multi-select one)`)
-	}
-	out := addOutputFlags(c, false)
+	f := &decideFlags{allow: allow, verb: verb}
+	f.add(c)
 	c.RunE = func(c *cobra.Command, args []string) error {
-		id, ctx := args[0], c.Context()
-		if wait < 0 {
-			return usageErrorf(c, "--wait: %s is negative", wait)
-		}
-		if !allow && strings.TrimSpace(reason) == "" {
-			return usageErrorf(c, "--reason is required to deny: it is what the agent reads")
-		}
-		parsed, err := parseAnswers(answers)
+		d, err := f.decision(c, args)
 		if err != nil {
-			return usageErrorf(c, "--answer: %v", err)
+			return err
 		}
-		if by == "" {
-			by = currentUser()
-		}
-		reqID := ""
-		if len(args) == 2 {
-			reqID = args[1]
-		}
-		return a.withClient(ctx, func(tc *taskclient.Client) error {
-			return a.withView(ctx, func(v *taskview.View) error {
-				dc := &taskclient.Decider{Temporal: tc.Temporal, View: v}
-				d := task.Decision{RequestID: reqID, Allow: allow, Reason: reason, By: by, Always: always, Answers: parsed}
-				if d.RequestID == "" {
-					// Named here, so that what is printed names it too.
-					r, err := v.OnlyPending(ctx, id)
-					if err != nil {
-						return err
-					}
-					d.RequestID = r.RequestID
-				}
-				rec, applied, err := dc.Decide(ctx, id, d, wait)
+		return a.decide(c.Context(), args[0], d, f)
+	}
+	return c
+}
+
+// decideFlags are the flags of approve and deny.
+type decideFlags struct {
+	allow              bool
+	verb               string
+	reason, always, by string
+	wait               time.Duration
+	answers            []string
+	out                *output
+}
+
+func (f *decideFlags) add(c *cobra.Command) {
+	c.Flags().StringVar(&f.reason, "reason", "", "why (a denial's reason is what the agent reads; required to deny)")
+	c.Flags().StringVar(&f.by, "by", "", "who decides (default: your user name)")
+	c.Flags().DurationVar(&f.wait, "wait", 0, "wait up to this long for the task to apply the decision (0: return once it is recorded)")
+	if f.allow {
+		c.Flags().StringVar(&f.always, "always", "", "also grant, for the rest of the task, the request's suggestion with this key (see drover task pending)")
+		c.Flags().StringArrayVar(&f.answers, "answer", nil, `for a question: "QUESTION=OPTION" (repeat for each question, or for each option of a multi-select one)`)
+	}
+	f.out = addOutputFlags(c, false)
+}
+
+// decision is the decision the flags and arguments say, checked as far as it can be without
+// its request (task.Decision.Validate).
+func (f *decideFlags) decision(c *cobra.Command, args []string) (task.Decision, error) {
+	if f.wait < 0 {
+		return task.Decision{}, usageErrorf(c, "--wait: %s is negative", f.wait)
+	}
+	d := task.Decision{Allow: f.allow, Reason: strings.TrimSpace(f.reason), By: f.by, Always: f.always}
+	if err := d.Validate(); err != nil {
+		return d, usageErrorf(c, "--%v", err)
+	}
+	answers, err := parseAnswers(f.answers)
+	if err != nil {
+		return d, usageErrorf(c, "--answer: %v", err)
+	}
+	d.Answers = answers
+	if d.By == "" {
+		d.By = currentUser()
+	}
+	if len(args) == 2 {
+		d.RequestID = args[1]
+	}
+	return d, nil
+}
+
+// decide records d on task id through taskclient.Decider and prints what happened.
+func (a *app) decide(ctx context.Context, id string, d task.Decision, f *decideFlags) error {
+	return a.withClient(ctx, func(tc *taskclient.Client) error {
+		return a.withView(ctx, func(v *taskview.View) error {
+			if d.RequestID == "" {
+				// Named here, so that what is printed names it too.
+				r, err := v.OnlyPending(ctx, id)
 				if err != nil {
 					return err
 				}
-				if out.isJSON() {
-					return writeJSON(a.stdout, struct {
-						TaskID    string               `json:"task_id"`
-						RequestID string               `json:"request_id"`
-						Recorded  bool                 `json:"recorded"`
-						Delivered bool                 `json:"delivered"`
-						Decision  *task.DecisionRecord `json:"decision,omitempty"`
-					}{id, d.RequestID, true, applied, recordOrNil(rec, applied)})
-				}
-				if !applied {
-					fmt.Fprintf(a.stdout, "task %s: %s of request %s recorded; it applies when the task's worker runs\n", id, verb, d.RequestID)
-					return nil
-				}
-				fmt.Fprintf(a.stdout, "task %s: request %s %s by %s\n", id, d.RequestID, rec.Outcome, rec.By)
-				if rec.Grant != nil {
-					fmt.Fprintf(a.stdout, "granted for the rest of the task: %s\n", rec.Grant.Label)
-				}
-				if rec.NextMode != "" {
-					fmt.Fprintf(a.stdout, "the task continues in %s mode\n", rec.NextMode)
-				}
-				return nil
-			})
+				d.RequestID = r.RequestID
+			}
+			dc := &taskclient.Decider{Temporal: tc.Temporal, View: v}
+			rec, applied, err := dc.Decide(ctx, id, d, f.wait)
+			if err != nil {
+				return err
+			}
+			return a.printDecided(id, d.RequestID, f, rec, applied)
 		})
+	})
+}
+
+// printDecided says what became of a decision: recorded, or applied (and what it granted).
+func (a *app) printDecided(id, requestID string, f *decideFlags, rec task.DecisionRecord, applied bool) error {
+	if f.out.isJSON() {
+		return writeJSON(a.stdout, struct {
+			TaskID    string               `json:"task_id"`
+			RequestID string               `json:"request_id"`
+			Recorded  bool                 `json:"recorded"`
+			Delivered bool                 `json:"delivered"`
+			Decision  *task.DecisionRecord `json:"decision,omitempty"`
+		}{id, requestID, true, applied, recordOrNil(rec, applied)})
 	}
-	return c
+	if !applied {
+		fmt.Fprintf(a.stdout, "task %s: %s of request %s recorded; it applies when the task's worker runs\n", id, f.verb, requestID)
+		return nil
+	}
+	fmt.Fprintf(a.stdout, "task %s: request %s %s by %s\n", id, requestID, rec.Outcome, rec.By)
+	if rec.Grant != nil {
+		fmt.Fprintf(a.stdout, "granted for the rest of the task: %s\n", rec.Grant.Label)
+	}
+	if rec.NextMode != "" {
+		fmt.Fprintf(a.stdout, "the task continues in %s mode\n", rec.NextMode)
+	}
+	return nil
 }
 
 func recordOrNil(rec task.DecisionRecord, ok bool) *task.DecisionRecord {

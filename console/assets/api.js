@@ -63,6 +63,8 @@ async function errorOf(resp) {
       message = String(body.error.message || "");
     }
   } catch (_) { /* not JSON */ }
+  // The API's messages may end with advice for the command line; a browser user cannot follow it.
+  message = message.replace(/;\s*run drover [^;]*$/, "");
   return new APIError(resp.status, code, message || (resp.status + " " + resp.statusText));
 }
 
@@ -115,7 +117,8 @@ export function taskPath(id) {
 // EventStream follows a task's event log: first the stored events in pages (JSON), then the live
 // stream (text/event-stream) from the last sequence number seen, resuming with Last-Event-ID
 // whenever the connection drops. onEvents receives arrays of {seq, type, turn, attempt, time,
-// event}; onState receives "loading", "live", "reconnecting" or "ended" and a detail.
+// event}; onState receives "loading", "live", "reconnecting" or "ended", a detail, and the HTTP
+// status of a refusal.
 export class EventStream {
   constructor(taskID, onEvents, onState) {
     this.taskID = taskID;
@@ -136,7 +139,7 @@ export class EventStream {
     try {
       await this.backlog();
     } catch (err) {
-      this.onState("reconnecting", String(err.message || err));
+      this.onState("reconnecting", String(err.message || err), err.status);
     }
     let delay = 500;
     while (!this.stopped) {
@@ -147,7 +150,7 @@ export class EventStream {
         if (got) delay = 100;
       } catch (err) {
         if (this.stopped) return;
-        this.onState("reconnecting", String(err.message || err));
+        this.onState("reconnecting", String(err.message || err), err.status);
       }
       await new Promise((r) => setTimeout(r, delay));
       delay = Math.min(Math.max(delay * 2, 500), 10000);

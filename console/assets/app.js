@@ -1,19 +1,24 @@
-// The console's pages: the task list (#/), a new task (#/new), one task (#/tasks/<id>) and the
-// inbox (#/inbox).
+// The console's pages: the task list (#/), the board (#/board), a new task (#/new), one task
+// (#/tasks/<id>) and the inbox (#/inbox); and the keys that work on them.
 
 import { getJSON, postJSON, taskPath, newKey, EventStream } from "./api.js";
 import { h, append, clear, money, tokens, ago, statusBadge, pre, safeHref } from "./dom.js";
 import { Timeline } from "./render.js";
-import { Status, STATUSES, FINAL_STATUSES, Mode, MODES, Kind } from "./enums.js";
+import { Status, STATUSES, FINAL_STATUSES, WAITING_STATUSES, Mode, MODES, Kind } from "./enums.js";
 
 const POLL_MS = 3000;
+// A task's page reads the task when its events say it changed; this slow read is for what
+// changes without an event (an account's wait).
+const TASK_POLL_MS = 15000;
+// How often the page looks whether a running task has gone quiet.
+const STALL_CHECK_MS = 1000;
 // A running task that has written nothing for this long is shown as possibly stalled.
 const STALL_MS = 90000;
 // The stored events a task's page shows at first; the earlier ones come on request.
 const WINDOW = 1000;
 
 const main = document.getElementById("main");
-let view = null; // the current page: {stop()}
+let view = null; // the current page: {stop(), items?() → elements j/k move among, key?(key, item) → handled}
 
 function route() {
   if (view && view.stop) view.stop();
@@ -24,6 +29,7 @@ function route() {
   if (m) view = taskPage(decodeURIComponent(m[1]));
   else if (hash === "#/inbox") view = inboxPage();
   else if (hash === "#/new") view = newTaskPage();
+  else if (hash === "#/board") view = boardPage();
   else view = listPage();
   for (const a of document.querySelectorAll("header nav a")) a.classList.toggle("active", a.getAttribute("href") === (m ? "#/" : hash));
 }
@@ -52,15 +58,16 @@ function temporalLink(task) {
 // ---- the task list ----
 
 function listPage() {
-  const statusSel = h("select", null, h("option", { value: "" }, "any status"), STATUSES.map((s) => h("option", { value: s }, s.replace(/_/g, " "))));
-  const q = h("input", { type: "search", placeholder: "search" });
+  const statusSel = h("select", { ariaLabel: "status" }, h("option", { value: "" }, "any status"), STATUSES.map((s) => h("option", { value: s }, s.replace(/_/g, " "))));
+  const q = h("input", { type: "search", placeholder: "search (/)", className: "search", ariaLabel: "search the tasks" });
   const awaiting = h("input", { type: "checkbox" });
+  const board = h("a", { href: "#/board", className: "view-switch" }, "Board");
   const err = h("div");
   const body = h("tbody");
   const table = h("table", { className: "tasks" },
     h("thead", null, h("tr", null, ["task", "status", "mode", "model", "turns", "cost", "waiting", "updated", ""].map((c) => h("th", null, c)))),
     body);
-  append(main, [h("div", { className: "task-head" }, h("h1", null, "Tasks"), h("a", { href: "#/new", className: "button new-task" }, "New task")),
+  append(main, [h("div", { className: "task-head" }, h("h1", null, "Tasks"), board, h("a", { href: "#/new", className: "button new-task" }, "New task")),
     h("div", { className: "filters" }, statusSel, q, h("label", null, awaiting, " awaiting approval")),
     err, table]);
   const load = async () => {
@@ -83,7 +90,72 @@ function listPage() {
   };
   for (const c of [statusSel, awaiting]) c.addEventListener("change", load);
   q.addEventListener("input", load);
-  return poller(load, POLL_MS);
+  const poll = poller(load, POLL_MS);
+  return { stop: poll.stop, items: () => [...body.querySelectorAll("tr[data-task-id]")] };
+}
+
+// ---- the board: tasks grouped by what they wait for ----
+
+// BOARD is the board's columns, in order; columnOf puts each task in one.
+const BOARD = [
+  ["working", "Running"], ["you", "Waiting for you"], ["limit", "Waiting for a limit"],
+  ["resting", "Idle"], ["broken", "Failed"], ["done", "Done"],
+];
+
+function columnOf(t) {
+  if (t.pending_approvals > 0) return "you";
+  if (t.status === Status.FAILED) return "broken";
+  if (FINAL_STATUSES.includes(t.status)) return "done";
+  if (WAITING_STATUSES.includes(t.status) || t.status === Status.BUDGET_EXHAUSTED) return "limit";
+  if (t.status === Status.RUNNING || t.status === Status.CLOSING) return "working";
+  return "resting";
+}
+
+function boardPage() {
+  const q = h("input", { type: "search", placeholder: "search (/)", className: "search", ariaLabel: "search the tasks" });
+  const err = h("div");
+  const cols = new Map(BOARD.map(([key, title]) => {
+    const list = h("ol", { className: "cards" });
+    const count = h("span", { className: "muted" });
+    const col = h("section", { className: "column", dataset: { column: key }, ariaLabel: title }, h("h2", null, title, " ", count), list);
+    return [key, { col, list, count }];
+  }));
+  append(main, [h("div", { className: "task-head" }, h("h1", null, "Board"), h("a", { href: "#/", className: "view-switch" }, "List"),
+    h("a", { href: "#/new", className: "button new-task" }, "New task")),
+  h("div", { className: "filters" }, q), err, h("div", { className: "board" }, [...cols.values()].map((c) => c.col))]);
+  const load = async () => {
+    let data;
+    try {
+      data = await getJSON("/api/v1/tasks" + (q.value.trim() ? "?q=" + encodeURIComponent(q.value.trim()) : ""));
+      errorBox(err, null);
+    } catch (e) {
+      errorBox(err, e);
+      return;
+    }
+    const focused = document.activeElement && document.activeElement.closest("[data-task-id]");
+    const keep = focused && focused.dataset.taskId;
+    for (const c of cols.values()) clear(c.list);
+    for (const t of data.tasks || []) cols.get(columnOf(t)).list.append(boardCard(t));
+    for (const c of cols.values()) c.count.textContent = String(c.list.children.length);
+    if (keep) {
+      const again = main.querySelector('.board [data-task-id="' + CSS.escape(keep) + '"] a');
+      if (again) again.focus();
+    }
+  };
+  q.addEventListener("input", load);
+  const poll = poller(load, POLL_MS);
+  return { stop: poll.stop, items: () => [...main.querySelectorAll(".board li[data-task-id]")] };
+}
+
+function boardCard(t) {
+  const facts = [];
+  if (t.pending_approvals) facts.push(t.pending_approvals + " waiting" + (t.waiting_since ? " for " + ago(t.waiting_since) : ""));
+  if (t.wait) facts.push(waitText(t.wait));
+  if (t.last_error) facts.push("error: " + t.last_error);
+  return h("li", { className: "card", dataset: { taskId: t.id, status: t.status || "" } },
+    h("a", { href: "#/tasks/" + encodeURIComponent(t.id) }, t.id), " ", statusBadge(t.status),
+    h("div", { className: "muted" }, [t.mode, money(t.cost_usd), t.updated_at ? ago(t.updated_at) + " ago" : ""].filter(Boolean).join(" · ")),
+    facts.length ? h("div", { className: t.pending_approvals ? "attn" : "bad" }, facts.join(" · ")) : null);
 }
 
 function taskRow(t) {
@@ -166,6 +238,7 @@ function newTaskPage() {
       const res = await postJSON("/api/v1/tasks", body, { "Idempotency-Key": key });
       localStorage.setItem(WORKSPACE_KEY, body.workspace);
       const created = (res.task && res.task.id) || (res.prompt && res.prompt.task_id) || body.id;
+      started.add(created);
       location.hash = "#/tasks/" + encodeURIComponent(created);
     } catch (e) {
       errorBox(err, e);
@@ -191,67 +264,46 @@ function waitText(w) {
 
 // ---- one task ----
 
+const RUNNING_HINT = "A turn is running: a prompt sent now is queued and runs next.";
+
+// started holds the tasks this tab created: until the API lists one, its page says that it is
+// starting rather than that it is unknown.
+const started = new Set();
+
+// notFoundText says, in a browser user's words, why a task's page shows nothing.
+function notFoundText(id) {
+  return started.has(id) ? "Starting the task…" : "No task " + id + " is known: check the link, or pick one from the list.";
+}
+
 function taskPage(id) {
   const title = h("h1", null, id);
   const status = h("span");
   const facts = h("div", { className: "facts" });
-  const gauge = h("div", { className: "gauge", title: "context window" }, h("div", { className: "gauge-fill" }));
-  const gaugeText = h("span", { className: "muted gauge-text" }, "context: —");
+  const gauge = contextGauge();
   const stream = h("span", { className: "stream-state" });
   const stall = h("div", { className: "alert stall", hidden: true });
   const err = h("div");
   const list = h("ol", { className: "timeline", id: "timeline" });
-  const prompt = h("textarea", { rows: 3, placeholder: "Prompt the agent (Ctrl+Enter to send)" });
-  const send = h("button", { type: "submit" }, "Send");
-  const interrupt = h("button", { type: "button", className: "deny" }, "Interrupt");
-  const note = h("span", { className: "muted prompt-note" });
-  const form = h("form", { className: "prompt" }, prompt, h("div", { className: "prompt-actions" }, send, interrupt, note));
-  append(main, [
-    h("div", { className: "task-head" }, title, status, stream),
-    facts, h("div", { className: "ctx" }, gauge, gaugeText), err, stall, list, form]);
+  const box = promptBox(id);
+  append(main, [h("div", { className: "task-head" }, title, status, stream), facts, gauge.el, err, stall, list, box.form]);
 
   let task = null, lastEventAt = Date.now(), stopped = false;
-  const setContext = (cw) => {
-    const size = cw.context_window_size || cw.limit || 0, used = cw.context_window_used || cw.used || 0;
-    if (!size) return;
-    const pct = Math.min(100, Math.round(used / size * 100));
-    gauge.firstChild.style.width = pct + "%";
-    gauge.classList.toggle("high", pct >= 80);
-    gaugeText.textContent = "context: " + tokens(used) + " / " + tokens(size) + " (" + pct + "%)";
-  };
   const timeline = new Timeline(list, {
     decide: (pendingID, body) => postJSON(taskPath(id) + "/approvals/" + encodeURIComponent(pendingID), body),
-    onContext: setContext,
-    onActivity: () => { lastEventAt = Date.now(); },
+    onContext: gauge.set,
+    onActivity: () => { lastEventAt = Date.now(); catchUp(0); },
     // A new request: read the task again at once for its choices and deadline.
     onRequest: () => { refresh(); },
     refreshPending: () => refresh(),
   });
-
   const showTask = (t) => {
     task = t;
     clear(status).append(statusBadge(t.status));
-    const parts = [];
-    if (t.mode) parts.push(h("span", null, "mode " + t.mode));
-    if (t.model) parts.push(h("span", null, "model " + t.model));
-    parts.push(h("span", { className: "cost" }, "cost " + money(t.cost_usd)));
-    parts.push(h("span", { className: "turns" }, turnCount(t) + (turnCount(t) === 1 ? " turn" : " turns")));
-    if (t.workspace) parts.push(h("span", null, h("code", null, t.workspace)));
-    if (t.pending_approvals) parts.push(h("span", { className: "attn" }, t.pending_approvals + " waiting for you" + (t.waiting_since ? " for " + ago(t.waiting_since) : "")));
-    if (t.wait) parts.push(h("span", { className: "attn" }, waitText(t.wait)));
-    if (t.budget_exhausted) parts.push(h("span", { className: "attn" }, "budget spent: " + (t.budget_exhausted.bound || "")));
-    if (t.last_error) parts.push(h("span", { className: "bad" }, "last error: " + t.last_error));
-    const link = temporalLink(t);
-    if (link) parts.push(link);
     clear(facts);
-    append(facts, parts);
-    if (t.context_window) setContext(t.context_window);
+    append(facts, factsOf(t));
+    if (t.context_window) gauge.set(t.context_window);
     timeline.setPending(t.pending || []);
-    const running = t.status === Status.RUNNING;
-    note.textContent = running ? "A turn is running: a prompt sent now is queued and runs next." : "";
-    interrupt.disabled = !running;
-    const final = FINAL_STATUSES.includes(t.status);
-    prompt.disabled = send.disabled = final;
+    box.show(t);
   };
 
   // refresh reads the task's details once; calls made while one is in flight share it.
@@ -261,17 +313,75 @@ function taskPage(id) {
       inflight = getJSON(taskPath(id)).then((t) => {
         if (!stopped) showTask(t);
         errorBox(err, null);
-      }, (e) => errorBox(err, e)).finally(() => { inflight = null; });
+      }, (e) => {
+        if (e.status !== 404) return errorBox(err, e);
+        clear(err).append(h("div", { className: started.has(id) ? "muted starting" : "alert" }, notFoundText(id)));
+      }).finally(() => { inflight = null; });
     }
     return inflight;
   };
-  const poll = poller(async () => {
-    await refresh();
+  // behind says whether what the API said of the task is older than the timeline: a turn the
+  // timeline has seen end is still running, or the requests waiting differ in number.
+  const behind = (t) => !follow.loading() && ((t.status === Status.RUNNING && timeline.turnEnded) ||
+    (t.pending_approvals || 0) !== timeline.waiting());
+  // catchUp reads the task after its events changed, and again, backing off, until the header
+  // agrees with the timeline (the task's row may be written just after its event).
+  let catchTimer = null;
+  const catchUp = (tries) => {
+    clearTimeout(catchTimer);
+    catchTimer = null;
+    refresh().then(() => {
+      if (stopped || !task || !behind(task) || tries >= 8) return;
+      catchTimer = setTimeout(() => catchUp(tries + 1), 100 * 2 ** tries);
+    });
+  };
+  const poll = poller(refresh, TASK_POLL_MS);
+  const stallCheck = poller(async () => {
     const quiet = Date.now() - lastEventAt;
-    stall.hidden = !(task && task.status === Status.RUNNING && quiet > STALL_MS);
+    // A turn that waits for a person writes nothing until the person answers: that is no stall.
+    const waitsForYou = task && (task.pending_approvals > 0 || (task.pending || []).length > 0 || timeline.waiting() > 0);
+    stall.hidden = !(task && task.status === Status.RUNNING && !waitsForYou && quiet > STALL_MS);
     if (!stall.hidden) stall.textContent = "No event for " + Math.round(quiet / 1000) + "s while the turn runs: it may be stalled. Interrupt it, or look at its workflow.";
-  }, POLL_MS);
+    stall.dataset.checkedAt = String(Date.now());
+  }, STALL_CHECK_MS);
+  const follow = followTimeline(id, timeline, list, stream, () => stopped, () => catchUp(0));
+  return { stop() { stopped = true; poll.stop(); stallCheck.stop(); clearTimeout(catchTimer); follow.stop(); } };
+}
 
+// factsOf is what a task's header says of it besides its status.
+function factsOf(t) {
+  const parts = [];
+  if (t.mode) parts.push(h("span", null, "mode " + t.mode));
+  if (t.model) parts.push(h("span", null, "model " + t.model));
+  parts.push(h("span", { className: "cost" }, "cost " + money(t.cost_usd)));
+  parts.push(h("span", { className: "turns" }, turnCount(t) + (turnCount(t) === 1 ? " turn" : " turns")));
+  if (t.workspace) parts.push(h("span", null, h("code", null, t.workspace)));
+  if (t.pending_approvals) parts.push(h("span", { className: "attn" }, t.pending_approvals + " waiting for you" + (t.waiting_since ? " for " + ago(t.waiting_since) : "")));
+  if (t.wait) parts.push(h("span", { className: "attn" }, waitText(t.wait)));
+  if (t.budget_exhausted) parts.push(h("span", { className: "attn" }, "budget spent: " + (t.budget_exhausted.bound || "")));
+  if (t.last_error) parts.push(h("span", { className: "bad" }, "last error: " + t.last_error));
+  parts.push(temporalLink(t));
+  return parts;
+}
+
+// contextGauge shows how full the task's context window is.
+function contextGauge() {
+  const gauge = h("div", { className: "gauge", title: "context window" }, h("div", { className: "gauge-fill" }));
+  const text = h("span", { className: "muted gauge-text" }, "context: —");
+  const set = (cw) => {
+    const size = cw.context_window_size || cw.limit || 0, used = cw.context_window_used || cw.used || 0;
+    if (!size) return;
+    const pct = Math.min(100, Math.round(used / size * 100));
+    gauge.firstChild.style.width = pct + "%";
+    gauge.classList.toggle("high", pct >= 80);
+    text.textContent = "context: " + tokens(used) + " / " + tokens(size) + " (" + pct + "%)";
+  };
+  return { el: h("div", { className: "ctx" }, gauge, text), set };
+}
+
+// followTimeline reads the task's events into the timeline and follows its stream, saying the
+// stream's state in `stream`; loaded() is called once the stored events are in.
+function followTimeline(id, timeline, list, stream, stopped, loaded) {
   // While the stored events load, the page is not laid out between pages (a long task would be
   // laid out once per page); once they are in, it scrolls to the end once.
   let loading = true;
@@ -285,7 +395,7 @@ function taskPage(id) {
     timeline.add(all);
   });
   const events = new EventStream(id, (recs) => {
-    if (stopped) return;
+    if (stopped()) return;
     const atEnd = !loading && window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
     for (const r of recs) all.push(r);
     if (loading && recs.length > WINDOW) {
@@ -298,11 +408,13 @@ function taskPage(id) {
     timeline.add(recs);
     document.body.dataset.lastSeq = String(timeline.lastSeq);
     if (atEnd) window.scrollTo(0, document.body.scrollHeight);
-  }, (state, detail) => {
+  }, (state, detail, status) => {
+    if (status === 404) detail = started.has(id) ? "the task is starting" : "no such task";
     stream.textContent = state === "live" ? "● live" : state === "loading" ? "loading…" : "○ " + state + (detail ? ": " + detail : "");
     stream.className = "stream-state stream-" + state;
     if (state !== "loading" && loading) {
       loading = false;
+      loaded();
       window.scrollTo(0, document.body.scrollHeight);
     }
     if (state !== "loading" && !document.body.dataset.timelineReady) {
@@ -313,7 +425,16 @@ function taskPage(id) {
     }
   });
   events.start();
+  return { stop: () => events.stop(), loading: () => loading };
+}
 
+// promptBox is the task's prompt box and Interrupt button; show(task) sets them for its status.
+function promptBox(id) {
+  const prompt = h("textarea", { rows: 3, placeholder: "Prompt the agent (Ctrl+Enter to send)", ariaLabel: "prompt" });
+  const send = h("button", { type: "submit" }, "Send");
+  const interrupt = h("button", { type: "button", className: "deny" }, "Interrupt");
+  const note = h("span", { className: "muted prompt-note" });
+  const form = h("form", { className: "prompt" }, prompt, h("div", { className: "prompt-actions" }, send, interrupt, note));
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     const text = prompt.value;
@@ -342,8 +463,15 @@ function taskPage(id) {
       note.textContent = "Interrupt failed: " + (e.message || e);
     }
   });
-
-  return { stop() { stopped = true; poll.stop(); events.stop(); } };
+  const show = (t) => {
+    const running = t.status === Status.RUNNING;
+    // The hint gives way to what the last prompt or interrupt got, and goes when the turn ends.
+    if (running && !note.textContent) note.textContent = RUNNING_HINT;
+    else if (!running && note.textContent === RUNNING_HINT) note.textContent = "";
+    interrupt.disabled = !running;
+    prompt.disabled = send.disabled = FINAL_STATUSES.includes(t.status);
+  };
+  return { form, show };
 }
 
 // ---- the inbox: what waits for a person, across tasks ----
@@ -389,7 +517,17 @@ function inboxPage() {
         t.budget_exhausted ? h("span", null, " budget spent (" + (t.budget_exhausted.bound || "") + ")") : null));
     }
   };
-  return poller(load, POLL_MS);
+  const poll = poller(load, POLL_MS);
+  return {
+    stop: poll.stop,
+    items: () => [...reqs.querySelectorAll(".inbox-item")],
+    // a approves the chosen request, d denies it (with the reason typed, else asks for one).
+    key: (key, item) => {
+      const b = item && (key === "a" || key === "d") && item.querySelector(key === "a" ? "button.approve" : "button.deny");
+      if (b) b.click();
+      return !!b;
+    },
+  };
 }
 
 function inboxItem(p, reload) {
@@ -424,6 +562,50 @@ function inboxItem(p, reload) {
       h("button", { type: "button", className: "deny", onclick: act("deny") }, "Deny"), reason,
       h("a", { href: "#/tasks/" + encodeURIComponent(taskID) }, "see the whole input"), " ", state)
       : h("div", { className: "actions" }, h("a", { href: "#/tasks/" + encodeURIComponent(taskID) }, "answer on the task's page")));
+}
+
+// ---- everywhere: keys ----
+
+// onKey: j and k move among the page's items (rows, cards, requests), / goes to the search, and
+// the page may take more keys (a and d in the inbox). Keys typed into a field are the field's.
+function onKey(ev) {
+  if (ev.ctrlKey || ev.metaKey || ev.altKey || ev.defaultPrevented) return;
+  const t = ev.target;
+  if (t && (t.isContentEditable || ["INPUT", "TEXTAREA", "SELECT"].includes(t.tagName))) {
+    if (ev.key === "Escape") t.blur();
+    return;
+  }
+  if (ev.key === "/") {
+    const search = main.querySelector("input.search");
+    if (search) {
+      ev.preventDefault();
+      search.focus();
+    }
+    return;
+  }
+  if (!view || !view.items) return;
+  const items = view.items();
+  const at = items.findIndex((el) => el.classList.contains("selected"));
+  if (ev.key === "j" || ev.key === "k") {
+    if (!items.length) return;
+    ev.preventDefault();
+    const next = at < 0 ? 0 : Math.max(0, Math.min(items.length - 1, at + (ev.key === "j" ? 1 : -1)));
+    select(items, next);
+  } else if (view.key && at >= 0 && view.key(ev.key, items[at])) {
+    // The key did something: its character goes nowhere (not into a box it focused).
+    ev.preventDefault();
+  }
+}
+
+// select marks one item as chosen and moves the focus to its first control, so that Enter opens
+// or presses it.
+function select(items, i) {
+  for (const el of items) el.classList.remove("selected");
+  const el = items[i];
+  el.classList.add("selected");
+  const target = el.querySelector("a, button, input");
+  if (target) target.focus();
+  el.scrollIntoView({ block: "nearest" });
 }
 
 // ---- everywhere: the inbox count and browser notifications ----
@@ -465,5 +647,6 @@ function setupNotifications() {
 }
 
 window.addEventListener("hashchange", route);
+document.addEventListener("keydown", onKey);
 setupNotifications();
 route();

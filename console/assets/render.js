@@ -21,9 +21,19 @@ export class Timeline {
     this.pending = new Map();   // request_id → PendingRequest from the API
     this.lastBlock = null;      // the element the last message chunk went to
     this.attempts = new Map();  // "turn/attempt" → the elements of that attempt's events
+    this.turns = new Map();     // turn → {el, list, fold}: the turn's folding container
+    this.lastTurn = 0;          // the latest turn the timeline holds
+    this.turnEnded = false;     // whether that turn's end (complete) is in the timeline
   }
 
   has(seq) { return this.seen.has(seq); }
+
+  // waiting counts the requests shown as waiting for a person.
+  waiting() {
+    let n = 0;
+    for (const req of this.requests.values()) if (!req.settled && req.ev.pending_id) n++;
+    return n;
+  }
 
   // skip counts an event as seen without showing it (an earlier part of a long task).
   skip(r) {
@@ -34,7 +44,7 @@ export class Timeline {
   // reset empties the timeline, to show it again from its first event.
   reset() {
     clear(this.root);
-    for (const m of [this.tools, this.messages, this.reasoning, this.requests, this.attempts]) m.clear();
+    for (const m of [this.tools, this.messages, this.reasoning, this.requests, this.attempts, this.turns]) m.clear();
     this.seen.clear();
     this.lastSeq = 0;
     this.lastBlock = null;
@@ -50,6 +60,11 @@ export class Timeline {
     for (const r of fresh) {
       this.seen.add(r.seq);
       if (r.seq > this.lastSeq) this.lastSeq = r.seq;
+      if ((r.turn || 0) > this.lastTurn) {
+        this.lastTurn = r.turn;
+        this.turnEnded = false;
+      }
+      if ((r.turn || 0) === this.lastTurn && r.type === "complete") this.turnEnded = true;
       try {
         this.render(r);
       } catch (err) {
@@ -71,14 +86,34 @@ export class Timeline {
       tool.children.hidden = false;
       tool.children.append(el);
     } else {
-      this.frag.append(el);
+      this.turnList(r).append(el);
     }
     return el;
   }
 
+  // turnList is where a turn's top-level events go: a fold per turn, the latest open. A new
+  // turn folds the ones before it, except one that still holds a request waiting for a person.
+  turnList(r) {
+    const n = r.turn || 0;
+    if (!n) return this.frag;
+    let t = this.turns.get(n);
+    if (t) return t.list;
+    for (const [m, old] of this.turns) {
+      if (m < n && !old.el.querySelector(".request:not(.settled)")) old.fold.open = false;
+    }
+    const label = h("span", { className: "turn-label" }, "Turn " + n);
+    const list = h("ol", { className: "turn-events" });
+    const fold = h("details", { className: "turn-fold", open: true }, h("summary", null, label), list);
+    const el = h("li", { className: "turn", dataset: { turnNo: String(n) } }, fold);
+    t = { el, list, fold, label };
+    this.turns.set(n, t);
+    this.frag.append(el);
+    return list;
+  }
+
   item(r, cls, ...children) {
-    const el = h("li", { className: "ev ev-" + r.type + (cls ? " " + cls : ""), dataset: { seq: String(r.seq), turn: String(r.turn || 0), attempt: String(r.attempt || 0) } }, ...children);
-    if (r.time) el.title = r.time;
+    const el = h("li", { className: "ev ev-" + r.type + (cls ? " " + cls : ""), dataset: { seq: String(r.seq), turn: String(r.turn || 0), attempt: String(r.attempt || 0) } },
+      timeOf(r), ...children);
     const key = (r.turn || 0) + "/" + (r.attempt || 0);
     let list = this.attempts.get(key);
     if (!list) this.attempts.set(key, list = []);
@@ -98,17 +133,19 @@ export class Timeline {
     if (type !== "message_chunk" && type !== "reasoning") this.lastBlock = null;
     switch (type) {
       case "session_status":
-        this.put(r, this.item(r, "quiet", "session " + ((ev.data && ev.data.session_status) || "started")));
-        break;
       case "available_commands": {
-        const cmds = ev.available_commands || [];
-        this.put(r, this.item(r, "quiet", fold(cmds.length + " slash commands available",
-          () => h("ul", { className: "plain" }, cmds.map((c) => h("li", null, h("code", null, "/" + c.name), c.description ? " — " + c.description : ""))))));
+        // The session's bookkeeping says nothing a person acts on: it is kept, not shown.
+        const el = this.item(r, "quiet bookkeeping");
+        el.hidden = true;
+        this.put(r, el);
         break;
       }
-      case "user_message":
+      case "user_message": {
         this.put(r, this.item(r, "", h("div", { className: "who" }, "You"), pre(ev.text || "", "prompt-text")));
+        const t = this.turns.get(r.turn || 0);
+        if (t && t.label.textContent === "Turn " + r.turn) t.label.textContent += " · " + firstLine(ev.text);
         break;
+      }
       case "message_chunk":
         this.chunk(r, ev);
         break;
@@ -129,23 +166,12 @@ export class Timeline {
       case "complete":
         this.complete(r, ev);
         break;
-      case "error": {
-        const e = ev.error || {};
-        this.put(r, this.item(r, "alert", h("strong", null, "Turn failed" + (e.kind ? " (" + e.kind + ")" : "")),
-          e.message ? pre(e.message) : null,
-          e.api_error_status ? h("div", null, "API status " + e.api_error_status) : null,
-          (e.errors || []).length ? h("ul", null, e.errors.map((x) => h("li", null, String(x)))) : null));
+      case "error":
+        this.failed(r, ev.error || {});
         break;
-      }
-      case "rate_limit": {
-        const rl = ev.rate_limit || {};
-        const parts = [ev.rate_limit_message || "rate limit"];
-        if (rl.source === "api_retry") parts.push("retry " + (rl.attempt || "?") + "/" + (rl.max_retries || "?") + (rl.retry_delay_ms ? " in " + Math.round(rl.retry_delay_ms / 1000) + "s" : ""));
-        if (rl.resets_at) parts.push("resets at " + new Date(rl.resets_at * 1000).toLocaleString());
-        if (rl.utilization) parts.push(Math.round(rl.utilization * 100) + "% used");
-        this.put(r, this.item(r, "warn", parts.join(" · ")));
+      case "rate_limit":
+        this.put(r, this.item(r, "warn", rateLimitText(ev)));
         break;
-      }
       case "permission_request":
         this.request(r, ev);
         break;
@@ -154,28 +180,15 @@ export class Timeline {
         break;
       case "permission_decision": {
         const d = ev.decision || {};
-        let text = d.outcome || "decided";
-        if (d.by) text += " by " + d.by;
-        if (d.grant) text += " · always: " + d.grant;
-        if (d.next_mode) text += " · continues in " + d.next_mode;
-        if (d.reason) text += " — " + d.reason;
-        if (d.answers) text += " · answers: " + Object.entries(d.answers).map(([q, a]) => q + ": " + a.join(", ")).join("; ");
-        this.settle(r, ev.pending_id, d.outcome || "decided", text);
+        this.settle(r, ev.pending_id, d.outcome || "decided", decisionText(d));
         break;
       }
-      case "permission_denied": {
-        const p = ev.permission || {};
-        this.put(r, this.item(r, "warn", h("strong", null, "Denied: " + (ev.tool_title || ev.tool_name || "tool")), p.message ? " — " + p.message : ""));
+      case "permission_denied":
+        this.denied(r, ev);
         break;
-      }
       case "compaction": {
         const c = ev.compaction || {};
-        let text = "Context compaction " + (c.phase || "");
-        if (c.trigger) text += " (" + c.trigger + ")";
-        if (c.pre_tokens) text += " · " + tokens(c.pre_tokens) + (c.post_tokens ? " → " + tokens(c.post_tokens) : "") + " tokens";
-        if (c.result) text += " · " + c.result;
-        if (c.error) text += " · " + c.error;
-        this.put(r, this.item(r, c.result === "failed" ? "warn" : "quiet", text));
+        this.put(r, this.item(r, c.result === "failed" ? "warn" : "quiet", compactionText(c)));
         break;
       }
       case "interrupted":
@@ -190,6 +203,24 @@ export class Timeline {
       default:
         this.put(r, this.item(r, "quiet", fold("event " + type, () => pre(pretty(ev)))));
     }
+  }
+
+  // denied shows a tool the CLI denied, unless its card already says its request was denied.
+  denied(r, ev) {
+    const p = ev.permission || {};
+    const t = ev.tool_call_id && this.tools.get(ev.tool_call_id);
+    if (t && t.request && t.request.settled) {
+      this.marker(r, t.el);
+      return;
+    }
+    this.put(r, this.item(r, "warn", h("strong", null, "Denied: " + (ev.tool_title || ev.tool_name || "tool")), p.message ? " — " + p.message : ""));
+  }
+
+  failed(r, e) {
+    this.put(r, this.item(r, "alert", h("strong", null, "Turn failed" + (e.kind ? " (" + e.kind + ")" : "")),
+      e.message ? pre(e.message) : null,
+      e.api_error_status ? h("div", null, "API status " + e.api_error_status) : null,
+      (e.errors || []).length ? h("ul", null, e.errors.map((x) => h("li", null, String(x)))) : null));
   }
 
   chunk(r, ev) {
@@ -223,9 +254,10 @@ export class Timeline {
     if (!t || !ev.tool_call_id) {
       const head = h("div", { className: "tool-head" });
       const body = h("div", { className: "tool-body" });
+      const asks = h("div", { className: "tool-asks" });
       const children = h("ol", { className: "children", hidden: true });
-      const el = this.item(r, "tool", head, body, children);
-      t = { el, head, body, children, call: ev };
+      const el = this.item(r, "tool", head, body, asks, children);
+      t = { el, head, body, asks, children, call: ev, request: null };
       if (ev.tool_call_id) {
         el.dataset.toolCallId = ev.tool_call_id;
         this.tools.set(ev.tool_call_id, t);
@@ -237,16 +269,34 @@ export class Timeline {
     const merged = Object.assign({}, t.call, ev);
     if (!ev.normalized && t.call.normalized) merged.normalized = t.call.normalized;
     t.call = merged;
-    const status = merged.tool_status || "running";
+    this.drawTool(t);
+  }
+
+  // drawTool shows a tool call's head and body from what is known of it and of its request: a
+  // call waiting for a person says so, and a denied one shows no output (it did not run; the
+  // reason is on its request).
+  drawTool(t) {
+    const merged = t.call;
+    const req = t.request;
+    const asking = req && !req.settled;
+    const denied = req && req.settled && req.outcome && req.outcome !== Outcome.ALLOWED;
+    let status = merged.tool_status || "running";
+    if (asking && status === "running") status = "waiting";
     t.el.dataset.status = status;
+    t.el.classList.toggle("asking", !!asking);
+    const mark = { complete: "✓", error: "✗", waiting: "?" }[status] || "…";
     clear(t.head);
     append(t.head, [
-      h("span", { className: "tool-status tool-" + status }, status === "complete" ? "✓" : status === "error" ? "✗" : "…"),
+      h("span", { className: "tool-status tool-" + status, title: status === "waiting" ? "waiting for you" : status }, mark),
       h("span", { className: "tool-name" }, merged.tool_title || merged.tool_name || "tool"),
       merged.tool_title && merged.tool_name && merged.tool_title !== merged.tool_name ? h("span", { className: "muted" }, " " + merged.tool_name) : null,
+      asking ? h("span", { className: "attn" }, " · waiting for you") : null,
     ]);
     clear(t.body);
-    append(t.body, [renderPayload(merged.normalized), merged.tool_error ? pre(merged.tool_error, "stderr") : null]);
+    const n = denied ? withoutOutput(merged.normalized) : merged.normalized;
+    const stderr = n && n[n.kind] && n[n.kind].output && n[n.kind].output.stderr;
+    const showError = merged.tool_error && !denied && merged.tool_error !== stderr;
+    append(t.body, [renderPayload(n), showError ? pre(merged.tool_error, "stderr") : null]);
   }
 
   subagent(r, ev) {
@@ -284,78 +334,75 @@ export class Timeline {
 
   request(r, ev) {
     const p = ev.permission || {};
+    const tool = ev.tool_call_id && this.tools.get(ev.tool_call_id);
     const actions = h("div", { className: "actions" });
     const state = h("div", { className: "request-state" }, "waiting for you");
     const input = p.input !== undefined ? p.input : (ev.normalized && ev.normalized.generic && ev.normalized.generic.input);
-    const el = this.item(r, "request",
-      h("div", { className: "request-head" }, h("strong", null, "Permission: " + (p.display_name || ev.tool_title || ev.tool_name || "tool")), p.reasked ? h("span", { className: "muted" }, " (asked again)") : null),
-      p.summary ? h("div", { className: "summary" }, h("code", null, p.summary)) : null,
+    const deadline = p.deadline ? h("div", { className: "muted deadline" }, "Denied at " + new Date(p.deadline).toLocaleString() + " if nobody answers") : null;
+    // Inside its tool call's card the payload already shows what the tool does: the request
+    // adds only why it asks and what a person decides.
+    const detail = h("div", { className: "request-detail" },
+      !tool && p.summary ? h("div", { className: "summary" }, h("code", null, p.summary)) : null,
       p.description ? h("div", { className: "muted" }, p.description) : null,
       p.decision_reason ? h("div", { className: "muted" }, "Why asked: " + p.decision_reason) : null,
       p.blocked_path ? h("div", { className: "muted" }, "Path: " + p.blocked_path) : null,
       p.diff ? diffView(p.diff) : null,
       p.plan ? h("div", null, h("div", { className: "label" }, "Plan" + (p.plan_file ? " (" + p.plan_file + ")" : "")), pre(p.plan, "plan")) : null,
       questionsView(p.questions),
-      input !== undefined ? h("details", { className: "input", open: true }, h("summary", null, "Tool input"), pre(pretty(input), "json")) : null,
-      p.deadline ? h("div", { className: "muted" }, "Denied at " + new Date(p.deadline).toLocaleString() + " if nobody answers") : null,
-      state, actions);
+      input !== undefined ? fold("Tool input", () => pre(pretty(input), "json"), "input") : null);
+    const head = h("div", { className: "request-head" }, h("strong", null, tool ? "Asks to run" : "Permission: " + (p.display_name || ev.tool_title || ev.tool_name || "tool")), p.reasked ? h("span", { className: "muted" }, " (asked again)") : null);
+    let el;
+    if (tool) {
+      el = h("div", { className: "request in-tool", dataset: { seq: String(r.seq) } }, head, detail, deadline, state, actions);
+    } else {
+      el = this.item(r, "request", head, detail, deadline, state, actions);
+    }
     el.dataset.pendingId = ev.pending_id || "";
-    const req = { el, actions, state, ev, settled: false };
+    const req = { el, actions, state, detail, deadline, ev, tool, settled: false };
     if (ev.pending_id) {
       const old = this.requests.get(ev.pending_id);
       if (old && old.settled) {
         req.settled = true;
+        req.outcome = old.outcome;
         state.textContent = old.state.textContent;
       }
       this.requests.set(ev.pending_id, req);
     }
-    this.put(r, el);
+    if (tool) {
+      tool.asks.append(el);
+      tool.request = req;
+      this.drawTool(tool);
+    } else {
+      this.put(r, el);
+    }
     this.refreshRequest(req);
     if (!req.settled && this.hooks.onRequest) this.hooks.onRequest(ev.pending_id);
   }
 
+  // settle records a request's end. A request in the page folds to one line that says who
+  // decided what; its event leaves a marker in it. One not in the page gets a line of its own.
   settle(r, pendingID, outcome, text) {
     const req = this.requests.get(pendingID);
-    this.put(r, this.item(r, outcome === Outcome.ALLOWED ? "done" : "warn", "Request " + (req ? "“" + ((req.ev.permission && req.ev.permission.summary) || req.ev.tool_name || pendingID) + "” " : "") + text));
-    if (req) {
+    if (req && req.ev.pending_id) {
+      this.marker(r, req.el);
       req.settled = true;
+      req.outcome = outcome;
       req.el.dataset.outcome = outcome;
       req.state.textContent = text;
       this.refreshRequest(req);
-    } else if (pendingID) {
-      const stub = { el: h("li"), actions: h("div"), state: h("div", null, text), ev: {}, settled: true };
+      if (req.tool) this.drawTool(req.tool);
+      return;
+    }
+    this.put(r, this.item(r, outcome === Outcome.ALLOWED ? "done" : "warn", "Request " + text));
+    if (pendingID) {
+      const stub = { el: h("li"), actions: h("div"), state: h("div", null, text), ev: {}, settled: true, outcome };
       this.requests.set(pendingID, stub);
     }
   }
 
-  // setPending tells which requests the API lists as waiting (their suggestions and deadlines).
-  setPending(list) {
-    this.pending = new Map((list || []).map((p) => [p.request_id, p]));
-    for (const req of this.requests.values()) this.refreshRequest(req);
-  }
-
-  // refreshRequest draws a request's buttons from what the API lists for it. Only the buttons and
-  // the deadline are redrawn, and only when they change: the reason box stays as it is, with what
-  // a person is typing and its focus.
-  refreshRequest(req) {
-    const id = req.ev.pending_id;
-    if (req.settled || !id) {
-      req.el.classList.add("settled");
-      clear(req.actions);
-      return;
-    }
-    const pend = this.pending.get(id);
-    const p = req.ev.permission || {};
-    const suggestions = (pend && pend.suggestions) || [];
-    const drawn = JSON.stringify([suggestions, pend && pend.deadline]);
-    if (req.drawn === drawn) return;
-    req.drawn = drawn;
-    if (!req.buttons) {
-      req.buttons = h("span", { className: "buttons" });
-      req.reason = h("input", { type: "text", placeholder: "reason (the agent reads it; needed to deny)", className: "reason" });
-      req.note = h("span", { className: "muted" });
-      append(req.actions, [req.buttons, req.reason, req.note]);
-    }
+  // requestButtons makes a waiting request's buttons: Approve (or Answer), Deny, and one per
+  // "allow always" choice.
+  requestButtons(req, id, p, suggestions) {
     const reason = req.reason;
     const decide = (body) => {
       req.sent = true;
@@ -392,7 +439,7 @@ export class Timeline {
     const buttons = [approve, deny];
     if (suggestions.length) {
       for (const s of suggestions) {
-        const b = h("button", { className: "always", type: "button", title: "Allow, and allow this for the rest of the task" }, "Allow always: " + (s.label || s.key));
+        const b = h("button", { className: "always", type: "button", title: "Allow, and for the rest of the task: " + (s.label || s.key) }, "Always " + ruleText(s.label || s.key));
         b.addEventListener("click", () => decide({ decision: "allow_always", always: s.key }));
         buttons.push(b);
       }
@@ -411,6 +458,46 @@ export class Timeline {
       });
       buttons.push(b);
     }
+    return buttons;
+  }
+
+  // setPending tells which requests the API lists as waiting (their suggestions and deadlines).
+  setPending(list) {
+    this.pending = new Map((list || []).map((p) => [p.request_id, p]));
+    for (const req of this.requests.values()) this.refreshRequest(req);
+  }
+
+  // refreshRequest draws a request's buttons from what the API lists for it. Only the buttons and
+  // the deadline are redrawn, and only when they change: the reason box stays as it is, with what
+  // a person is typing and its focus.
+  refreshRequest(req) {
+    const id = req.ev.pending_id;
+    if (req.settled || !id) {
+      req.el.classList.add("settled");
+      clear(req.actions);
+      if (req.deadline) req.deadline.remove();
+      if (req.detail && !req.folded && req.detail.childNodes.length) {
+        // A decided request folds: what was asked stays a click away.
+        req.folded = true;
+        const d = h("details", { className: "asked" }, h("summary", null, "What was asked"));
+        req.detail.replaceWith(d);
+        d.append(req.detail);
+      }
+      return;
+    }
+    const pend = this.pending.get(id);
+    const p = req.ev.permission || {};
+    const suggestions = (pend && pend.suggestions) || [];
+    const drawn = JSON.stringify([suggestions, pend && pend.deadline]);
+    if (req.drawn === drawn) return;
+    req.drawn = drawn;
+    if (!req.buttons) {
+      req.buttons = h("span", { className: "buttons" });
+      req.reason = h("input", { type: "text", placeholder: "reason (the agent reads it; needed to deny)", className: "reason" });
+      req.note = h("span", { className: "muted" });
+      append(req.actions, [req.buttons, req.reason, req.note]);
+    }
+    const buttons = this.requestButtons(req, id, p, suggestions);
     clear(req.buttons);
     append(req.buttons, buttons);
     // A decision on its way keeps the buttons off, whatever redrew them.
@@ -571,4 +658,91 @@ export function diffView(text) {
     box.append(h("span", { className: "dl " + cls }, line + "\n"));
   }
   return box;
+}
+
+// timeOf shows when an event was stored, as the time of day; the full time is its title.
+function timeOf(r) {
+  const ms = Date.parse(r.time || "");
+  if (!r.time || isNaN(ms)) return null;
+  const el = h("time", { className: "ev-time", title: r.time }, new Date(ms).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" }));
+  el.dateTime = r.time;
+  return el;
+}
+
+// withoutOutput is a payload without what running the tool gave: a denied tool did not run.
+function withoutOutput(n) {
+  if (!n || !n.kind || !n[n.kind] || !n[n.kind].output) return n;
+  const v = Object.assign({}, n[n.kind]);
+  delete v.output;
+  return Object.assign({}, n, { [n.kind]: v });
+}
+
+// ruleText says in words what an "allow always" choice grants: "allow Edit(//srv/app/**)" reads
+// "allow editing files in /srv/app/". What it cannot read it shows as it is.
+export function ruleText(label) {
+  const s = String(label || "");
+  const m = s.match(/^(allow|deny|ask)\s+(.*)$/);
+  const behavior = m ? m[1] : "allow";
+  const rules = (m ? m[2] : s).split(/,\s*(?=[A-Za-z_][\w-]*(?:\(|,|$))/);
+  const words = rules.map(ruleWords);
+  if (words.some((w) => w === null)) return s;
+  return behavior + " " + words.join(", ");
+}
+
+const RULE_VERBS = {
+  Edit: "editing files", Write: "writing files", MultiEdit: "editing files", NotebookEdit: "editing notebooks",
+  Read: "reading files", Glob: "listing files", Grep: "searching files",
+};
+
+function ruleWords(rule) {
+  const m = String(rule).trim().match(/^([A-Za-z_][\w-]*)(?:\((.*)\))?$/);
+  if (!m) return null;
+  const [, tool, content] = m;
+  if (content === undefined || content === "") return "every use of " + tool;
+  if (tool === "Bash") {
+    const prefix = content.match(/^(.*):\*$/);
+    return prefix ? "commands starting with “" + prefix[1] + "”" : "the command “" + content + "”";
+  }
+  if (tool === "WebFetch" && content.startsWith("domain:")) return "fetching from " + content.slice(7);
+  if (RULE_VERBS[tool]) {
+    // A rule's path: "//x" is the absolute path /x; "/x" is relative to the project's settings.
+    let path = content.startsWith("//") ? content.slice(1) : content;
+    const all = path.match(/^(.*\/)\*\*$/);
+    return RULE_VERBS[tool] + (all ? " in " + all[1] : " " + path);
+  }
+  return tool + " with “" + content + "”";
+}
+
+function firstLine(text) {
+  const line = String(text || "").trim().split("\n")[0];
+  return line.length > 80 ? line.slice(0, 79) + "…" : line;
+}
+
+function rateLimitText(ev) {
+  const rl = ev.rate_limit || {};
+  const parts = [ev.rate_limit_message || "rate limit"];
+  if (rl.source === "api_retry") parts.push("retry " + (rl.attempt || "?") + "/" + (rl.max_retries || "?") + (rl.retry_delay_ms ? " in " + Math.round(rl.retry_delay_ms / 1000) + "s" : ""));
+  if (rl.resets_at) parts.push("resets at " + new Date(rl.resets_at * 1000).toLocaleString());
+  if (rl.utilization) parts.push(Math.round(rl.utilization * 100) + "% used");
+  return parts.join(" · ");
+}
+
+// decisionText says who decided a request, what, and why.
+function decisionText(d) {
+  let text = d.outcome || "decided";
+  if (d.by) text += " by " + d.by;
+  if (d.grant) text += " · always: " + d.grant;
+  if (d.next_mode) text += " · continues in " + d.next_mode;
+  if (d.reason) text += " — " + d.reason;
+  if (d.answers) text += " · answers: " + Object.entries(d.answers).map(([q, a]) => q + ": " + a.join(", ")).join("; ");
+  return text;
+}
+
+function compactionText(c) {
+  let text = "Context compaction " + (c.phase || "");
+  if (c.trigger) text += " (" + c.trigger + ")";
+  if (c.pre_tokens) text += " · " + tokens(c.pre_tokens) + (c.post_tokens ? " → " + tokens(c.post_tokens) : "") + " tokens";
+  if (c.result) text += " · " + c.result;
+  if (c.error) text += " · " + c.error;
+  return text;
 }

@@ -101,6 +101,9 @@ type Config struct {
 	StreamLimit int
 	// KeepAlive is the interval of the stream's keep-alive comments. Defaults to 15s.
 	KeepAlive time.Duration
+	// HideCreated keeps a task created through the API unknown to every read until Reveal, as
+	// the real API is for a moment while the task's row is written.
+	HideCreated bool
 }
 
 // Server is the fake API.
@@ -113,6 +116,7 @@ type Server struct {
 	changed chan struct{} // closed and replaced on every append
 	ledger  []Call
 	keys    map[string]string // Idempotency-Key → task id
+	hidden  map[string]bool   // tasks created but not yet readable (Config.HideCreated)
 }
 
 // New returns a Server with no tasks.
@@ -120,7 +124,7 @@ func New(cfg Config) *Server {
 	if cfg.KeepAlive <= 0 {
 		cfg.KeepAlive = 15 * time.Second
 	}
-	return &Server{cfg: cfg, tasks: map[string]*Task{}, events: map[string][]Record{}, keys: map[string]string{}, changed: make(chan struct{})}
+	return &Server{cfg: cfg, tasks: map[string]*Task{}, events: map[string][]Record{}, keys: map[string]string{}, hidden: map[string]bool{}, changed: make(chan struct{})}
 }
 
 // PutTask adds or replaces a task.
@@ -140,6 +144,18 @@ func (s *Server) UpdateTask(id string, f func(*Task)) {
 	if t, ok := s.tasks[id]; ok {
 		f(t)
 	}
+}
+
+// Reveal makes a task created while Config.HideCreated was set readable.
+func (s *Server) Reveal(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.hidden, id)
+}
+
+// notFound answers as the real API does for a task it does not know.
+func notFound(w http.ResponseWriter, id string) {
+	writeError(w, http.StatusNotFound, "not_found", "no task "+id+" is known; run drover task list to see the tasks")
 }
 
 // Append stores events (each an events.AgentEvent's JSON) at the end of a task's log and wakes
@@ -238,6 +254,9 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 	out := []Task{}
 	for i := len(s.order) - 1; i >= 0; i-- {
 		t := *s.tasks[s.order[i]]
+		if s.hidden[t.ID] {
+			continue
+		}
 		if status != "" && t.Status != status || q != "" && !strings.Contains(t.ID, q) || awaiting && t.PendingApprovals == 0 {
 			continue
 		}
@@ -251,8 +270,8 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t, ok := s.tasks[r.PathValue("id")]
-	if !ok {
-		writeError(w, http.StatusNotFound, "not_found", "no task "+r.PathValue("id"))
+	if !ok || s.hidden[t.ID] {
+		notFound(w, r.PathValue("id"))
 		return
 	}
 	writeJSON(w, http.StatusOK, t)
@@ -345,6 +364,11 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 	now := time.Now().UTC()
 	if !seen {
 		s.PutTask(Task{ID: id, Status: "running", Mode: body.Mode, Model: body.Model, Workspace: body.Workspace, CreatedAt: now, UpdatedAt: now})
+		if s.cfg.HideCreated {
+			s.mu.Lock()
+			s.hidden[id] = true
+			s.mu.Unlock()
+		}
 	}
 	s.mu.Lock()
 	t := *s.tasks[id]
@@ -360,9 +384,10 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	s.mu.Lock()
 	_, ok := s.tasks[id]
+	ok = ok && !s.hidden[id]
 	s.mu.Unlock()
 	if !ok {
-		writeError(w, http.StatusNotFound, "not_found", "no task "+id)
+		notFound(w, id)
 		return
 	}
 	after, err := afterOf(r)

@@ -590,36 +590,72 @@ func hasLiteral(data []byte, i int, lit string) bool {
 
 // skipValue checks the value starting at data[i] (after white space), nested depth levels deep, and
 // returns the index after it. Nested containers are tracked on a stack of their opening bytes, not
-// by recursion.
+// by recursion. Each turn of the loop reads one value, then what follows it: the closing brackets
+// of the containers it completes, and the comma (and key) before the next value.
 func skipValue(data []byte, i, depth int) (int, bool) {
+	n := len(data)
 	var stackBuf [64]byte
 	stack := stackBuf[:0] // '{' or '['
 	for {
 		// A value is expected at i.
-		i = skipSpace(data, i)
-		if i >= len(data) {
+		if i = skipSpace(data, i); i >= n {
 			return 0, false
 		}
-		var ok bool
-		if c := data[i]; c == '{' || c == '[' {
+		switch c := data[i]; {
+		case c == '"':
+			end, _, _, ok := scanString(data, i)
+			if !ok {
+				return 0, false
+			}
+			i = end
+		case c == '{' || c == '[':
 			if depth+len(stack) >= maxDepth {
 				return 0, false
 			}
-			var empty bool
-			if i, empty, ok = openContainer(data, i); !ok {
+			if i = skipSpace(data, i+1); i < n && data[i] == closer(c) {
+				i++
+				break // an empty container is a complete value
+			}
+			stack = append(stack, c)
+			if c == '{' {
+				if i = key(data, i); i < 0 {
+					return 0, false
+				}
+			}
+			continue
+		case c == '-' || '0' <= c && c <= '9':
+			end, ok := scanNumber(data, i)
+			if !ok {
 				return 0, false
 			}
-			if !empty {
-				stack = append(stack, c)
-				continue
+			i = end
+		default:
+			if i = scanLiteral(data, i); i < 0 {
+				return 0, false
 			}
-		} else if i, ok = scanScalar(data, i); !ok {
-			return 0, false
 		}
-		// A value ended: close the containers it completes, or move to the next element.
-		var done bool
-		if i, stack, done, ok = endValue(data, i, stack); !ok || done {
-			return i, ok
+		// A value ended: close the containers it completes, or move to the next value.
+		for {
+			if len(stack) == 0 {
+				return i, true
+			}
+			if i = skipSpace(data, i); i >= n {
+				return 0, false
+			}
+			top, c := stack[len(stack)-1], data[i]
+			if c == ',' {
+				if i++; top == '{' {
+					if i = key(data, skipSpace(data, i)); i < 0 {
+						return 0, false
+					}
+				}
+				break
+			}
+			if c != closer(top) {
+				return 0, false
+			}
+			i++
+			stack = stack[:len(stack)-1]
 		}
 	}
 }
@@ -632,67 +668,31 @@ func skipSpace(data []byte, i int) int {
 	return i
 }
 
-// scanScalar checks the string, number or literal starting at data[i] and returns the index after it.
-func scanScalar(data []byte, i int) (int, bool) {
-	switch c := data[i]; {
-	case c == '"':
-		end, _, _, ok := scanString(data, i)
-		return end, ok
-	case c == '-' || '0' <= c && c <= '9':
-		return scanNumber(data, i)
-	case c == 't':
-		return i + 4, hasLiteral(data, i, "true")
-	case c == 'f':
-		return i + 5, hasLiteral(data, i, "false")
-	case c == 'n':
-		return i + 4, hasLiteral(data, i, "null")
+// closer returns the byte that closes a container opened by open ('{' or '[').
+func closer(open byte) byte {
+	if open == '{' {
+		return '}'
 	}
-	return 0, false
+	return ']'
 }
 
-// openContainer moves into the object or array opening at data[i]: to its first value (past the
-// first key of an object), or past the whole container when it is empty.
-func openContainer(data []byte, i int) (next int, empty, ok bool) {
-	c := data[i]
-	i = skipSpace(data, i+1)
-	if i < len(data) && (c == '{' && data[i] == '}' || c == '[' && data[i] == ']') {
-		return i + 1, true, true
+// scanLiteral checks the true, false or null at data[i] and returns the index after it, or -1.
+func scanLiteral(data []byte, i int) int {
+	var lit string
+	switch data[i] {
+	case 't':
+		lit = "true"
+	case 'f':
+		lit = "false"
+	case 'n':
+		lit = "null"
+	default:
+		return -1
 	}
-	if c == '{' {
-		if i = key(data, i); i < 0 {
-			return 0, false, false
-		}
+	if !hasLiteral(data, i, lit) {
+		return -1
 	}
-	return i, false, true
-}
-
-// endValue moves past what follows a complete value inside the containers of stack: the closing
-// brackets of those it completes, then the comma (and key) before the next value, whose index it
-// returns. done says that the outermost container closed, at the index returned.
-func endValue(data []byte, i int, stack []byte) (next int, rest []byte, done, ok bool) {
-	for len(stack) > 0 {
-		i = skipSpace(data, i)
-		if i >= len(data) {
-			return 0, stack, false, false
-		}
-		top, c := stack[len(stack)-1], data[i]
-		switch {
-		case c == ',':
-			i++
-			if top == '{' {
-				if i = key(data, skipSpace(data, i)); i < 0 {
-					return 0, stack, false, false
-				}
-			}
-			return i, stack, false, true
-		case top == '{' && c == '}' || top == '[' && c == ']':
-			i++
-			stack = stack[:len(stack)-1]
-		default:
-			return 0, stack, false, false
-		}
-	}
-	return i, stack, true, true
+	return i + len(lit)
 }
 
 // key checks `"key" :` at data[i] and returns the index after the colon, or -1.

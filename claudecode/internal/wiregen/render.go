@@ -3,6 +3,7 @@ package wiregen
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -25,11 +26,54 @@ func render(pkg string, sources []string, types []*wireType) []byte {
 			verbatim[t.name] = true
 		}
 	}
+	var maps []string
 	for _, t := range types {
 		renderType(&b, t, verbatim)
+		for _, f := range t.fields {
+			if f.kind == kindMap && !slices.Contains(maps, f.elem) {
+				maps = append(maps, f.elem)
+			}
+		}
+	}
+	for _, elem := range maps {
+		renderMap(&b, elem)
 	}
 	return b.Bytes()
 }
+
+// renderMap writes the decoder of a map of elem values. It is written for each type, not generic,
+// so that the value decoded stays on the stack.
+func renderMap(b *bytes.Buffer, elem string) {
+	fmt.Fprintf(b, `// %[2]s decodes an object of %[1]s values keyed by name: null gives nil, an object a non-nil
+// map (empty when the object is), anything else leaves old. A repeated name decodes into the value
+// already there.
+func %[2]s(d *jsonscan.Decoder, old map[string]%[1]s) map[string]%[1]s {
+	switch d.Peek() {
+	case 'n':
+		d.Skip()
+		return nil
+	case '{':
+	default:
+		d.Skip()
+		return old
+	}
+	if old == nil {
+		old = map[string]%[1]s{}
+	}
+	for more := d.Object(); more; more = d.More() {
+		name := string(d.Key())
+		v := old[name]
+		v.decode(d)
+		old[name] = v
+	}
+	return old
+}
+
+`, elem, mapDecoder(elem))
+}
+
+// mapDecoder names the decoder of a map of elem values.
+func mapDecoder(elem string) string { return "decode" + elem + "Map" }
 
 // renderType writes the decode method of t. verbatim names the types whose decode reads any value.
 func renderType(b *bytes.Buffer, t *wireType, verbatim map[string]bool) {
@@ -85,7 +129,7 @@ func read(f field, verbatim map[string]bool) string {
 	case kindSlice:
 		return fmt.Sprintf("%s = decodeSlice(d, %s, (*%s).decode)", p, p, f.elem)
 	case kindMap:
-		return fmt.Sprintf("%s = decodeMap(d, %s, (*%s).decode)", p, p, f.elem)
+		return fmt.Sprintf("%s = %s(d, %s)", p, mapDecoder(f.elem), p)
 	}
 	panic(fmt.Sprintf("wiregen: field %s has no reader", f.path)) // every kind is listed above
 }

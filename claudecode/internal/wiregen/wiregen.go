@@ -81,9 +81,8 @@ type wireType struct {
 	verbatim *field  // the field keeping the object, if any
 }
 
-// Generate returns the decoders of the tagged struct types of files, formatted, as one file of
-// package pkg. A type that only ever appears embedded gets none: the types embedding it read its
-// members.
+// Generate returns the decoders of the tagged struct types of files, formatted, as one file of their
+// package. A type that only ever appears embedded gets none: the types embedding it read its members.
 func Generate(files []File) ([]byte, error) {
 	pkg, decls, err := parseFiles(files)
 	if err != nil {
@@ -248,12 +247,14 @@ func unquote(lit string) string {
 }
 
 // addFields adds the members of d, reached from t through the selector prefix ("" or "A.B."), to t,
-// those of embedded tagged types in place. seen guards against a type that embeds itself.
+// those of embedded tagged types in place. seen holds the types being read, against a type that
+// embeds itself.
 func (t *wireType) addFields(d *typeDecl, byName map[string]*typeDecl, prefix string, seen map[string]bool) error {
 	if seen[d.name] {
 		return fmt.Errorf("type %s embeds itself", d.name)
 	}
 	seen[d.name] = true
+	defer delete(seen, d.name)
 	for _, f := range d.st.Fields.List {
 		if len(f.Names) == 0 {
 			if e := byName[embeddedName(f)]; e != nil && e.tagged {

@@ -48,7 +48,7 @@ func TestGenerateSample(t *testing.T) {
 		"if m.keep() {\n\t\tm.Raw = d.Since(start)",       // a verbatim object kept on a condition
 		"m.Note = decodeNew(d, (*Note).decode)",           // a pointer to a type that reads any value
 		"m.Opt = decodePtr(d, m.Opt, (*Item).decode)",
-		"m.ByName = decodeMap(d, m.ByName, (*Item).decode)",
+		"m.ByName = decodeItemMap(d, m.ByName)", "func decodeItemMap(d *jsonscan.Decoder, old map[string]Item) map[string]Item {",
 		"m.Text.decode(d)",
 	} {
 		if !bytes.Contains(got, []byte(s)) {
