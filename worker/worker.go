@@ -163,8 +163,8 @@ type Worker struct {
 	// stopBeat ends the host's liveness loop; beatDone closes when it has.
 	stopBeat context.CancelFunc
 	beatDone chan struct{}
-	metrics  *metricsServer
-	pprof    *pprofServer
+	metrics  *endpoint
+	pprof    *endpoint
 }
 
 // Start connects, migrates, kills what CLI processes a previous run of this host left behind,
