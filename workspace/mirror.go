@@ -91,12 +91,12 @@ func (m *Manager) Prepare(ctx context.Context, t Task, base string) (string, err
 	if err := checkID(t.ID); err != nil {
 		return "", fmt.Errorf("preparing workspace: %w", err)
 	}
+	if _, err := os.Stat(filepath.Join(m.Dir(t.ID), ".git")); err == nil {
+		return m.in(ctx, m.Mirror(t.Repo), "rev-parse", "--verify", baseRef(t.ID)+"^{commit}")
+	}
 	mirror, err := m.syncMirror(ctx, t.Repo)
 	if err != nil {
 		return "", fmt.Errorf("preparing workspace of %s: %w", t.ID, err)
-	}
-	if _, err := os.Stat(filepath.Join(m.Dir(t.ID), ".git")); err == nil {
-		return m.in(ctx, mirror, "rev-parse", "--verify", baseRef(t.ID)+"^{commit}")
 	}
 	rev := base
 	if rev == "" {

@@ -614,3 +614,52 @@ func TestDiskFullIsTyped(t *testing.T) {
 		t.Error("another failure is ErrDiskFull")
 	}
 }
+
+func TestACheckpointThatFailedToPushIsRetried(t *testing.T) {
+	repo := origin(t)
+	remote := bareRemote(t)
+	m := host(t, remote)
+	task := Task{ID: "t1", Repo: repo}
+	prepare(t, m, task, "main")
+	appendTo(t, filepath.Join(m.Dir("t1"), "shared.txt"), "turn one")
+	away := remote + ".away"
+	if err := os.Rename(remote, away); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Checkpoint(context.Background(), task, 1, "turn 1"); !errors.Is(err, ErrUnreachable) {
+		t.Fatalf("Checkpoint with the remote away = %v, want ErrUnreachable", err)
+	}
+	if err := os.Rename(away, remote); err != nil {
+		t.Fatal(err)
+	}
+	if refs := witness(t, remote, "for-each-ref", "refs/drover/tasks/t1/turns/"); refs != "" {
+		t.Fatalf("the failed checkpoint reached the remote: %s", refs)
+	}
+	appendTo(t, filepath.Join(m.Dir("t1"), "shared.txt"), "retried")
+	commit := checkpoint(t, m, task, 1)
+	if got := strings.TrimSpace(witness(t, remote, "rev-parse", "refs/drover/tasks/t1/turns/1")); got != commit {
+		t.Errorf("remote's turn 1 = %s, want the retry's %s", got, commit)
+	}
+	if got := witness(t, remote, "show", "refs/drover/tasks/t1/turns/1:shared.txt"); got != "base\nturn one\nretried\n" {
+		t.Errorf("remote's turn 1 holds %q", got)
+	}
+}
+
+func TestEnsureBeforeTheFirstCheckpoint(t *testing.T) {
+	repo := origin(t)
+	remote := bareRemote(t)
+	first := host(t, remote)
+	task := Task{ID: "t1", Repo: repo}
+	base := prepare(t, first, task, "main")
+	second := host(t, remote)
+	cp, err := second.Ensure(context.Background(), task)
+	if err != nil || cp != base {
+		t.Fatalf("Ensure = %s, %v; want the base %s", cp, err, base)
+	}
+	if got := witness(t, second.Dir("t1"), "status", "--porcelain"); got != "" {
+		t.Errorf("status = %q", got)
+	}
+	if _, err := host(t, remote).Ensure(context.Background(), Task{ID: "never", Repo: repo}); !errors.Is(err, ErrNoCheckpoint) {
+		t.Errorf("Ensure of an unknown task = %v, want ErrNoCheckpoint", err)
+	}
+}
