@@ -27,61 +27,66 @@ const (
 )
 
 // wFigures are W1 (a turn's checkpoint and push), W2 (restore of a retried attempt) and W3 (a new
-// host's first worktree of a moved task ÷ a plain git clone), measured on one repository.
+// host's first worktree of a moved task ÷ a plain git clone), measured on one repository that the
+// first of them to run builds.
 func wFigures() []bench.Figure {
-	return []bench.Figure{{
-		ID:      "W",
-		What:    "managed workspaces: W1 checkpoint + push, W2 restore, W3 a new host's worktree ÷ git clone",
-		Goal:    bench.DroverAtMost(wCheckpointGoal, "ms"),
-		Measure: measureW,
-	}}
+	var shared *wBench
+	setup := func(ctx context.Context, env *bench.Env) (*wBench, error) {
+		if shared != nil {
+			return shared, nil
+		}
+		files := wFiles
+		if env.Quick {
+			files = wQuickFiles
+		}
+		env.Logf("W: a repository of %d files of %d bytes", files, wFileBytes)
+		w, err := newWBench(ctx, filepath.Join(env.Dir, "w"), files)
+		shared = w
+		return w, err
+	}
+	figure := func(id, what string, goal bench.Goal, pairs int, base, subj func(*wBench) func(context.Context) (bench.Sample, error)) bench.Figure {
+		return bench.Figure{ID: id, What: what, Goal: goal, Measure: func(ctx context.Context, env *bench.Env) ([]bench.Row, error) {
+			w, err := setup(ctx, env)
+			if err != nil {
+				return nil, err
+			}
+			runs := pairs
+			if env.Quick {
+				runs = min(pairs, env.Runs)
+			}
+			b, s, err := bench.Interleave(ctx, runs, base(w), subj(w))
+			if err != nil {
+				return nil, err
+			}
+			ms := func(s []bench.Sample) float64 { return bench.Median(bench.Seconds(s)) * 1000 }
+			return []bench.Row{{Figure: id, What: what, Unit: "ms", Baseline: ms(b), Drover: ms(s),
+				Ratio: 1 / bench.Median(bench.WallRatios(b, s)), Runs: runs, Goal: goal,
+				Note: fmt.Sprintf("%d files, %d MB, %d changed a turn", w.files, w.files*wFileBytes/1e6, wTurnFiles)}}, nil
+		}}
+	}
+	return []bench.Figure{
+		figure("W1", "checkpoint + push added to a turn, p50 (baseline: git add -A + commit)",
+			bench.DroverAtMost(wCheckpointGoal, "ms"), 9,
+			func(w *wBench) func(context.Context) (bench.Sample, error) { return w.plainCommit },
+			func(w *wBench) func(context.Context) (bench.Sample, error) { return w.checkpoint }),
+		figure("W2", "restore of a retried attempt (baseline: git reset --hard + clean)",
+			bench.DroverAtMost(wRestoreGoal, "ms"), 5,
+			func(w *wBench) func(context.Context) (bench.Sample, error) { return w.plainReset },
+			func(w *wBench) func(context.Context) (bench.Sample, error) { return w.restore }),
+		figure("W3", "a new host's first worktree of a moved task ÷ git clone --no-local",
+			bench.RatioAtMost(wNewHostGoal), 3,
+			func(w *wBench) func(context.Context) (bench.Sample, error) { return w.plainClone },
+			func(w *wBench) func(context.Context) (bench.Sample, error) { return w.newHost }),
+	}
 }
 
 // wBench is the repository and the two sides of the workspace figures.
 type wBench struct {
+	files              int
 	dir, origin, clone string
 	m                  *workspace.Manager
 	task               workspace.Task
 	turn               int
-}
-
-func measureW(ctx context.Context, env *bench.Env) ([]bench.Row, error) {
-	files := wFiles
-	if env.Quick {
-		files = wQuickFiles
-	}
-	w, err := newWBench(ctx, filepath.Join(env.Dir, "w"), files)
-	if err != nil {
-		return nil, err
-	}
-	env.Logf("W: repository of %d files of %d bytes", files, wFileBytes)
-	note := fmt.Sprintf("%d files, %d MB, %d changed a turn", files, files*wFileBytes/1e6, wTurnFiles)
-	runs := max(env.Runs, 5)
-	b1, s1, err := bench.Interleave(ctx, runs, w.plainCommit, w.checkpoint)
-	if err != nil {
-		return nil, fmt.Errorf("W1: %w", err)
-	}
-	b2, s2, err := bench.Interleave(ctx, runs, w.plainReset, w.restore)
-	if err != nil {
-		return nil, fmt.Errorf("W2: %w", err)
-	}
-	b3, s3, err := bench.Interleave(ctx, min(runs, 3), w.plainClone, w.newHost)
-	if err != nil {
-		return nil, fmt.Errorf("W3: %w", err)
-	}
-	ms := func(s []bench.Sample) float64 { return bench.Median(bench.Seconds(s)) * 1000 }
-	slowdown := func(b, s []bench.Sample) float64 { return 1 / bench.Median(bench.WallRatios(b, s)) }
-	return []bench.Row{
-		{Figure: "W1", What: "checkpoint + push added to a turn, p50 (baseline: git add -A + commit)", Unit: "ms",
-			Baseline: ms(b1), Drover: ms(s1), Ratio: slowdown(b1, s1), Runs: runs,
-			Goal: bench.DroverAtMost(wCheckpointGoal, "ms"), Note: note},
-		{Figure: "W2", What: "restore of a retried attempt (baseline: git reset --hard + clean)", Unit: "ms",
-			Baseline: ms(b2), Drover: ms(s2), Ratio: slowdown(b2, s2), Runs: runs,
-			Goal: bench.DroverAtMost(wRestoreGoal, "ms"), Note: note},
-		{Figure: "W3", What: "a new host's first worktree of a moved task ÷ git clone --no-local", Unit: "ms",
-			Baseline: ms(b3), Drover: ms(s3), Ratio: slowdown(b3, s3), Runs: min(runs, 3),
-			Goal: bench.RatioAtMost(wNewHostGoal), Note: note},
-	}, nil
 }
 
 // wGit runs git with no user or system config.
@@ -100,7 +105,7 @@ func wGit(ctx context.Context, dir string, args ...string) error {
 // newWBench writes the repository, a plain clone of it, and a task's worktree with one
 // checkpoint made (the first push carries the whole history; later turns carry their own).
 func newWBench(ctx context.Context, dir string, files int) (*wBench, error) {
-	w := &wBench{dir: dir, origin: filepath.Join(dir, "origin"), clone: filepath.Join(dir, "clone")}
+	w := &wBench{files: files, dir: dir, origin: filepath.Join(dir, "origin"), clone: filepath.Join(dir, "clone")}
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, err
 	}
