@@ -57,7 +57,7 @@ func (s *Server) checkWorkers(ctx context.Context) *taskerr.Error {
 func (s *Server) command(r *http.Request, id string, needsWorker bool, do func(ctx context.Context) error) *taskerr.Error {
 	if needsWorker {
 		if e := s.checkWorkers(r.Context()); e != nil {
-			return e
+			return s.unsentBecause(r.Context(), id, e)
 		}
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.CommandTimeout)
@@ -70,6 +70,27 @@ func (s *Server) command(r *http.Request, id string, needsWorker bool, do func(c
 	if e.Code == taskerr.CodeUnavailable && r.Context().Err() == nil {
 		e.Message = fmt.Sprintf("task %s did not confirm the command within %s (no worker took it); it may still apply once one does: "+
 			"send it again with the same Idempotency-Key (or request_id) to learn its answer, it applies once", id, s.cfg.CommandTimeout)
+	}
+	return e
+}
+
+// unsentBecause is the answer for a command not sent because no worker could take it: about the
+// task itself when it has ended (task_closed) or does not exist (not_found), which the read side
+// and Temporal tell with no worker; else e.
+func (s *Server) unsentBecause(ctx context.Context, id string, e *taskerr.Error) *taskerr.Error {
+	cctx, cancel := context.WithTimeout(ctx, s.cfg.CommandTimeout)
+	defer cancel()
+	if d, err := s.cfg.Reader.Show(cctx, id); err == nil {
+		if d.Status.Final() {
+			return errorf(http.StatusConflict, taskerr.CodeTaskClosed,
+				fmt.Sprintf("task %s has ended (%s); it takes no more commands: create a new task", id, d.Status))
+		}
+		return e
+	}
+	if s.cfg.Exists != nil {
+		if err := s.cfg.Exists(cctx, id); err != nil && fromError(err).Code == CodeNotFound {
+			return fromError(err)
+		}
 	}
 	return e
 }

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +49,11 @@ func TestCallsAnswerWithNoWorker(t *testing.T) {
 	}
 	t.Cleanup(tc.Close)
 	tasks := &taskclient.Client{Temporal: tc, TaskQueue: "no-worker"}
-	ts, _ := newServer(t, api.Config{Tasks: tasks, Workers: tasks.WorkersPolling})
+	exists := func(ctx context.Context, id string) error {
+		_, err := tc.DescribeWorkflow(ctx, id, "")
+		return err
+	}
+	ts, _ := newServer(t, api.Config{Tasks: tasks, Workers: tasks.WorkersPolling, Exists: exists})
 	ws := t.TempDir()
 
 	a := do(t, ts, "POST", "/api/v1/tasks", `{"id":"t1","prompt":"hello","workspace":"`+ws+`"}`, "Idempotency-Key", "k-1")
@@ -72,6 +77,10 @@ func TestCallsAnswerWithNoWorker(t *testing.T) {
 	}
 	if after, _ := historyOf(t, tc, "t1"); strings.Join(after, " ") != strings.Join(types, " ") {
 		t.Errorf("refused commands reached the task: history went from %v to %v", types, after)
+	}
+	// A task that does not exist is not_found, worker or not.
+	if a := do(t, ts, "POST", "/api/v1/tasks/nobody/prompts", `{"text":"a"}`); a.status != 404 || a.err.Code != "not_found" {
+		t.Errorf("a prompt to no task with no worker: %d %s %q", a.status, a.err.Code, a.err.Message)
 	}
 	if a := do(t, ts, "POST", "/api/v1/tasks/t1/cancel", ``); a.status != 202 {
 		t.Errorf("cancel with no worker: %d %s", a.status, a.body)

@@ -122,8 +122,8 @@ type Created struct {
 	Prompt Accepted `json:"prompt"`
 }
 
-// createUpdatePrefix makes the Update id of a creation from its Idempotency-Key: a creation
-// sent again reaches Temporal as the same Update, which it answers once.
+// createUpdatePrefix makes the id of a creation's first prompt from its Idempotency-Key: the task
+// remembers the prompt's answer under it, so a creation sent again is answered once.
 const createUpdatePrefix = "api-create:"
 
 func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
@@ -190,7 +190,7 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 	if key != "" {
 		b, _ := json.Marshal(out)
 		if err := store.CompleteIdempotencyKey(context.WithoutCancel(ctx), s.cfg.DB, key, b); err != nil {
-			// The task exists; a retry with the same key finds it through the same Update id.
+			// The task exists; a retry with the same key finds it, and its prompt by its id.
 			s.cfg.Logger.WarnContext(ctx, "recording an idempotency key's answer failed", "task_id", id, "error", err)
 		}
 	}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"strconv"
@@ -35,6 +36,10 @@ const (
 	p4StartsGoal = 1.05
 )
 
+// p4TasksFlag sets the number of tasks of a full run (the figure's size is p4Tasks): a smaller
+// run shows the same effects of scheduling in less time.
+var p4TasksFlag = flag.Int("bench.p4tasks", 0, "figure P4: the tasks of a full run (0: 200)")
+
 // BenchmarkFigureP4 is figure P4 of `make bench`: load on one worker. Many tasks of three turns
 // each are started at once (the first prompt through Update-with-Start, two more queued behind
 // it) on one `drover worker` with its limits stated as flags: turns at once (--max-concurrent-turns, sized
@@ -47,6 +52,9 @@ const (
 // the bare sessions start one each).
 func BenchmarkFigureP4(b *testing.B) {
 	tasks := p4Tasks
+	if *p4TasksFlag > 0 {
+		tasks = *p4TasksFlag
+	}
 	if *benchQuick {
 		tasks = p4QuickTasks
 	}

@@ -10,6 +10,8 @@ set -euo pipefail
 
 CLAUDE_VERSION=2.1.332
 TEMPORAL_VERSION=v1.5.1
+# axe-core, the accessibility rules the web console's browser tests run inside the page.
+AXE_VERSION=4.11.0
 # The Temporal server (with Postgres persistence) and its SQL schema tool, for the tests that run
 # the production layout: the version of the server image docker-compose.yml runs, so that the
 # compose file is the one place that names it.
@@ -27,6 +29,8 @@ temporal_dir="$root/temporal-$TEMPORAL_VERSION"
 temporal_bin="$temporal_dir/temporal"
 server_dir="$root/temporal-server-$TEMPORAL_SERVER_VERSION"
 server_bin="$server_dir/temporal-server"
+axe_dir="$root/axe-core-$AXE_VERSION"
+axe_js="$axe_dir/node_modules/axe-core/axe.min.js"
 
 # Chromium (the web console's browser tests and benchmark) comes from the system's packages: Debian's
 # `chromium`, installed with apt-get when missing and the script runs as root (as CI does).
@@ -37,6 +41,7 @@ print() {
   echo "DROVER_TEMPORAL_BIN=$temporal_bin"
   echo "DROVER_TEMPORAL_SERVER_DIR=$server_dir"
   echo "DROVER_CHROMIUM_BIN=$chromium_bin"
+  echo "DROVER_AXE_JS=$axe_js"
 }
 
 if [[ "${1:-}" == "--print" ]]; then
@@ -109,6 +114,24 @@ install_server() {
   mv "$tmp" "$server_dir"
 }
 
+install_axe() {
+  if [[ -f "$axe_js" ]]; then
+    echo "axe-core $AXE_VERSION: already installed" >&2
+    return
+  fi
+  echo "axe-core $AXE_VERSION: installing with npm into $axe_dir" >&2
+  local tmp="$axe_dir.tmp.$$"
+  rm -rf "$tmp"
+  mkdir -p "$tmp"
+  npm install --silent --no-audit --no-fund --prefix "$tmp" "axe-core@$AXE_VERSION" >&2
+  [[ -f "$tmp/node_modules/axe-core/axe.min.js" ]] || {
+    echo "axe-core: axe.min.js is missing after npm install" >&2
+    exit 1
+  }
+  rm -rf "$axe_dir"
+  mv "$tmp" "$axe_dir"
+}
+
 install_chromium() {
   if [[ -x "$chromium_bin" ]]; then
     echo "chromium: already installed ($chromium_bin)" >&2
@@ -165,6 +188,7 @@ install_temporal &
 temporal_pid=$!
 install_server &
 server_pid=$!
+install_axe
 install_chromium
 install_git
 ensure_postgres

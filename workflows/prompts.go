@@ -76,6 +76,11 @@ func (s *taskState) enqueue(ctx workflow.Context, p task.Prompt, id string) task
 	}
 	s.pending = append(s.pending, q)
 	s.queuedBytes += task.PromptSize(p)
+	if s.rs.local {
+		// The read side, and the host that runs the turn before it (which keeps its CLI for a
+		// queued prompt), learn of the prompt now, not when its turn starts.
+		s.stateChanged()
+	}
 	workflow.GetLogger(ctx).Info("prompt queued", "turn", q.Turn, "prompt_uuid", q.PromptUUID, "ahead", ahead)
 	a := task.PromptAccepted{Turn: q.Turn, PromptUUID: q.PromptUUID, Queued: ahead}
 	s.remember(id, a)

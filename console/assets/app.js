@@ -264,6 +264,8 @@ function waitText(w) {
 
 // ---- one task ----
 
+const RUNNING_HINT = "A turn is running: a prompt sent now is queued and runs next.";
+
 // started holds the tasks this tab created: until the API lists one, its page says that it is
 // starting rather than that it is unknown.
 const started = new Set();
@@ -277,63 +279,31 @@ function taskPage(id) {
   const title = h("h1", null, id);
   const status = h("span");
   const facts = h("div", { className: "facts" });
-  const gauge = h("div", { className: "gauge", title: "context window" }, h("div", { className: "gauge-fill" }));
-  const gaugeText = h("span", { className: "muted gauge-text" }, "context: —");
+  const gauge = contextGauge();
   const stream = h("span", { className: "stream-state" });
   const stall = h("div", { className: "alert stall", hidden: true });
   const err = h("div");
   const list = h("ol", { className: "timeline", id: "timeline" });
-  const prompt = h("textarea", { rows: 3, placeholder: "Prompt the agent (Ctrl+Enter to send)" });
-  const send = h("button", { type: "submit" }, "Send");
-  const interrupt = h("button", { type: "button", className: "deny" }, "Interrupt");
-  const note = h("span", { className: "muted prompt-note" });
-  const form = h("form", { className: "prompt" }, prompt, h("div", { className: "prompt-actions" }, send, interrupt, note));
-  append(main, [
-    h("div", { className: "task-head" }, title, status, stream),
-    facts, h("div", { className: "ctx" }, gauge, gaugeText), err, stall, list, form]);
+  const box = promptBox(id);
+  append(main, [h("div", { className: "task-head" }, title, status, stream), facts, gauge.el, err, stall, list, box.form]);
 
   let task = null, lastEventAt = Date.now(), stopped = false;
-  const setContext = (cw) => {
-    const size = cw.context_window_size || cw.limit || 0, used = cw.context_window_used || cw.used || 0;
-    if (!size) return;
-    const pct = Math.min(100, Math.round(used / size * 100));
-    gauge.firstChild.style.width = pct + "%";
-    gauge.classList.toggle("high", pct >= 80);
-    gaugeText.textContent = "context: " + tokens(used) + " / " + tokens(size) + " (" + pct + "%)";
-  };
   const timeline = new Timeline(list, {
     decide: (pendingID, body) => postJSON(taskPath(id) + "/approvals/" + encodeURIComponent(pendingID), body),
-    onContext: setContext,
+    onContext: gauge.set,
     onActivity: () => { lastEventAt = Date.now(); catchUp(0); },
     // A new request: read the task again at once for its choices and deadline.
     onRequest: () => { refresh(); },
     refreshPending: () => refresh(),
   });
-
   const showTask = (t) => {
     task = t;
     clear(status).append(statusBadge(t.status));
-    const parts = [];
-    if (t.mode) parts.push(h("span", null, "mode " + t.mode));
-    if (t.model) parts.push(h("span", null, "model " + t.model));
-    parts.push(h("span", { className: "cost" }, "cost " + money(t.cost_usd)));
-    parts.push(h("span", { className: "turns" }, turnCount(t) + (turnCount(t) === 1 ? " turn" : " turns")));
-    if (t.workspace) parts.push(h("span", null, h("code", null, t.workspace)));
-    if (t.pending_approvals) parts.push(h("span", { className: "attn" }, t.pending_approvals + " waiting for you" + (t.waiting_since ? " for " + ago(t.waiting_since) : "")));
-    if (t.wait) parts.push(h("span", { className: "attn" }, waitText(t.wait)));
-    if (t.budget_exhausted) parts.push(h("span", { className: "attn" }, "budget spent: " + (t.budget_exhausted.bound || "")));
-    if (t.last_error) parts.push(h("span", { className: "bad" }, "last error: " + t.last_error));
-    const link = temporalLink(t);
-    if (link) parts.push(link);
     clear(facts);
-    append(facts, parts);
-    if (t.context_window) setContext(t.context_window);
+    append(facts, factsOf(t));
+    if (t.context_window) gauge.set(t.context_window);
     timeline.setPending(t.pending || []);
-    const running = t.status === Status.RUNNING;
-    note.textContent = running ? "A turn is running: a prompt sent now is queued and runs next." : "";
-    interrupt.disabled = !running;
-    const final = FINAL_STATUSES.includes(t.status);
-    prompt.disabled = send.disabled = final;
+    box.show(t);
   };
 
   // refresh reads the task's details once; calls made while one is in flight share it.
@@ -352,7 +322,7 @@ function taskPage(id) {
   };
   // behind says whether what the API said of the task is older than the timeline: a turn the
   // timeline has seen end is still running, or the requests waiting differ in number.
-  const behind = (t) => !loading && ((t.status === Status.RUNNING && timeline.turnEnded) ||
+  const behind = (t) => !follow.loading() && ((t.status === Status.RUNNING && timeline.turnEnded) ||
     (t.pending_approvals || 0) !== timeline.waiting());
   // catchUp reads the task after its events changed, and again, backing off, until the header
   // agrees with the timeline (the task's row may be written just after its event).
@@ -374,7 +344,44 @@ function taskPage(id) {
     if (!stall.hidden) stall.textContent = "No event for " + Math.round(quiet / 1000) + "s while the turn runs: it may be stalled. Interrupt it, or look at its workflow.";
     stall.dataset.checkedAt = String(Date.now());
   }, STALL_CHECK_MS);
+  const follow = followTimeline(id, timeline, list, stream, () => stopped, () => catchUp(0));
+  return { stop() { stopped = true; poll.stop(); stallCheck.stop(); clearTimeout(catchTimer); follow.stop(); } };
+}
 
+// factsOf is what a task's header says of it besides its status.
+function factsOf(t) {
+  const parts = [];
+  if (t.mode) parts.push(h("span", null, "mode " + t.mode));
+  if (t.model) parts.push(h("span", null, "model " + t.model));
+  parts.push(h("span", { className: "cost" }, "cost " + money(t.cost_usd)));
+  parts.push(h("span", { className: "turns" }, turnCount(t) + (turnCount(t) === 1 ? " turn" : " turns")));
+  if (t.workspace) parts.push(h("span", null, h("code", null, t.workspace)));
+  if (t.pending_approvals) parts.push(h("span", { className: "attn" }, t.pending_approvals + " waiting for you" + (t.waiting_since ? " for " + ago(t.waiting_since) : "")));
+  if (t.wait) parts.push(h("span", { className: "attn" }, waitText(t.wait)));
+  if (t.budget_exhausted) parts.push(h("span", { className: "attn" }, "budget spent: " + (t.budget_exhausted.bound || "")));
+  if (t.last_error) parts.push(h("span", { className: "bad" }, "last error: " + t.last_error));
+  parts.push(temporalLink(t));
+  return parts;
+}
+
+// contextGauge shows how full the task's context window is.
+function contextGauge() {
+  const gauge = h("div", { className: "gauge", title: "context window" }, h("div", { className: "gauge-fill" }));
+  const text = h("span", { className: "muted gauge-text" }, "context: —");
+  const set = (cw) => {
+    const size = cw.context_window_size || cw.limit || 0, used = cw.context_window_used || cw.used || 0;
+    if (!size) return;
+    const pct = Math.min(100, Math.round(used / size * 100));
+    gauge.firstChild.style.width = pct + "%";
+    gauge.classList.toggle("high", pct >= 80);
+    text.textContent = "context: " + tokens(used) + " / " + tokens(size) + " (" + pct + "%)";
+  };
+  return { el: h("div", { className: "ctx" }, gauge, text), set };
+}
+
+// followTimeline reads the task's events into the timeline and follows its stream, saying the
+// stream's state in `stream`; loaded() is called once the stored events are in.
+function followTimeline(id, timeline, list, stream, stopped, loaded) {
   // While the stored events load, the page is not laid out between pages (a long task would be
   // laid out once per page); once they are in, it scrolls to the end once.
   let loading = true;
@@ -388,7 +395,7 @@ function taskPage(id) {
     timeline.add(all);
   });
   const events = new EventStream(id, (recs) => {
-    if (stopped) return;
+    if (stopped()) return;
     const atEnd = !loading && window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
     for (const r of recs) all.push(r);
     if (loading && recs.length > WINDOW) {
@@ -407,7 +414,7 @@ function taskPage(id) {
     stream.className = "stream-state stream-" + state;
     if (state !== "loading" && loading) {
       loading = false;
-      catchUp(0);
+      loaded();
       window.scrollTo(0, document.body.scrollHeight);
     }
     if (state !== "loading" && !document.body.dataset.timelineReady) {
@@ -418,7 +425,16 @@ function taskPage(id) {
     }
   });
   events.start();
+  return { stop: () => events.stop(), loading: () => loading };
+}
 
+// promptBox is the task's prompt box and Interrupt button; show(task) sets them for its status.
+function promptBox(id) {
+  const prompt = h("textarea", { rows: 3, placeholder: "Prompt the agent (Ctrl+Enter to send)", ariaLabel: "prompt" });
+  const send = h("button", { type: "submit" }, "Send");
+  const interrupt = h("button", { type: "button", className: "deny" }, "Interrupt");
+  const note = h("span", { className: "muted prompt-note" });
+  const form = h("form", { className: "prompt" }, prompt, h("div", { className: "prompt-actions" }, send, interrupt, note));
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     const text = prompt.value;
@@ -447,8 +463,15 @@ function taskPage(id) {
       note.textContent = "Interrupt failed: " + (e.message || e);
     }
   });
-
-  return { stop() { stopped = true; poll.stop(); stallCheck.stop(); clearTimeout(catchTimer); events.stop(); } };
+  const show = (t) => {
+    const running = t.status === Status.RUNNING;
+    // The hint gives way to what the last prompt or interrupt got, and goes when the turn ends.
+    if (running && !note.textContent) note.textContent = RUNNING_HINT;
+    else if (!running && note.textContent === RUNNING_HINT) note.textContent = "";
+    interrupt.disabled = !running;
+    prompt.disabled = send.disabled = FINAL_STATUSES.includes(t.status);
+  };
+  return { form, show };
 }
 
 // ---- the inbox: what waits for a person, across tasks ----

@@ -74,8 +74,13 @@ export function statusBadge(status) {
   return h("span", { className: "status status-" + s.replace(/[^a-z_]/g, ""), dataset: { status: s } }, s.replace(/_/g, " "));
 }
 
+// pre shows text as it is. A long one scrolls within its box (at most 32em high), so it takes
+// the focus too, for the keyboard to scroll it.
 export function pre(text, cls) {
-  return h("pre", { className: cls || "" }, String(text));
+  const s = String(text);
+  const el = h("pre", { className: cls || "" }, s);
+  if (s.length >= 1500 || s.split("\n").length >= 20) el.tabIndex = 0;
+  return el;
 }
 
 export function pretty(v) {

@@ -166,23 +166,12 @@ export class Timeline {
       case "complete":
         this.complete(r, ev);
         break;
-      case "error": {
-        const e = ev.error || {};
-        this.put(r, this.item(r, "alert", h("strong", null, "Turn failed" + (e.kind ? " (" + e.kind + ")" : "")),
-          e.message ? pre(e.message) : null,
-          e.api_error_status ? h("div", null, "API status " + e.api_error_status) : null,
-          (e.errors || []).length ? h("ul", null, e.errors.map((x) => h("li", null, String(x)))) : null));
+      case "error":
+        this.failed(r, ev.error || {});
         break;
-      }
-      case "rate_limit": {
-        const rl = ev.rate_limit || {};
-        const parts = [ev.rate_limit_message || "rate limit"];
-        if (rl.source === "api_retry") parts.push("retry " + (rl.attempt || "?") + "/" + (rl.max_retries || "?") + (rl.retry_delay_ms ? " in " + Math.round(rl.retry_delay_ms / 1000) + "s" : ""));
-        if (rl.resets_at) parts.push("resets at " + new Date(rl.resets_at * 1000).toLocaleString());
-        if (rl.utilization) parts.push(Math.round(rl.utilization * 100) + "% used");
-        this.put(r, this.item(r, "warn", parts.join(" · ")));
+      case "rate_limit":
+        this.put(r, this.item(r, "warn", rateLimitText(ev)));
         break;
-      }
       case "permission_request":
         this.request(r, ev);
         break;
@@ -191,33 +180,15 @@ export class Timeline {
         break;
       case "permission_decision": {
         const d = ev.decision || {};
-        let text = d.outcome || "decided";
-        if (d.by) text += " by " + d.by;
-        if (d.grant) text += " · always: " + d.grant;
-        if (d.next_mode) text += " · continues in " + d.next_mode;
-        if (d.reason) text += " — " + d.reason;
-        if (d.answers) text += " · answers: " + Object.entries(d.answers).map(([q, a]) => q + ": " + a.join(", ")).join("; ");
-        this.settle(r, ev.pending_id, d.outcome || "decided", text);
+        this.settle(r, ev.pending_id, d.outcome || "decided", decisionText(d));
         break;
       }
-      case "permission_denied": {
-        const p = ev.permission || {};
-        const t = ev.tool_call_id && this.tools.get(ev.tool_call_id);
-        if (t && t.request && t.request.settled) {
-          this.marker(r, t.el);
-          break;
-        }
-        this.put(r, this.item(r, "warn", h("strong", null, "Denied: " + (ev.tool_title || ev.tool_name || "tool")), p.message ? " — " + p.message : ""));
+      case "permission_denied":
+        this.denied(r, ev);
         break;
-      }
       case "compaction": {
         const c = ev.compaction || {};
-        let text = "Context compaction " + (c.phase || "");
-        if (c.trigger) text += " (" + c.trigger + ")";
-        if (c.pre_tokens) text += " · " + tokens(c.pre_tokens) + (c.post_tokens ? " → " + tokens(c.post_tokens) : "") + " tokens";
-        if (c.result) text += " · " + c.result;
-        if (c.error) text += " · " + c.error;
-        this.put(r, this.item(r, c.result === "failed" ? "warn" : "quiet", text));
+        this.put(r, this.item(r, c.result === "failed" ? "warn" : "quiet", compactionText(c)));
         break;
       }
       case "interrupted":
@@ -232,6 +203,24 @@ export class Timeline {
       default:
         this.put(r, this.item(r, "quiet", fold("event " + type, () => pre(pretty(ev)))));
     }
+  }
+
+  // denied shows a tool the CLI denied, unless its card already says its request was denied.
+  denied(r, ev) {
+    const p = ev.permission || {};
+    const t = ev.tool_call_id && this.tools.get(ev.tool_call_id);
+    if (t && t.request && t.request.settled) {
+      this.marker(r, t.el);
+      return;
+    }
+    this.put(r, this.item(r, "warn", h("strong", null, "Denied: " + (ev.tool_title || ev.tool_name || "tool")), p.message ? " — " + p.message : ""));
+  }
+
+  failed(r, e) {
+    this.put(r, this.item(r, "alert", h("strong", null, "Turn failed" + (e.kind ? " (" + e.kind + ")" : "")),
+      e.message ? pre(e.message) : null,
+      e.api_error_status ? h("div", null, "API status " + e.api_error_status) : null,
+      (e.errors || []).length ? h("ul", null, e.errors.map((x) => h("li", null, String(x)))) : null));
   }
 
   chunk(r, ev) {
@@ -354,7 +343,7 @@ export class Timeline {
     // adds only why it asks and what a person decides.
     const detail = h("div", { className: "request-detail" },
       !tool && p.summary ? h("div", { className: "summary" }, h("code", null, p.summary)) : null,
-      p.description ? h("div", { className: "muted" }, p.description) : null,
+      p.description && !(tool && tool.body.textContent.includes(p.description)) ? h("div", { className: "muted" }, p.description) : null,
       p.decision_reason ? h("div", { className: "muted" }, "Why asked: " + p.decision_reason) : null,
       p.blocked_path ? h("div", { className: "muted" }, "Path: " + p.blocked_path) : null,
       p.diff ? diffView(p.diff) : null,
@@ -411,42 +400,9 @@ export class Timeline {
     }
   }
 
-  // setPending tells which requests the API lists as waiting (their suggestions and deadlines).
-  setPending(list) {
-    this.pending = new Map((list || []).map((p) => [p.request_id, p]));
-    for (const req of this.requests.values()) this.refreshRequest(req);
-  }
-
-  // refreshRequest draws a request's buttons from what the API lists for it. Only the buttons and
-  // the deadline are redrawn, and only when they change: the reason box stays as it is, with what
-  // a person is typing and its focus.
-  refreshRequest(req) {
-    const id = req.ev.pending_id;
-    if (req.settled || !id) {
-      req.el.classList.add("settled");
-      clear(req.actions);
-      if (req.deadline) req.deadline.remove();
-      if (req.detail && !req.folded && req.detail.childNodes.length) {
-        // A decided request folds: what was asked stays a click away.
-        req.folded = true;
-        const d = h("details", { className: "asked" }, h("summary", null, "What was asked"));
-        req.detail.replaceWith(d);
-        d.append(req.detail);
-      }
-      return;
-    }
-    const pend = this.pending.get(id);
-    const p = req.ev.permission || {};
-    const suggestions = (pend && pend.suggestions) || [];
-    const drawn = JSON.stringify([suggestions, pend && pend.deadline]);
-    if (req.drawn === drawn) return;
-    req.drawn = drawn;
-    if (!req.buttons) {
-      req.buttons = h("span", { className: "buttons" });
-      req.reason = h("input", { type: "text", placeholder: "reason (the agent reads it; needed to deny)", className: "reason" });
-      req.note = h("span", { className: "muted" });
-      append(req.actions, [req.buttons, req.reason, req.note]);
-    }
+  // requestButtons makes a waiting request's buttons: Approve (or Answer), Deny, and one per
+  // "allow always" choice.
+  requestButtons(req, id, p, suggestions) {
     const reason = req.reason;
     const decide = (body) => {
       req.sent = true;
@@ -502,6 +458,46 @@ export class Timeline {
       });
       buttons.push(b);
     }
+    return buttons;
+  }
+
+  // setPending tells which requests the API lists as waiting (their suggestions and deadlines).
+  setPending(list) {
+    this.pending = new Map((list || []).map((p) => [p.request_id, p]));
+    for (const req of this.requests.values()) this.refreshRequest(req);
+  }
+
+  // refreshRequest draws a request's buttons from what the API lists for it. Only the buttons and
+  // the deadline are redrawn, and only when they change: the reason box stays as it is, with what
+  // a person is typing and its focus.
+  refreshRequest(req) {
+    const id = req.ev.pending_id;
+    if (req.settled || !id) {
+      req.el.classList.add("settled");
+      clear(req.actions);
+      if (req.deadline) req.deadline.remove();
+      if (req.detail && !req.folded && req.detail.childNodes.length) {
+        // A decided request folds: what was asked stays a click away.
+        req.folded = true;
+        const d = h("details", { className: "asked" }, h("summary", null, "What was asked"));
+        req.detail.replaceWith(d);
+        d.append(req.detail);
+      }
+      return;
+    }
+    const pend = this.pending.get(id);
+    const p = req.ev.permission || {};
+    const suggestions = (pend && pend.suggestions) || [];
+    const drawn = JSON.stringify([suggestions, pend && pend.deadline]);
+    if (req.drawn === drawn) return;
+    req.drawn = drawn;
+    if (!req.buttons) {
+      req.buttons = h("span", { className: "buttons" });
+      req.reason = h("input", { type: "text", placeholder: "reason (the agent reads it; needed to deny)", className: "reason" });
+      req.note = h("span", { className: "muted" });
+      append(req.actions, [req.buttons, req.reason, req.note]);
+    }
+    const buttons = this.requestButtons(req, id, p, suggestions);
     clear(req.buttons);
     append(req.buttons, buttons);
     // A decision on its way keeps the buttons off, whatever redrew them.
@@ -720,4 +716,33 @@ function ruleWords(rule) {
 function firstLine(text) {
   const line = String(text || "").trim().split("\n")[0];
   return line.length > 80 ? line.slice(0, 79) + "…" : line;
+}
+
+function rateLimitText(ev) {
+  const rl = ev.rate_limit || {};
+  const parts = [ev.rate_limit_message || "rate limit"];
+  if (rl.source === "api_retry") parts.push("retry " + (rl.attempt || "?") + "/" + (rl.max_retries || "?") + (rl.retry_delay_ms ? " in " + Math.round(rl.retry_delay_ms / 1000) + "s" : ""));
+  if (rl.resets_at) parts.push("resets at " + new Date(rl.resets_at * 1000).toLocaleString());
+  if (rl.utilization) parts.push(Math.round(rl.utilization * 100) + "% used");
+  return parts.join(" · ");
+}
+
+// decisionText says who decided a request, what, and why.
+function decisionText(d) {
+  let text = d.outcome || "decided";
+  if (d.by) text += " by " + d.by;
+  if (d.grant) text += " · always: " + d.grant;
+  if (d.next_mode) text += " · continues in " + d.next_mode;
+  if (d.reason) text += " — " + d.reason;
+  if (d.answers) text += " · answers: " + Object.entries(d.answers).map(([q, a]) => q + ": " + a.join(", ")).join("; ");
+  return text;
+}
+
+function compactionText(c) {
+  let text = "Context compaction " + (c.phase || "");
+  if (c.trigger) text += " (" + c.trigger + ")";
+  if (c.pre_tokens) text += " · " + tokens(c.pre_tokens) + (c.post_tokens ? " → " + tokens(c.post_tokens) : "") + " tokens";
+  if (c.result) text += " · " + c.result;
+  if (c.error) text += " · " + c.error;
+  return text;
 }

@@ -1,5 +1,5 @@
 // Package tools locates drover's pinned external tools (the Claude Code CLI, the Temporal CLI, and the
-// Temporal server with its SQL schema tool) and the system's Chromium, as installed by scripts/tools.sh, so that tests and the dev
+// Temporal server with its SQL schema tool), axe-core and the system's Chromium, as installed by scripts/tools.sh, so that tests and the dev
 // command find the same binaries. It promises that the version pins here match the script's (and, for
 // the server, docker-compose.yml's image), and that a missing tool yields an error telling how to
 // install it.
@@ -20,6 +20,8 @@ const (
 	ClaudeVersion         = "2.1.332"
 	TemporalVersion       = "v1.5.1"
 	TemporalServerVersion = "v1.29.7"
+	// AxeVersion is the npm package axe-core the web console's browser tests check the page with.
+	AxeVersion = "4.11.0"
 )
 
 // Environment variables that override the locations.
@@ -29,6 +31,7 @@ const (
 	EnvTemporalServerDir = "DROVER_TEMPORAL_SERVER_DIR"
 	EnvToolsDir          = "DROVER_TOOLS"
 	EnvChromiumBin       = "DROVER_CHROMIUM_BIN"
+	EnvAxeJS             = "DROVER_AXE_JS"
 )
 
 // DefaultChromiumBin is where Debian's chromium package installs the browser, which
@@ -118,6 +121,29 @@ func (env Env) ChromiumBin() (string, error) {
 		path = DefaultChromiumBin
 	}
 	return executable("chromium", path)
+}
+
+// AxeJS returns the path of axe-core's script (axe.min.js): $DROVER_AXE_JS if set, else
+// <Dir>/axe-core-<AxeVersion>/node_modules/axe-core/axe.min.js.
+func (env Env) AxeJS() (string, error) {
+	path := env(EnvAxeJS)
+	if path == "" {
+		dir, err := env.Dir()
+		if err != nil {
+			return "", err
+		}
+		path = filepath.Join(dir, "axe-core-"+AxeVersion, "node_modules", "axe-core", "axe.min.js")
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("axe-core: %s %w", path, ErrNotInstalled)
+	case err != nil:
+		return "", fmt.Errorf("locating axe-core: %w", err)
+	case fi.IsDir():
+		return "", fmt.Errorf("axe-core: %s is a folder (%w)", path, ErrNotInstalled)
+	}
+	return path, nil
 }
 
 func (env Env) locate(name, key, rel string) (string, error) {

@@ -17,7 +17,7 @@ func TestPinsMatchScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	script := string(b)
-	for name, want := range map[string]string{"CLAUDE_VERSION": ClaudeVersion, "TEMPORAL_VERSION": TemporalVersion} {
+	for name, want := range map[string]string{"CLAUDE_VERSION": ClaudeVersion, "TEMPORAL_VERSION": TemporalVersion, "AXE_VERSION": AxeVersion} {
 		m := regexp.MustCompile(`(?m)^` + name + `=(\S+)$`).FindStringSubmatch(script)
 		if m == nil {
 			t.Errorf("scripts/tools.sh does not set %s", name)
@@ -36,6 +36,9 @@ func TestPinsMatchScript(t *testing.T) {
 		`root="${DROVER_TOOLS:-$HOME/.cache/drover/tools}"`,
 		`server_dir="$root/temporal-server-$TEMPORAL_SERVER_VERSION"`,
 		`server_bin="$server_dir/temporal-server"`,
+		`axe_dir="$root/axe-core-$AXE_VERSION"`,
+		`axe_js="$axe_dir/node_modules/axe-core/axe.min.js"`,
+		`echo "DROVER_AXE_JS=$axe_js"`,
 		`"$tmp/temporal-sql-tool"`,
 		`cp -R "$src/schema/postgresql/v12" "$tmp/schema/postgresql/"`,
 		// The server's version is the compose image's.

@@ -58,7 +58,7 @@ func Load(ctx context.Context, dir string, patterns ...string) ([]Package, error
 type Violation struct {
 	Rule  string   // the rule as the document states it
 	Chain []string // the imports from the package the rule names to the one that breaks it
-	At    string   // for an environment read: file:line
+	At    string   // for a read of the environment or a long function: file:line
 }
 
 func (v Violation) String() string {

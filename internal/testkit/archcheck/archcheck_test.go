@@ -53,6 +53,8 @@ var exempt = []string{"internal/testkit", "e2e"}
 
 const envRule = "only cmd/ reads the environment"
 
+const funcRule = "no function of a shipped package spans more than 80 lines"
+
 // envReaders may read the environment: the command line, and the test kits.
 var envReaders = []string{"cmd", "internal/testkit"}
 
@@ -127,11 +129,15 @@ func TestModuleKeepsItsRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range append(vs, env...) {
+	long, err := m.CheckFuncLengths(funcRule, MaxFuncLines, exempt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range append(append(vs, env...), long...) {
 		t.Error(v)
 	}
 	stated := strings.Join(strings.Fields(strings.ReplaceAll(string(doc), "`", "")), " ")
-	for _, r := range append(rules, Rule{Name: envRule}) {
+	for _, r := range append(rules, Rule{Name: envRule}, Rule{Name: funcRule}) {
 		if !strings.Contains(stated, r.Name) {
 			t.Errorf("docs/architecture.md does not state the rule %q", r.Name)
 		}
@@ -254,5 +260,26 @@ func TestShippedBinariesLinkNoTestKit(t *testing.T) {
 	}
 	if linked < 10 {
 		t.Fatalf("go list found %d of the module's packages behind cmd/", linked)
+	}
+}
+
+// TestCheckFuncLengthsReportsALongFunction shows the length rule catching a function one line
+// over the limit, and passing one at it.
+func TestCheckFuncLengthsReportsALongFunction(t *testing.T) {
+	dir := t.TempDir()
+	body := func(name string, lines int) string {
+		return "func " + name + "() {\n" + strings.Repeat("\t_ = 0\n", lines-2) + "}\n"
+	}
+	src := "package p\n\n" + body("atLimit", MaxFuncLines) + body("overLimit", MaxFuncLines+1)
+	if err := os.WriteFile(filepath.Join(dir, "p.go"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := NewModule("example.com/m", []Package{{ImportPath: "example.com/m/p", Dir: dir, GoFiles: []string{"p.go"}}})
+	vs, err := m.CheckFuncLengths(funcRule, MaxFuncLines, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vs) != 1 || !strings.Contains(vs[0].At, "overLimit") {
+		t.Fatalf("want one violation naming overLimit, got %v", vs)
 	}
 }

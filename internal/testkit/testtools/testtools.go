@@ -12,6 +12,9 @@ import (
 // ChromiumBin is tools.Env(os.Getenv).ChromiumBin.
 func ChromiumBin() (string, error) { return tools.Env(os.Getenv).ChromiumBin() }
 
+// AxeJS is tools.Env(os.Getenv).AxeJS.
+func AxeJS() (string, error) { return tools.Env(os.Getenv).AxeJS() }
+
 // ClaudeBin is tools.Env(os.Getenv).ClaudeBin.
 func ClaudeBin() (string, error) { return tools.Env(os.Getenv).ClaudeBin() }
 
