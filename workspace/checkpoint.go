@@ -127,6 +127,9 @@ func (m *Manager) Checkpoint(ctx context.Context, t Task, turn int, message stri
 		return "", fmt.Errorf("checkpointing: %w", err)
 	}
 	tree, head, err := m.snapshot(ctx, t.ID, dir)
+	if errors.Is(err, ErrDiskFull) {
+		m.dropPartialObjects(ctx, dir)
+	}
 	if err != nil {
 		return "", fmt.Errorf("checkpointing %s turn %d: %w", t.ID, turn, err)
 	}
@@ -151,6 +154,23 @@ func (m *Manager) Checkpoint(ctx context.Context, t Task, turn int, message stri
 		return "", fmt.Errorf("checkpointing %s turn %d: %w", t.ID, turn, err)
 	}
 	return commit, nil
+}
+
+// dropPartialObjects removes the temporary object files that a write cut short by a full disk
+// leaves in the repository of dir, so that the space comes back for the retry. A write of another
+// task on the same mirror at that moment may fail with it, and is retried the same way.
+func (m *Manager) dropPartialObjects(ctx context.Context, dir string) {
+	common, err := m.in(ctx, dir, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if err != nil {
+		return
+	}
+	tmps, _ := filepath.Glob(filepath.Join(common, "objects", "*", "tmp_obj_*"))
+	more, _ := filepath.Glob(filepath.Join(common, "objects", "pack", "tmp_*"))
+	for _, f := range append(tmps, more...) {
+		if err := os.Remove(f); err == nil {
+			m.cfg.Logger.InfoContext(ctx, "removed a partial object after a full disk", "file", f)
+		}
+	}
 }
 
 // Restored is what Restore did.
