@@ -298,8 +298,19 @@ func TestTwoTasksOnOneRepositorySeeOnlyTheirOwnEdits(t *testing.T) {
 	prepare(t, m, b, "main")
 	appendTo(t, filepath.Join(m.Dir("a"), "shared.txt"), "from a")
 	appendTo(t, filepath.Join(m.Dir("b"), "shared.txt"), "from b")
-	checkpoint(t, m, a, 1)
-	checkpoint(t, m, b, 1)
+	// Both checkpoint at once, through the one mirror and to the one remote.
+	errs := make(chan error, 2)
+	for _, task := range []Task{a, b} {
+		go func() {
+			_, err := m.Checkpoint(context.Background(), task, 1, "turn 1 of "+task.ID)
+			errs <- err
+		}()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
 	if got := read(t, filepath.Join(m.Dir("a"), "shared.txt")); got != "base\nfrom a\n" {
 		t.Errorf("a sees %q", got)
 	}
