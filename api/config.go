@@ -80,7 +80,7 @@ type Config struct {
 	// TemporalUI is the address of the Temporal UI (http://127.0.0.1:8233): tasks then carry
 	// their page there as temporal_url. Empty means none.
 	TemporalUI string
-	// Namespace is the tasks' Temporal namespace, for those pages. Defaults to "default".
+	// Namespace is the tasks' Temporal namespace, for those pages. Defaults to task.DefaultNamespace.
 	Namespace string
 	// MaxBodyBytes bounds a request's body. Defaults to DefaultMaxBodyBytes.
 	MaxBodyBytes int64

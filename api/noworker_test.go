@@ -11,9 +11,11 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/drover-run/drover/api"
+	"github.com/drover-run/drover/internal/testkit/pgtest"
 	"github.com/drover-run/drover/internal/testkit/temporaltest"
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/taskclient"
+	"github.com/drover-run/drover/taskview"
 )
 
 // historyOf is the task's history as Temporal keeps it: the event types, and the params the
@@ -53,7 +55,9 @@ func TestCallsAnswerWithNoWorker(t *testing.T) {
 		_, err := tc.DescribeWorkflow(ctx, id, "")
 		return err
 	}
-	ts, _ := newServer(t, api.Config{Tasks: tasks, Workers: tasks.WorkersPolling, Exists: exists})
+	pool := pgtest.NewPool(t)
+	ts, _ := newServer(t, api.Config{Tasks: tasks, Workers: tasks.WorkersPolling, Exists: exists,
+		DB: pool, Reader: taskview.New(pool)})
 	ws := t.TempDir()
 
 	a := do(t, ts, "POST", "/api/v1/tasks", `{"id":"t1","prompt":"hello","workspace":"`+ws+`"}`, "Idempotency-Key", "k-1")
@@ -63,6 +67,14 @@ func TestCallsAnswerWithNoWorker(t *testing.T) {
 	types, started := historyOf(t, tc, "t1")
 	if started.First == nil || started.First.Prompt.Text != "hello" || started.First.UpdateID != "api-create:k-1" {
 		t.Fatalf("Temporal started t1 with %+v, want the first prompt in it", started.First)
+	}
+	// The task is on the read side at once, its first prompt queued, though no worker has run it.
+	if g := do(t, ts, "GET", "/api/v1/tasks/t1", ""); g.status != 200 || !strings.Contains(string(g.body), `"status":"idle"`) ||
+		!strings.Contains(string(g.body), `"text":"hello"`) {
+		t.Errorf("a task created with no worker, read back: %d %s", g.status, g.body)
+	}
+	if l := do(t, ts, "GET", "/api/v1/tasks", ""); l.status != 200 || !strings.Contains(string(l.body), `"id":"t1"`) {
+		t.Errorf("a task created with no worker is not listed: %d %s", l.status, l.body)
 	}
 	for _, c := range []struct{ path, body string }{
 		{"/api/v1/tasks/t1/prompts", `{"text":"again","request_id":"r-1"}`},

@@ -40,7 +40,7 @@ func (s *Server) temporalURL(taskID string) string {
 	}
 	ns := s.cfg.Namespace
 	if ns == "" {
-		ns = "default"
+		ns = task.DefaultNamespace
 	}
 	return strings.TrimRight(s.cfg.TemporalUI, "/") + "/namespaces/" + url.PathEscape(ns) + "/workflows/" + url.PathEscape(taskID)
 }

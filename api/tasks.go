@@ -186,6 +186,7 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, e)
 		return
 	}
+	s.recordCreated(ctx, id, p, prompt, acc)
 	out := accepted(id, acc)
 	if key != "" {
 		b, _ := json.Marshal(out)
@@ -197,11 +198,34 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 	s.writeCreated(w, r, out, p)
 }
 
+// recordCreated puts a task just created on the read side at once, idle with its first prompt
+// queued, so that it is listed and shown (GET answers 200, not 404) before any worker has run it,
+// or while none runs. The row is recorded as of the epoch: the task's own first record, made by
+// its workflow, always replaces it, and it never replaces one. A prompt that went to a task
+// that ran already (turn past 1) records nothing. A failure is logged: the task exists all the
+// same, and its workflow records it.
+func (s *Server) recordCreated(ctx context.Context, id string, p task.Params, prompt task.Prompt, acc task.PromptAccepted) {
+	if acc.Turn != 1 {
+		return
+	}
+	p = p.WithDefaults()
+	st := task.State{Status: task.StatusIdle, Workspace: p.Workspace, Model: p.Profile.Model,
+		PermissionMode: p.Profile.PermissionMode, Budget: p.Budget,
+		Pending: []task.QueuedPrompt{{Turn: 1, PromptUUID: acc.PromptUUID, Prompt: prompt}}}
+	b, err := json.Marshal(st)
+	if err == nil {
+		err = store.RecordTaskState(context.WithoutCancel(ctx), s.cfg.DB, id, st.Status, b, time.Unix(0, 0).UTC(), 0)
+	}
+	if err != nil {
+		s.cfg.Logger.WarnContext(ctx, "recording a created task's first state failed; its worker records it", "task_id", id, "error", err)
+	}
+}
+
 // writeCreated answers a creation with the task as it now stands: as the read side shows it,
 // or, before the task has recorded itself there, as p describes it.
 func (s *Server) writeCreated(w http.ResponseWriter, r *http.Request, acc Accepted, p task.Params) {
 	p = p.WithDefaults()
-	t := Task{Summary: taskview.Summary{ID: acc.TaskID, Status: task.StatusRunning, Mode: p.Profile.PermissionMode,
+	t := Task{Summary: taskview.Summary{ID: acc.TaskID, Status: task.StatusIdle, Mode: p.Profile.PermissionMode,
 		Model: p.Profile.Model, Workspace: p.Workspace}}
 	if d, err := s.cfg.Reader.Show(r.Context(), acc.TaskID); err == nil {
 		t.Summary = d.Summary

@@ -65,7 +65,7 @@ func TestApprovalCommands(t *testing.T) {
 		}
 	}
 
-	if out, err := e.droverCLI("task", "deny", id); err == nil || !strings.Contains(out, "--reason is required") {
+	if out, err := e.droverCLI("task", "deny", id); err == nil || !strings.Contains(out, "--reason: a denial needs a reason") {
 		t.Errorf("a denial without a reason: %v\n%s", err, out)
 	}
 	if out, err := e.droverCLI("task", "approve", id, "no-such-request"); err == nil || !strings.Contains(out, `has no permission request "no-such-request"; run drover task pending `+id) {

@@ -18,9 +18,9 @@ import (
 
 // A decision needs no running worker. A supervised task's request waits; its only worker is
 // killed and stays down for the whole decision: drover task approve TASK (no request id) finds
-// the request in Postgres, records the decision there and tells the task, and returns saying it
-// applies when the task's worker runs. A second decision on the same request is refused with a
-// message a person can act on, and changes nothing. A worker comes back and the tool runs: the
+// the request in Postgres, records the decision there and tells the task, and returns saying the
+// task's worker applies it. A second decision on the same request is refused with a message a
+// person can act on (approving the task again names who decided it), and changes nothing. A worker comes back and the tool runs: the
 // file it writes exists, and the fake Messages API was sent its result. In the next turn a
 // denial through the library (taskclient.Decider), again with no worker, reaches the model as
 // the tool's error, and the tool never runs.
@@ -64,7 +64,7 @@ func TestDecisionWithoutWorker(t *testing.T) {
 	decided := time.Now()
 	out := e.mustDrover("task", "approve", id, "--by", "carol")
 	t.Logf("drover task approve with no worker (%s): %s", time.Since(decided).Round(time.Millisecond), strings.TrimSpace(out))
-	if !strings.Contains(out, "approve of request "+first.RequestID+" recorded") || !strings.Contains(out, "when the task's worker runs") {
+	if !strings.Contains(out, "approve of request "+first.RequestID+" recorded") || !strings.Contains(out, "the task's worker applies it") {
 		t.Errorf("drover task approve with no worker said %q", out)
 	}
 	row := e.row(id, first.RequestID)
@@ -86,7 +86,8 @@ func TestDecisionWithoutWorker(t *testing.T) {
 	if err == nil || json.Unmarshal([]byte(firstJSON(out)), &refused) != nil || refused.Error.Code != taskerr.CodeAlreadyDecided {
 		t.Errorf("a second decision with -o json: %v\n%s", err, out)
 	}
-	if out, err := e.droverCLI("task", "approve", id); err == nil || !strings.Contains(out, "has no request waiting for a decision") {
+	if out, err := e.droverCLI("task", "approve", id); err == nil || !strings.Contains(out, "has no request waiting for a decision") ||
+		!strings.Contains(out, "request "+first.RequestID+" (Bash) was already decided by carol at ") {
 		t.Errorf("approving the task again: %v\n%s", err, out)
 	}
 	if again := e.row(id, first.RequestID); again.Status != task.OutcomePending || string(again.Requested) != string(row.Requested) ||

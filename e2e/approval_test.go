@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,8 +75,9 @@ func TestSupervisedApproveAndDeny(t *testing.T) {
 	}
 
 	// A decision on a request that is no longer pending is refused and changes nothing.
-	if _, _, err := e.decider().Decide(e.ctx, id, task.Decision{RequestID: r.RequestID, Allow: false, Reason: "too late"}, time.Second); err == nil ||
-		!strings.Contains(err.Error(), "not pending") {
+	_, _, err = e.decider().Decide(e.ctx, id, task.Decision{RequestID: r.RequestID, Allow: false, Reason: "too late"}, time.Second)
+	var np *taskclient.NotPendingError
+	if !errors.As(err, &np) || np.Status != task.OutcomeAllowed || np.By != "alice" {
 		t.Fatalf("a second decision on the same request: %v", err)
 	}
 

@@ -182,7 +182,7 @@ func TestConsoleSupervisedTask(t *testing.T) {
 	// A prompt from the page; its request denied from the page, with a reason.
 	pageDo(t, p, chromedp.SendKeys(chromedp.CSS("form.prompt textarea"), "clean up"),
 		chromedp.Click(chromedp.CSS("form.prompt button[type=submit]")))
-	e.pageWait(p, "the request to delete the workspace", `document.querySelector('`+waiting+` button.deny') && document.querySelector('`+waiting+`').textContent.includes("rm -rf")`)
+	e.pageWait(p, "the request to delete the workspace", `document.querySelector('`+waiting+` button.deny') && document.querySelector('`+waiting+`').closest("li.ev").textContent.includes("rm -rf")`)
 	pageDo(t, p, chromedp.SendKeys(chromedp.CSS(waiting+" input.reason"), why),
 		chromedp.Click(chromedp.CSS(waiting+" button.deny")))
 	e.pageWait(p, "the denial on the page", `document.querySelector('.request[data-outcome="denied"]')`)

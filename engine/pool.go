@@ -100,10 +100,11 @@ func (e *Engine) retire(ctx context.Context, ex *executor, reason string) {
 }
 
 // holdForNext bounds how long an idle process whose task has prompts queued is kept from
-// other tasks' starts: its next turn, first in its host's queue (warm turns go first), comes
-// within a workflow task's round trip; the bound only keeps a task whose next turn never comes
-// (it was cancelled meanwhile) from holding the room.
-const holdForNext = 15 * time.Second
+// other tasks' starts: its next turn goes ahead of first turns in its host's queue (warm turns
+// go first), but on a busy host it waits behind other tasks' next turns for a few turns' time;
+// the bound only keeps a task whose next turn never comes (it was cancelled meanwhile) from
+// holding the room.
+const holdForNext = time.Minute
 
 // holdIfQueued holds the process of a turn that committed, before it turns idle, when its task
 // has prompts queued behind the turn: no other task's start evicts it for a while (see hold).

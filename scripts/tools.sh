@@ -147,6 +147,21 @@ install_chromium() {
   chromium_bin=$(command -v chromium || echo /usr/bin/chromium)
 }
 
+# git (the managed workspaces drive the git binary) comes from the system's packages too.
+install_git() {
+  if command -v git >/dev/null 2>&1; then
+    echo "git: already installed ($(git --version))" >&2
+    return
+  fi
+  if [[ "$(id -u)" != 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
+    echo "git: missing; install Debian's git package (apt-get install git)" >&2
+    return
+  fi
+  echo "git: installing Debian's git with apt-get" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends git >&2
+}
+
 ensure_postgres() {
   command -v pg_isready >/dev/null 2>&1 || return 0
   if pg_isready -q -h 127.0.0.1 -p 5432; then
@@ -175,6 +190,7 @@ install_server &
 server_pid=$!
 install_axe
 install_chromium
+install_git
 ensure_postgres
 wait "$claude_pid"
 wait "$temporal_pid"

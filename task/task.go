@@ -15,6 +15,10 @@ import (
 	"time"
 )
 
+// DefaultNamespace is the Temporal namespace of tasks when none is named: the one name every
+// layer that talks to Temporal (the worker, the HTTP API's links, the command line) defaults to.
+const DefaultNamespace = "default"
+
 // Names of the workflow, its Updates, Queries and activities. They are part of
 // the history of every running task: renaming one breaks replay.
 const (

@@ -350,11 +350,18 @@ func SuggestionsOf(raw json.RawMessage) []task.Suggestion {
 type OnlyPendingError struct {
 	TaskID  string
 	Waiting []PendingRequest
+	// Last is, when none waits, the task's request decided last (its decision recorded or
+	// applied), so that the error says who decided it; nil when the task has none.
+	Last *store.PermissionRequest
 }
 
 func (e *OnlyPendingError) Error() string {
 	if len(e.Waiting) == 0 {
-		return fmt.Sprintf("task %s has no request waiting for a decision", e.TaskID)
+		msg := fmt.Sprintf("task %s has no request waiting for a decision", e.TaskID)
+		if e.Last != nil {
+			msg += "; " + decidedText(*e.Last)
+		}
+		return msg
 	}
 	ids := make([]string, 0, len(e.Waiting))
 	for _, r := range e.Waiting {
@@ -378,8 +385,50 @@ func (v *View) OnlyPending(ctx context.Context, taskID string) (PendingRequest, 
 		if _, err := store.GetTask(ctx, v.Pool, taskID); errors.Is(err, store.ErrNotFound) {
 			return PendingRequest{}, &NotFoundError{TaskID: taskID}
 		}
+		all, err := store.ListTaskPermissions(ctx, v.Pool, taskID)
+		if err != nil {
+			return PendingRequest{}, err
+		}
+		return PendingRequest{}, &OnlyPendingError{TaskID: taskID, Waiting: reqs, Last: lastDecided(all)}
 	}
 	return PendingRequest{}, &OnlyPendingError{TaskID: taskID, Waiting: reqs}
+}
+
+// lastDecided is the request whose decision was recorded or applied last, or nil.
+func lastDecided(reqs []store.PermissionRequest) *store.PermissionRequest {
+	var last *store.PermissionRequest
+	at := func(r store.PermissionRequest) time.Time {
+		if r.RequestedAt.After(r.DecidedAt) {
+			return r.RequestedAt
+		}
+		return r.DecidedAt
+	}
+	for i := range reqs {
+		if !at(reqs[i]).IsZero() && (last == nil || at(reqs[i]).After(at(*last))) {
+			last = &reqs[i]
+		}
+	}
+	return last
+}
+
+// decidedText says who decided a request and when: "request R (Bash) was already decided by
+// carol at 15:04:05 (allowed)", or, for a decision recorded but not yet applied, "… (allow,
+// recorded; the task's worker applies it)".
+func decidedText(r store.PermissionRequest) string {
+	by, at, what := r.DecidedBy, r.DecidedAt, string(r.Status)
+	if r.Requested != nil && (r.DecidedAt.IsZero() || r.RequestedAt.After(r.DecidedAt)) {
+		var d task.Decision
+		_ = json.Unmarshal(r.Requested, &d)
+		what = "deny"
+		if d.Allow {
+			what = "allow"
+		}
+		by, at, what = r.RequestedBy, r.RequestedAt, what+", recorded; the task's worker applies it"
+	}
+	if by == "" {
+		by = "somebody"
+	}
+	return fmt.Sprintf("request %s (%s) was already decided by %s at %s (%s)", r.RequestID, r.ToolName, by, at.Local().Format(time.TimeOnly), what)
 }
 
 // Event is one event of a task's log, as callers read it: the line drover task watch --output

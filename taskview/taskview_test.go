@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -185,6 +186,10 @@ func TestOnlyPending(t *testing.T) {
 	must(t, err)
 	if _, err := v.OnlyPending(ctx, "t1"); !errors.As(err, &op) || len(op.Waiting) != 0 {
 		t.Errorf("none waiting: %v", err)
+	} else if !strings.Contains(err.Error(), "request "+second.RequestID+" (Bash) was already decided by carol at ") ||
+		!strings.Contains(err.Error(), "(allow, recorded; the task's worker applies it)") {
+		// None waits: the error says who decided the last one.
+		t.Errorf("none waiting says %q", err)
 	}
 	var nf *taskview.NotFoundError
 	if _, err := v.OnlyPending(ctx, "nobody"); !errors.As(err, &nf) {

@@ -36,8 +36,8 @@ const (
 	// DefaultTemporalPort is the port of DefaultTemporalAddress, where `drover dev` runs its
 	// Temporal dev server.
 	DefaultTemporalPort = 7233
-	// DefaultNamespace is the Temporal namespace when none is named.
-	DefaultNamespace = "default"
+	// DefaultNamespace is the Temporal namespace when none is named (task.DefaultNamespace).
+	DefaultNamespace = task.DefaultNamespace
 )
 
 // DefaultTemporalAddress is the Temporal frontend when none is named.
@@ -163,8 +163,8 @@ type Worker struct {
 	// stopBeat ends the host's liveness loop; beatDone closes when it has.
 	stopBeat context.CancelFunc
 	beatDone chan struct{}
-	metrics  *metricsServer
-	pprof    *pprofServer
+	metrics  *endpoint
+	pprof    *endpoint
 }
 
 // Start connects, migrates, kills what CLI processes a previous run of this host left behind,

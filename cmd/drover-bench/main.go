@@ -37,6 +37,7 @@ func figures(stack *stackRunner) []bench.Figure {
 		d1(stack),
 		c1(),
 	}
+	all = append(all, wFigures()...)
 	all = append(all, p5Figures(stack)...)
 	return append(all, apiFigures(stack)...)
 }

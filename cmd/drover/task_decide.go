@@ -129,7 +129,7 @@ func (a *app) printDecided(id, requestID string, f *decideFlags, rec task.Decisi
 		}{id, requestID, true, applied, recordOrNil(rec, applied)})
 	}
 	if !applied {
-		fmt.Fprintf(a.stdout, "task %s: %s of request %s recorded; it applies when the task's worker runs\n", id, f.verb, requestID)
+		fmt.Fprintf(a.stdout, "task %s: %s of request %s recorded; the task's worker applies it (--wait DURATION waits until it has)\n", id, f.verb, requestID)
 		return nil
 	}
 	fmt.Fprintf(a.stdout, "task %s: request %s %s by %s\n", id, requestID, rec.Outcome, rec.By)

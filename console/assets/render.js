@@ -343,7 +343,7 @@ export class Timeline {
     // adds only why it asks and what a person decides.
     const detail = h("div", { className: "request-detail" },
       !tool && p.summary ? h("div", { className: "summary" }, h("code", null, p.summary)) : null,
-      p.description ? h("div", { className: "muted" }, p.description) : null,
+      p.description && !(tool && tool.body.textContent.includes(p.description)) ? h("div", { className: "muted" }, p.description) : null,
       p.decision_reason ? h("div", { className: "muted" }, "Why asked: " + p.decision_reason) : null,
       p.blocked_path ? h("div", { className: "muted" }, "Path: " + p.blocked_path) : null,
       p.diff ? diffView(p.diff) : null,

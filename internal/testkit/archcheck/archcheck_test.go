@@ -20,6 +20,11 @@ var rules = []Rule{
 		Forbid: []string{"go.temporal.io", "github.com/jackc/pgx"},
 	},
 	{
+		Name:   "workspace imports neither Temporal nor pgx",
+		From:   []string{"workspace"},
+		Forbid: []string{"go.temporal.io", "github.com/jackc/pgx"},
+	},
+	{
 		Name:   "workflows imports neither store, engine, claudecode, pgx nor os/exec",
 		From:   []string{"workflows"},
 		Forbid: []string{"store", "engine", "claudecode", "github.com/jackc/pgx", "os/exec"},
