@@ -85,7 +85,7 @@ func TestApprovalSurvivesWorkerKill(t *testing.T) {
 	decided := time.Now()
 	out := e.mustDrover("task", "approve", id, first.RequestID, "--by", "carol", "--reason", "fine")
 	t.Logf("drover task approve with no worker (%s): %s", time.Since(decided).Round(time.Millisecond), strings.TrimSpace(out))
-	if !strings.Contains(out, "recorded") || !strings.Contains(out, "when the task's worker runs") {
+	if !strings.Contains(out, "recorded") || !strings.Contains(out, "the task's worker applies it") {
 		t.Errorf("drover task approve with no worker said %q", out)
 	}
 	e.startWorker(host)
