@@ -52,7 +52,13 @@ func (a *Activities) RunTurn(ctx context.Context, in task.RunTurnInput) (task.Ru
 	defer cancel()
 	res, err := a.engine.RunTurn(tctx, req)
 	if err != nil {
-		return task.RunTurnResult{}, toTemporal(engine.AsError(err, task.ErrTypeInternal), task.ReassignDetails{Attempt: attempt})
+		e := engine.AsError(err, task.ErrTypeInternal)
+		if e.Type == task.ErrTypeCancelled && ctx.Err() == nil {
+			// Refused: the task's cancel is recorded, but Temporal has not asked this attempt
+			// to stop yet, so there is no cancellation to acknowledge.
+			return task.RunTurnResult{}, temporal.NewNonRetryableApplicationError(e.Error(), e.Type, e)
+		}
+		return task.RunTurnResult{}, toTemporal(e, task.ReassignDetails{Attempt: attempt})
 	}
 	return res, nil
 }

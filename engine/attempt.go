@@ -112,8 +112,9 @@ type outcome struct {
 func failed(e *Error) outcome { return outcome{fail: e} }
 
 // run takes the attempt as far as it goes and says how it ended. It records nothing final:
-// end does. Its steps: check the request, begin the attempt in Postgres, open its log, wait for
-// the account, get a process at the resume point, start the turn on it, and wait for its end.
+// end does. Its steps: check the request, begin the attempt in Postgres, refuse it when the
+// task's cancel is recorded, open its log, wait for the account, get a process at the resume
+// point, start the turn on it, and wait for its end.
 func (a *attempt) run(ctx context.Context) (o outcome) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -134,6 +135,9 @@ func (a *attempt) run(ctx context.Context) (o outcome) {
 		// worker died in between). Answer from the record.
 		a.log.Info("turn already committed by an earlier attempt")
 		return outcome{answered: true, result: resultFromRecord(begun, a.req.Attempt)}
+	}
+	if f := a.refuseCancelled(ctx); f != nil {
+		return failed(f)
 	}
 	at := resumePoint{sessionID: begun.Turn.ResumeSessionID, uuid: begun.Turn.ResumeFromUUID, priorCostUSD: begun.PriorCostUSD}
 	a.startLog(ctx, at.sessionID, begun.LostTurns)
@@ -219,6 +223,25 @@ func (a *attempt) begin(ctx context.Context, workspace string) (store.AttemptBeg
 		a.log.Warn("closed earlier turns whose last attempt was lost", "turns", begun.LostTurns)
 	}
 	return begun, nil
+}
+
+// refuseCancelled ends the attempt as cancelled, before any process or prompt, when a cancel of
+// its workflow run is recorded (store.RecordCancel): a worker that comes back after the task
+// was cancelled may start a retry of the lost attempt before it learns of the cancel, and that
+// retry must not reach the API. A Cancelled attempt is not retried.
+func (a *attempt) refuseCancelled(ctx context.Context) *Error {
+	runID, _, _ := strings.Cut(a.req.AttemptID, "/")
+	cancelled, err := store.Cancelled(ctx, a.e.cfg.DB, a.req.TaskID, runID)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return contextFailure(ctx)
+	case err != nil:
+		return &Error{Type: task.ErrTypeStoreUnavailable, Err: err}
+	case cancelled:
+		a.log.Info("not running the turn: the task was cancelled")
+		return &Error{Type: task.ErrTypeCancelled, Err: errTaskCancelled}
+	}
+	return nil
 }
 
 // startLog opens the attempt's event log; a retry first closes what lost attempts left open and

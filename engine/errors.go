@@ -79,6 +79,9 @@ func turnFailure(info *events.ErrorInfo, retryAfter time.Duration) *Error {
 
 // contextFailure describes an attempt whose context ended: a typed cause (the worker stopping)
 // is kept; Temporal's cancellation is Cancelled; a deadline is AttemptTimedOut.
+// errTaskCancelled is why an attempt of a cancelled task refuses to run.
+var errTaskCancelled = errors.New("the task was cancelled: the turn does not run again")
+
 func contextFailure(ctx context.Context) *Error {
 	cause := context.Cause(ctx)
 	var e *Error

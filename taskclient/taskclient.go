@@ -14,13 +14,16 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
+	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 )
 
-// Client sends commands to tasks. The zero TaskQueue means task.SharedQueue.
+// Client sends commands to tasks. The zero TaskQueue means task.SharedQueue. With DB set,
+// Cancel records the cancel in Postgres before it asks Temporal (see Cancel).
 type Client struct {
 	Temporal  client.Client
 	TaskQueue string
+	DB        store.DB
 }
 
 func (c *Client) queue() string {
@@ -132,8 +135,30 @@ func (c *Client) Close(ctx context.Context, taskID string) error {
 }
 
 // Cancel cancels the task: its running turn is stopped and its CLI process ends.
+//
+// With DB set, the cancel of the task's current workflow run is recorded in Postgres first,
+// so that an attempt of its turns that begins afterwards refuses to run, even one that a
+// worker starts before it has seen the cancel (store.RecordCancel). When Temporal cannot be
+// told, the record is withdrawn.
 func (c *Client) Cancel(ctx context.Context, taskID string) error {
-	if err := c.Temporal.CancelWorkflow(ctx, taskID, ""); err != nil {
+	if c.DB == nil {
+		if err := c.Temporal.CancelWorkflow(ctx, taskID, ""); err != nil {
+			return fmt.Errorf("cancelling task %s: %w", taskID, err)
+		}
+		return nil
+	}
+	desc, err := c.Temporal.DescribeWorkflowExecution(ctx, taskID, "")
+	if err != nil {
+		return fmt.Errorf("cancelling task %s: %w", taskID, err)
+	}
+	runID := desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+	if err := store.RecordCancel(ctx, c.DB, taskID, runID); err != nil {
+		return fmt.Errorf("cancelling task %s: %w", taskID, err)
+	}
+	if err := c.Temporal.CancelWorkflow(ctx, taskID, runID); err != nil {
+		if werr := store.WithdrawCancel(context.WithoutCancel(ctx), c.DB, taskID, runID); werr != nil {
+			err = errors.Join(err, werr)
+		}
 		return fmt.Errorf("cancelling task %s: %w", taskID, err)
 	}
 	return nil

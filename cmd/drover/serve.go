@@ -106,7 +106,7 @@ func startAPI(ctx context.Context, a *app, o apiOptions) (*apiServer, error) {
 			tc.Close()
 		}
 	}()
-	tasks := &taskclient.Client{Temporal: tc, TaskQueue: e.taskQueue}
+	tasks := &taskclient.Client{Temporal: tc, TaskQueue: e.taskQueue, DB: pool}
 	view := taskview.New(pool)
 	srv, err := api.New(api.Config{
 		Tasks:   tasks,

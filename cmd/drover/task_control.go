@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/taskclient"
 )
@@ -53,7 +55,7 @@ func newTaskControlCommand(a *app, verb string) *cobra.Command {
 				}
 				fmt.Fprintf(a.stdout, "task %s: closing after its queued prompts\n", id)
 			case "cancel":
-				if err := tc.Cancel(ctx, id); err != nil {
+				if err := a.cancelTask(ctx, tc, id); err != nil {
 					return err
 				}
 				fmt.Fprintf(a.stdout, "task %s: cancel requested\n", id)
@@ -62,4 +64,17 @@ func newTaskControlCommand(a *app, verb string) *cobra.Command {
 		})
 	}
 	return c
+}
+
+// cancelTask cancels the task through tc with the cancel recorded in Postgres first, so that
+// no attempt of the task's turns begins once the cancel is accepted (taskclient.Client.Cancel).
+func (a *app) cancelTask(ctx context.Context, tc *taskclient.Client, id string) error {
+	pool, err := store.Connect(ctx, a.env.databaseURL)
+	if err != nil {
+		return fmt.Errorf("cancelling task %s: %w", id, err)
+	}
+	defer pool.Close()
+	withDB := *tc
+	withDB.DB = pool
+	return withDB.Cancel(ctx, id)
 }

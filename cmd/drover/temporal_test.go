@@ -21,7 +21,9 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/drover-run/drover/internal/devserver"
+	"github.com/drover-run/drover/internal/testkit/pgtest"
 	"github.com/drover-run/drover/internal/testkit/temporaltest"
+	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/taskclient"
 	"github.com/drover-run/drover/workflows"
@@ -148,6 +150,8 @@ func TestTaskCommandsOnTemporal(t *testing.T) {
 	if st.Status != task.StatusRunning && st.Status != task.StatusClosing {
 		t.Errorf("status after close = %s", st.Status)
 	}
+	// Cancel records the cancel in Postgres before it tells the task.
+	t.Setenv("DROVER_DATABASE_URL", migratedDatabase(t))
 	if got := drover("", "task", "cancel", id); !strings.Contains(got, "cancel requested") {
 		t.Errorf("cancel printed %q", got)
 	}
@@ -180,4 +184,21 @@ func TestTaskCommandsOnTemporal(t *testing.T) {
 			t.Errorf("err = %v, want a rejection naming max_turns", err)
 		}
 	})
+}
+
+// migratedDatabase returns the DSN of a fresh database with drover's schema.
+func migratedDatabase(t *testing.T) string {
+	t.Helper()
+	dsn := pgtest.NewDatabase(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pool, err := store.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := store.Migrate(ctx, pool, nil); err != nil {
+		t.Fatal(err)
+	}
+	return dsn
 }
