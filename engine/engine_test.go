@@ -967,3 +967,34 @@ func TestCancelTurnStopsTheRunningAttemptAtOnce(t *testing.T) {
 		t.Fatalf("row %+v, turn %+v", x, r.turn(1))
 	}
 }
+
+// A cancel recorded while the turn's attempt was lost wins over its retry: the retry ends
+// Cancelled (not retried) before any CLI starts or any prompt is sent, and the turn is closed. A
+// cancel of another workflow run of the same task refuses nothing.
+func TestAnAttemptOfACancelledTaskRefusesToRun(t *testing.T) {
+	t.Parallel()
+	crash := func(c *fakecli.CLI) {
+		c.Prompt()
+		c.Exit(&claudecode.ExitError{Code: 1})
+	}
+	r := newRig(t, crash)
+	if err := store.RecordCancel(r.ctx, r.db, r.taskID, "an-earlier-run"); err != nil {
+		t.Fatal(err)
+	}
+	if _, e := r.run(r.req(1, 1, "go")); e == nil || e.Type != task.ErrTypeClaudeExited {
+		t.Fatalf("attempt 1: %v, want %s", e, task.ErrTypeClaudeExited)
+	}
+	if err := store.RecordCancel(r.ctx, r.db, r.taskID, "run"); err != nil {
+		t.Fatal(err)
+	}
+	_, e := r.run(r.req(1, 2, "go"))
+	if e == nil || e.Type != task.ErrTypeCancelled || e.Retryable() {
+		t.Fatalf("attempt 2 after the cancel: %v, want a %s error that is not retried", e, task.ErrTypeCancelled)
+	}
+	if n := len(r.cli.Launches()); n != 1 {
+		t.Errorf("%d CLI processes started, want only the first attempt's", n)
+	}
+	if rec := r.turn(1); !rec.Finished() {
+		t.Errorf("the turn after the refused attempt is %s, want it closed", rec.Status)
+	}
+}
