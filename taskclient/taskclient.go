@@ -147,11 +147,11 @@ func (c *Client) Cancel(ctx context.Context, taskID string) error {
 		}
 		return nil
 	}
-	desc, err := c.Temporal.DescribeWorkflowExecution(ctx, taskID, "")
+	desc, err := c.Temporal.DescribeWorkflow(ctx, taskID, "")
 	if err != nil {
 		return fmt.Errorf("cancelling task %s: %w", taskID, err)
 	}
-	runID := desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()
+	runID := desc.WorkflowExecution.RunID
 	if err := store.RecordCancel(ctx, c.DB, taskID, runID); err != nil {
 		return fmt.Errorf("cancelling task %s: %w", taskID, err)
 	}

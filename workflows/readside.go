@@ -52,7 +52,7 @@ type readSide struct {
 // records the task's latest state in Postgres whenever it changed, one write at a time.
 func (s *taskState) startRecording(ctx workflow.Context) {
 	v := workflow.GetVersion(ctx, recordStateVersion, workflow.DefaultVersion, recordLocally)
-	if v == workflow.DefaultVersion {
+	if v < recordAsActivity {
 		return
 	}
 	s.rs.on, s.rs.local = true, v >= recordLocally
