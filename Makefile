@@ -49,10 +49,11 @@ fuzz:
 	  done; \
 	done
 
-## lint: gofmt, vet, and the import rules of docs/architecture.md (a wrong arrow fails).
+## lint: gofmt, vet, staticcheck, and the import rules of docs/architecture.md (a wrong arrow fails).
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
+	@scripts/staticcheck.sh
 	$(GO) test -count=1 ./internal/testkit/archcheck/
 
 ## bench: every performance figure as a ratio to a baseline measured in the same run, as one table

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs drover's whole test suite against real parts. It installs the pinned tools
 # (or finds them in the cache), makes sure Postgres is up, checks formatting and
-# vet, then runs every test with the race detector through internal/testkit/testgate,
+# vet and staticcheck, then runs every test with the race detector through internal/testkit/testgate,
 # which prints the output as `go test` would and fails the run on a failed
 # test, package or build, and on any skipped test that .ci/skip-allowlist does
 # not name: with the tools installed, no test has a reason to skip.
@@ -21,6 +21,7 @@ if [[ -n "$unformatted" ]]; then
   exit 1
 fi
 go vet ./...
+scripts/staticcheck.sh
 
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
