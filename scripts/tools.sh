@@ -51,22 +51,30 @@ fi
 
 mkdir -p "$root"
 
-install_claude() {
-  if [[ -x "$claude_bin" ]]; then
-    echo "claude $CLAUDE_VERSION: already installed" >&2
+# npm_install NAME VERSION DIR PACKAGE FILE installs the npm PACKAGE into DIR (through a
+# temporary folder, so that a failed install leaves nothing half made), unless FILE, which the
+# install must produce, is there already.
+npm_install() {
+  local name=$1 version=$2 dir=$3 package=$4 file=$5
+  if [[ -e "$file" ]]; then
+    echo "$name $version: already installed" >&2
     return
   fi
-  echo "claude $CLAUDE_VERSION: installing with npm into $claude_dir" >&2
-  local tmp="$claude_dir.tmp.$$"
+  echo "$name $version: installing with npm into $dir" >&2
+  local tmp="$dir.tmp.$$"
   rm -rf "$tmp"
   mkdir -p "$tmp"
-  npm install --silent --no-audit --no-fund --prefix "$tmp" "@anthropic-ai/claude-code@$CLAUDE_VERSION" >&2
-  [[ -x "$tmp/node_modules/@anthropic-ai/claude-code-linux-x64/claude" ]] || {
-    echo "claude: the native binary is missing after npm install" >&2
+  npm install --silent --no-audit --no-fund --prefix "$tmp" "$package" >&2
+  [[ -e "$tmp/${file#"$dir/"}" ]] || {
+    echo "$name: ${file#"$dir/"} is missing after npm install" >&2
     exit 1
   }
-  rm -rf "$claude_dir"
-  mv "$tmp" "$claude_dir"
+  rm -rf "$dir"
+  mv "$tmp" "$dir"
+}
+
+install_claude() {
+  npm_install claude "$CLAUDE_VERSION" "$claude_dir" "@anthropic-ai/claude-code@$CLAUDE_VERSION" "$claude_bin"
 }
 
 install_temporal() {
@@ -115,21 +123,7 @@ install_server() {
 }
 
 install_axe() {
-  if [[ -f "$axe_js" ]]; then
-    echo "axe-core $AXE_VERSION: already installed" >&2
-    return
-  fi
-  echo "axe-core $AXE_VERSION: installing with npm into $axe_dir" >&2
-  local tmp="$axe_dir.tmp.$$"
-  rm -rf "$tmp"
-  mkdir -p "$tmp"
-  npm install --silent --no-audit --no-fund --prefix "$tmp" "axe-core@$AXE_VERSION" >&2
-  [[ -f "$tmp/node_modules/axe-core/axe.min.js" ]] || {
-    echo "axe-core: axe.min.js is missing after npm install" >&2
-    exit 1
-  }
-  rm -rf "$axe_dir"
-  mv "$tmp" "$axe_dir"
+  npm_install axe-core "$AXE_VERSION" "$axe_dir" "axe-core@$AXE_VERSION" "$axe_js"
 }
 
 install_chromium() {
