@@ -135,8 +135,9 @@ type Response struct {
 	HoldAfter int
 
 	// DeltaSent, when set, is called with the text of each text_delta event of a streamed
-	// answer, at once after the event is flushed to the client: benchmarks time what the client
-	// does with a delta from that moment. It runs on the request's goroutine.
+	// answer just before the event is written to the client, so that no client can have read a
+	// delta it was not yet told of: benchmarks time what the client does with a delta from that
+	// moment. It runs on the request's goroutine.
 	DeltaSent func(text string)
 }
 
@@ -235,7 +236,8 @@ func (r Response) WithHold(afterBlocks int, release <-chan struct{}) Response {
 	return r
 }
 
-// WithDeltaSent calls fn with the text of each text delta as soon as it is sent.
+// WithDeltaSent calls fn with the text of each text delta as it is sent, just before its bytes
+// are written, so that nobody can read a delta before fn has been told of it.
 func (r Response) WithDeltaSent(fn func(text string)) Response {
 	r.DeltaSent = fn
 	return r

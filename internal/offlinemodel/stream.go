@@ -69,7 +69,8 @@ type sseWriter struct {
 	rc    *http.ResponseController
 	pace  pacer
 	delay time.Duration
-	// deltaSent is told the text of each text delta once it is flushed (Response.DeltaSent).
+	// deltaSent is told the text of each text delta as it is sent, just before its bytes are
+	// written (Response.DeltaSent).
 	deltaSent func(text string)
 }
 
@@ -260,12 +261,14 @@ func streamBlock(s *sseWriter, i int, b servedBlock) error {
 		return err
 	}
 	for _, d := range b.deltas() {
-		if err := s.send("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": d}); err != nil {
-			return err
-		}
+		// Told before the write: a reader that sees the delta can never have seen it before the
+		// witness noted it as sent.
 		if s.deltaSent != nil && b.Type == "text" {
 			text, _ := d["text"].(string)
 			s.deltaSent(text)
+		}
+		if err := s.send("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": d}); err != nil {
+			return err
 		}
 	}
 	if err := s.send("content_block_stop", map[string]any{"type": "content_block_stop", "index": i}); err != nil {
