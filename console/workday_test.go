@@ -24,11 +24,12 @@ func reads(api *fakeapi.Server, method, path string) int {
 	return n
 }
 
-// waitReads waits until the page has sent n more calls to path than it had when called.
+// waitReads waits until the page has sent at least n calls to path in all, the witness being the
+// fake API's ledger of calls.
 func waitReads(t *testing.T, api *fakeapi.Server, method, path string, n int) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
-	for before := reads(api, method, path); reads(api, method, path) < before+n; {
+	for reads(api, method, path) < n {
 		if time.Now().After(deadline) {
 			t.Fatalf("the page stopped calling %s %s", method, path)
 		}
