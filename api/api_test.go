@@ -77,6 +77,11 @@ func (r *recorder) UpdateBudget(_ context.Context, id string, c task.BudgetChang
 	return task.BudgetChange{}.Apply(task.Budget{}), nil
 }
 
+func (r *recorder) Resolve(_ context.Context, id string, c task.AttentionChoice) (int, error) {
+	r.record("resolve %s %s", id, c.Choice)
+	return 2, nil
+}
+
 // Decide checks d as taskclient.Decider does, against the request the reader shows.
 func (r *recorder) Decide(ctx context.Context, id string, d task.Decision, _ time.Duration) (task.DecisionRecord, bool, error) {
 	ps, _ := reader{}.Pending(ctx, id, 0)

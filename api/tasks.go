@@ -32,6 +32,7 @@ type Tasks interface {
 	Close(ctx context.Context, taskID string) error
 	Cancel(ctx context.Context, taskID string) error
 	UpdateBudget(ctx context.Context, taskID string, change task.BudgetChange) (task.Budget, error)
+	Resolve(ctx context.Context, taskID string, choice task.AttentionChoice) (int, error)
 }
 
 // CreateTask is the body of POST /api/v1/tasks.

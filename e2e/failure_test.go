@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"os"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -220,15 +221,15 @@ func TestDatabaseConnectionsDroppedMidTurn(t *testing.T) {
 	}
 }
 
-// The CLI refuses to resume where the task's record says (here the record
-// names a message the transcript does not have): the turn fails at once,
-// without retries, says why, and the next prompt starts a new session.
-func TestRejectedResumeStartsOver(t *testing.T) {
+// The CLI refuses to resume where the task's record says (here the record names a message the
+// transcript does not have): the attempt falls back, and a plain resume of the transcript the
+// mirror holds continues the same conversation; the log says so.
+func TestRejectedResumeFallsBackToTheSameSession(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	// No process is kept between turns: every turn resumes from the record.
 	e.startWorker("host-"+e.queue, "--keep-alive", "-1s")
-	e.fake.Enqueue(fa.Reply(fa.Text("first")), fa.Reply(fa.Text("fresh start")))
+	e.fake.Enqueue(fa.Reply(fa.Text("first")), fa.Reply(fa.Text("second")))
 	id := e.taskID("bad-resume")
 	if _, err := e.tc.Start(e.ctx, id, e.params(), task.Prompt{Text: "one"}, ""); err != nil {
 		t.Fatal(err)
@@ -242,27 +243,87 @@ func TestRejectedResumeStartsOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := e.waitTurns(id, 2)
-	if st.Totals.FailedTurns != 1 || !strings.Contains(st.LastError, "No message found") {
-		t.Fatalf("after the rejected resume: failed %d, last error %q", st.Totals.FailedTurns, st.LastError)
+	if st.Totals.FailedTurns != 0 || st.SessionID != first.SessionID {
+		t.Fatalf("after the refused resume: %d failed turns, session %s (was %s), last error %q", st.Totals.FailedTurns, st.SessionID, first.SessionID, st.LastError)
 	}
-	rec, err := store.GetTurn(e.ctx, e.db(), id, 2)
+	// The witness: the API received the old conversation with the new prompt.
+	reqs := e.fake.MainRequests()
+	var said strings.Builder
+	for _, m := range reqs[len(reqs)-1].Messages {
+		said.WriteString(m.Text() + "\n")
+	}
+	for _, want := range []string{"one", "first", "two"} {
+		if !strings.Contains(said.String(), want) {
+			t.Errorf("the conversation turn 2 sent lacks %q: %s", want, said.String())
+		}
+	}
+	told := false
+	for _, ev := range e.events(id) {
+		if ev.Agent.Type == events.TypeError && ev.Agent.Error != nil && ev.Agent.Error.Kind == events.ErrorResumeRejected &&
+			strings.Contains(ev.Agent.Error.Message, "plain --resume") {
+			told = true
+		}
+	}
+	if !told {
+		t.Error("the event log does not say the resume fell back")
+	}
+}
+
+// When no way to resume the session works (its transcript and its mirror are gone), the task
+// needs attention: nothing reaches the API, no new session starts, until a person chooses; then a
+// new session starts seeded with a summary of the old one.
+func TestUnresumableSessionNeedsAttention(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.startWorker("host-"+e.queue, "--keep-alive", "-1s")
+	e.fake.Enqueue(fa.Reply(fa.Text("the answer is forty-two")), fa.Reply(fa.Text("fresh start")))
+	id := e.taskID("lost-session")
+	if _, err := e.tc.Start(e.ctx, id, e.params(), task.Prompt{Text: "what is the answer?"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	first := e.waitTurns(id, 1)
+	if _, err := e.db().Exec(e.ctx, `DELETE FROM session_mirrors`); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range transcriptFiles(e.configDir, first.SessionID) {
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := len(e.fake.MainRequests())
+	if _, err := e.tc.Prompt(e.ctx, id, task.Prompt{Text: "and doubled?"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	var st task.State
+	e.waitFor("the task to need attention", func() bool {
+		var err error
+		st, err = e.tc.State(e.ctx, id)
+		return err == nil && st.Status == task.StatusNeedsAttention
+	})
+	if st.Attention == nil || st.SessionID != first.SessionID || len(st.Pending) != 1 {
+		t.Fatalf("needs attention: %+v", st)
+	}
+	if n := len(e.fake.MainRequests()); n != before {
+		t.Fatalf("the API received %d requests while the session could not be resumed", n-before)
+	}
+	tc := *e.tc
+	tc.DB = e.db()
+	turn, err := tc.Resolve(e.ctx, id, task.AttentionChoice{Choice: task.ResolveNewSession})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Attempts != 1 || rec.Status != task.TurnFailed {
-		t.Errorf("turn 2: %s after %d attempts, want failed after 1 (a rejected resume is not retried)", rec.Status, rec.Attempts)
-	}
-	if _, err := e.tc.Prompt(e.ctx, id, task.Prompt{Text: "three"}, ""); err != nil {
-		t.Fatal(err)
-	}
-	st = e.waitTurns(id, 3)
-	if st.Totals.FailedTurns != 1 || st.SessionID == "" || st.SessionID == first.SessionID {
-		t.Errorf("turn 3 should run in a new session: %+v (first session %s)", st, first.SessionID)
+	st = e.waitTurns(id, turn)
+	if st.SessionID == "" || st.SessionID == first.SessionID || st.Attention != nil {
+		t.Fatalf("after the choice: %+v", st)
 	}
 	reqs := e.fake.MainRequests()
+	var said strings.Builder
 	for _, m := range reqs[len(reqs)-1].Messages {
-		if m.Role == "assistant" && strings.Contains(m.Text(), "first") {
-			t.Errorf("the new session still carries the old conversation: %q", m.Text())
+		said.WriteString(m.Text() + "\n")
+	}
+	for _, want := range []string{"what is the answer?", "the answer is forty-two", "and doubled?"} {
+		if !strings.Contains(said.String(), want) {
+			t.Errorf("the new session's first request lacks %q: %s", want, said.String())
 		}
 	}
 }

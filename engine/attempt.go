@@ -144,16 +144,7 @@ func (a *attempt) run(ctx context.Context) (o outcome) {
 	if f := a.gate(ctx); f != nil {
 		return failed(f)
 	}
-	ex, fresh, f := a.executor(ctx, in.workspace, at)
-	if f != nil {
-		return failed(f)
-	}
-	a.ex = ex
-	ended, f := a.startTurn(ctx, ex, fresh, in.images)
-	if f != nil {
-		return failed(f)
-	}
-	return a.wait(ctx, ex, ended)
+	return a.resumeWithFallback(ctx, in, at)
 }
 
 // prepared is what an attempt's request resolves to before anything is recorded.
@@ -205,7 +196,7 @@ func (a *attempt) begin(ctx context.Context, workspace string) (store.AttemptBeg
 		TaskID: req.TaskID, AttemptID: req.AttemptID, AttemptToken: req.AttemptToken, HostID: e.cfg.HostID,
 		Turn: req.Turn, Prompt: req.Prompt.Text, PromptUUID: req.PromptUUID,
 		Workspace: workspace, Model: req.Profile.Model, PID: warmPID,
-		FallbackSessionID: req.SessionID, FallbackMessageUUID: req.LastMessageUUID,
+		FallbackSessionID: req.SessionID, FallbackMessageUUID: req.LastMessageUUID, NewSession: req.NewSession,
 		LostTurnError: "the turn's last attempt was lost with its worker; it was not completed",
 	})
 	switch {
@@ -534,8 +525,8 @@ func (e *Engine) commit(ctx context.Context, a *attempt, c store.TurnCommit) *Er
 }
 
 // endAttempt records a failed attempt on the executor row: failed (or stopped, when it was
-// stopped on purpose), its pid gone, the session forgotten when the CLI refused it, and the
-// turn closed when no attempt follows. It retries briefly through database failures; what it
+// stopped on purpose), its pid gone, and the turn closed when no attempt follows. The session
+// stands even when the CLI refused to resume it: only a person starts a new one. It retries briefly through database failures; what it
 // cannot record, the next attempt's claim overwrites.
 func (e *Engine) endAttempt(ctx context.Context, req Request, f *Error) {
 	final := lastAttempt(req, f)
@@ -545,7 +536,7 @@ func (e *Engine) endAttempt(ctx context.Context, req Request, f *Error) {
 	}
 	end := store.AttemptEnd{
 		TaskID: req.TaskID, AttemptID: req.AttemptID, Status: status,
-		Error: f.Type + ": " + f.Error(), ForgetSession: f.Type == task.ErrTypeResumeRejected,
+		Error: f.Type + ": " + f.Error(),
 	}
 	if final {
 		end.AbandonTurn = req.Turn
@@ -575,16 +566,16 @@ func (e *Engine) endAttempt(ctx context.Context, req Request, f *Error) {
 // executor returns a process for the task standing exactly at the resume point: the kept one
 // when it qualifies, else a fresh one started with --resume/--resume-session-at (or a new
 // session). fresh reports a process started for this attempt.
-func (a *attempt) executor(ctx context.Context, workspace string, at resumePoint) (ex *executor, fresh bool, f *Error) {
+func (a *attempt) executor(ctx context.Context, workspace string, at resumePoint, step resumeStep) (ex *executor, fresh bool, f *Error) {
 	e := a.e
 	if ex := e.pool.get(a.req.TaskID); ex != nil {
-		if ex.reusableAt(at.sessionID, at.uuid) && (ex.supervisable || !a.hooked()) {
+		if step == resumeExact && ex.reusableAt(at.sessionID, at.uuid) && (ex.supervisable || !a.hooked()) {
 			a.log.Debug("reusing the running claude process", "pid", ex.pid())
 			return ex, false, nil
 		}
 		e.drop(ctx, ex, "not at the committed resume point")
 	}
-	spec, f := a.spec(ctx, workspace, at)
+	spec, f := a.spec(ctx, workspace, at, step)
 	if f != nil {
 		return nil, false, f
 	}
@@ -596,7 +587,7 @@ func (a *attempt) executor(ctx context.Context, workspace string, at resumePoint
 
 // spec is how to start the task's CLI at the resume point: the command, the session to resume
 // (restored from its mirror first) or a new one, and the debug capture when configured.
-func (a *attempt) spec(ctx context.Context, workspace string, at resumePoint) (executorSpec, *Error) {
+func (a *attempt) spec(ctx context.Context, workspace string, at resumePoint, step resumeStep) (executorSpec, *Error) {
 	e, req := a.e, a.req
 	spec := executorSpec{hostID: e.cfg.HostID, stopTimeout: e.cfg.StopTimeout, backgroundWait: e.cfg.BackgroundWait,
 		supervisable: a.hooked(), windows: &e.windows}
@@ -615,9 +606,19 @@ func (a *attempt) spec(ctx context.Context, workspace string, at resumePoint) (e
 		if n > 0 {
 			a.log.Info("restored the session from its mirror", "session_id", at.sessionID, "files", n, "took", time.Since(start).Round(time.Millisecond))
 		}
+		if step >= resumeChain {
+			dropped, err := keepChain(e.cfg.Claude.ConfigDir, at.sessionID, at.uuid)
+			if err != nil {
+				return spec, &Error{Type: task.ErrTypeResumeRejected, Err: fmt.Errorf("rebuilding the transcript along its committed chain: %w", err)}
+			}
+			a.log.Info("rebuilt the transcript along its committed chain", "session_id", at.sessionID, "resume_at", at.uuid, "lines_left_out", dropped)
+		}
 	}
 	if at.sessionID != "" && at.uuid != "" {
 		spec.cmd.Resume, spec.cmd.ResumeSessionAt = at.sessionID, at.uuid
+		if step == resumePlain {
+			spec.cmd.ResumeSessionAt = "" // the rebuilt transcript ends at the committed message
+		}
 		spec.sessionID, spec.resumeSessionID, spec.resumeAt = at.sessionID, at.sessionID, at.uuid
 		// The CLI's running cost continues across --resume from what the session cost so far;
 		// the adapter subtracts it when a result lacks per-turn usage.
