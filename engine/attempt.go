@@ -319,8 +319,11 @@ func (a *attempt) wait(ctx context.Context, ex *executor, ended <-chan turnEnd) 
 	e := a.e
 	stall := time.NewTicker(min(e.cfg.StallTimeout/4, time.Minute))
 	defer stall.Stop()
+	limited := ex.retryLimits()
 	for {
 		select {
+		case d := <-limited:
+			return a.stopForLimit(ctx, ex, ended, d)
 		case <-stall.C:
 			if quiet := ex.quietFor(); quiet >= e.cfg.StallTimeout {
 				return failed(failure(task.ErrTypeClaudeStalled, "claude printed nothing for %s; stopped it", quiet.Round(time.Second)))
