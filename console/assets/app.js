@@ -367,7 +367,7 @@ function attentionBox(t) {
   const fresh = h("button", { type: "button", className: "resolve-new" }, "Start a new session with a summary");
   retry.addEventListener("click", choose("retry"));
   fresh.addEventListener("click", choose("new_session"));
-  return h("div", { className: "alert needs-attention", role: "alert" },
+  return h("div", { className: "alert needs-attention" },
     "Needs attention: the session of turn " + t.attention.turn + " could not be resumed (" + (t.attention.error || "") +
     "). Nothing runs until you choose. ", retry, " ", fresh, note);
 }

@@ -33,6 +33,7 @@ type Task struct {
 	LastError        string           `json:"last_error,omitempty"`
 	Wait             json.RawMessage  `json:"wait,omitempty"`
 	BudgetExhausted  json.RawMessage  `json:"budget_exhausted,omitempty"`
+	Attention        json.RawMessage  `json:"attention,omitempty"`
 	TemporalURL      string           `json:"temporal_url,omitempty"`
 	ContextWindow    *ContextWindow   `json:"context_window,omitempty"`
 	Pending          []PendingRequest `json:"pending,omitempty"`
@@ -198,6 +199,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/v1/tasks/{id}/approvals/{request}", s.decide)
 	mux.HandleFunc("POST /api/v1/tasks/{id}/prompts", s.prompt)
 	mux.HandleFunc("POST /api/v1/tasks/{id}/interrupt", s.accepted)
+	mux.HandleFunc("POST /api/v1/tasks/{id}/resolve", s.resolve)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such API route")
 	})
@@ -374,6 +376,30 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 	t := *s.tasks[id]
 	s.mu.Unlock()
 	writeJSON(w, http.StatusCreated, map[string]any{"task": t, "prompt": map[string]any{"task_id": id, "turn": 1}})
+}
+
+// resolve answers a choice for a task that needs attention: its waiting prompt runs as the turn
+// after its last, and the attention is gone.
+func (s *Server) resolve(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var body struct {
+		Choice string `json:"choice"`
+	}
+	raw, _ := r.Context().Value(bodyKey{}).(json.RawMessage)
+	_ = json.Unmarshal(raw, &body)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tasks[id]
+	switch {
+	case !ok || s.hidden[id]:
+		notFound(w, id)
+	case len(t.Attention) == 0:
+		writeError(w, http.StatusConflict, "not_pending", "the task does not need attention")
+	default:
+		t.Attention, t.Status = nil, "running"
+		t.Turns++
+		writeJSON(w, http.StatusOK, map[string]any{"task_id": id, "choice": body.Choice, "turn": t.Turns})
+	}
 }
 
 func (s *Server) accepted(w http.ResponseWriter, _ *http.Request) {
