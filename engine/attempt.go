@@ -609,13 +609,9 @@ func (a *attempt) spec(ctx context.Context, workspace string, at resumePoint, st
 		if n > 0 {
 			a.log.Info("restored the session from its mirror", "session_id", at.sessionID, "files", n, "took", time.Since(start).Round(time.Millisecond))
 		}
-		if step >= resumeChain {
-			dropped, err := keepChain(e.cfg.Claude.ConfigDir, at.sessionID, at.uuid)
-			if err != nil {
-				return spec, &Error{Type: task.ErrTypeResumeRejected, Err: fmt.Errorf("rebuilding the transcript along its committed chain: %w", err)}
-			}
-			a.log.Info("rebuilt the transcript along its committed chain", "session_id", at.sessionID, "resume_at", at.uuid, "lines_left_out", dropped)
-		}
+	}
+	if f := a.rebuildChain(at, step); f != nil {
+		return spec, f
 	}
 	if at.sessionID != "" && at.uuid != "" {
 		spec.cmd.Resume, spec.cmd.ResumeSessionAt = at.sessionID, at.uuid

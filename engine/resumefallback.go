@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -26,6 +27,7 @@ const (
 	// taken for the conversation), then --resume S --resume-session-at U.
 	resumeChain
 	// resumePlain: the same rebuilt transcript, whose last entry is U, and a plain --resume S.
+	// Neither this step nor the one before is taken when the transcript does not hold U.
 	resumePlain
 	numResumeSteps
 )
@@ -54,6 +56,10 @@ func (a *attempt) runAt(ctx context.Context, in prepared, at resumePoint, step r
 // turn ran. Each step taken is logged and told in the task's event log.
 func (a *attempt) resumeWithFallback(ctx context.Context, in prepared, at resumePoint) outcome {
 	o := a.runAt(ctx, in, at, resumeExact)
+	var first error
+	if refused(o) {
+		first = o.fail.Err
+	}
 	for step := resumeExact + 1; step < numResumeSteps && refused(o) && at.sessionID != "" && ctx.Err() == nil; step++ {
 		a.log.Warn("claude refused the resume; trying the next way", "session_id", at.sessionID, "resume_at", at.uuid,
 			"next", step.String(), "error", o.fail)
@@ -64,10 +70,29 @@ func (a *attempt) resumeWithFallback(ctx context.Context, in prepared, at resume
 		a.dropRefused(ctx)
 		o = a.runAt(ctx, in, at, step)
 	}
-	if refused(o) {
-		o.fail.Err = fmt.Errorf("%w (every way to resume the session was refused: %d tried)", o.fail.Err, numResumeSteps)
+	if refused(o) && first != nil {
+		o.fail.Err = fmt.Errorf("%w; every way to resume the session was refused (%d tried), the last: %v", first, numResumeSteps, o.fail.Err)
 	}
 	return o
+}
+
+// rebuildChain prepares the transcript for the resume steps past the first (keepChain): a step
+// that cannot check the transcript holds the committed message (no config folder of its own) or
+// finds it does not, is refused before any process starts.
+func (a *attempt) rebuildChain(at resumePoint, step resumeStep) *Error {
+	if step < resumeChain || at.sessionID == "" || at.uuid == "" {
+		return nil
+	}
+	dir := a.e.cfg.Claude.ConfigDir
+	if dir == "" {
+		return &Error{Type: task.ErrTypeResumeRejected, Err: errors.New("the CLI keeps its transcripts where drover does not look (DROVER_CLAUDE_CONFIG_DIR is not set): they cannot be rebuilt")}
+	}
+	dropped, err := keepChain(dir, at.sessionID, at.uuid)
+	if err != nil {
+		return &Error{Type: task.ErrTypeResumeRejected, Err: fmt.Errorf("rebuilding the transcript along its committed chain: %w", err)}
+	}
+	a.log.Info("rebuilt the transcript along its committed chain", "session_id", at.sessionID, "resume_at", at.uuid, "lines_left_out", dropped)
+	return nil
 }
 
 // refused reports whether o is the CLI's refusal of the resume point.
@@ -92,22 +117,28 @@ func (a *attempt) dropRefused(ctx context.Context) {
 	a.ex, a.inTurn = nil, false
 }
 
+// errNotInTranscript: the session's transcript does not hold the committed message. No fallback
+// resumes there: a plain --resume would continue from an earlier point and lose the turns after
+// it without a word.
+var errNotInTranscript = errors.New("the session's transcript does not hold the committed message")
+
 // keepChain rewrites the session's transcripts in configDir to the entries on the chain that ends
 // at uuid, and the lines that are no conversation entry (they carry no uuid), in their order: the
 // conversation the CLI loads is then the one the turn committed. It reports how many lines it
-// left out; a transcript that does not hold uuid is left alone.
+// left out, or errNotInTranscript when no transcript holds uuid.
 func keepChain(configDir, sessionID, uuid string) (int, error) {
 	paths, err := filepath.Glob(filepath.Join(configDir, "projects", "*", sessionID+".jsonl"))
 	if err != nil {
 		return 0, err
 	}
-	dropped := 0
+	dropped, found := 0, false
 	for _, path := range paths {
 		content, err := os.ReadFile(path)
 		if err != nil {
 			return dropped, fmt.Errorf("reading the transcript: %w", err)
 		}
-		kept, n := chainLines(content, uuid)
+		kept, n, held := chainLines(content, uuid)
+		found = found || held
 		if n == 0 {
 			continue
 		}
@@ -115,6 +146,9 @@ func keepChain(configDir, sessionID, uuid string) (int, error) {
 			return dropped, fmt.Errorf("rewriting the transcript: %w", err)
 		}
 		dropped += n
+	}
+	if !found {
+		return 0, errNotInTranscript
 	}
 	return dropped, nil
 }
@@ -127,9 +161,9 @@ type transcriptLine struct {
 }
 
 // chainLines returns content with only the lines on the chain that ends at leaf (and those that
-// carry no uuid), and how many it left out; 0 when content does not hold leaf. A line cut short
-// (the CLI was stopped writing it) is left out.
-func chainLines(content []byte, leaf string) ([]byte, int) {
+// carry no uuid), how many it left out, and whether content holds leaf (when not, content is
+// returned as it is). A line cut short (the CLI was stopped writing it) is left out.
+func chainLines(content []byte, leaf string) ([]byte, int, bool) {
 	lines := bytes.SplitAfter(content, []byte("\n"))
 	parsed := make([]transcriptLine, len(lines))
 	byUUID := map[string]int{}
@@ -139,7 +173,7 @@ func chainLines(content []byte, leaf string) ([]byte, int) {
 		}
 	}
 	if _, ok := byUUID[leaf]; !ok {
-		return content, 0
+		return content, 0, false
 	}
 	on := map[int]bool{}
 	for u := leaf; u != ""; {
@@ -165,5 +199,5 @@ func chainLines(content []byte, leaf string) ([]byte, int) {
 			dropped++
 		}
 	}
-	return out, dropped
+	return out, dropped, true
 }

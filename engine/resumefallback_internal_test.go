@@ -22,7 +22,7 @@ func TestChainLinesKeepsTheCommittedChain(t *testing.T) {
 		`{"type":"system","uuid":"after","parentUuid":"a2"}`,
 		`{"type":"user","uuid":"cut","par`,
 	}, "\n")
-	out, dropped := chainLines([]byte(in), "a2")
+	out, dropped, held := chainLines([]byte(in), "a2")
 	want := strings.Join([]string{
 		`{"type":"file-history-snapshot","messageId":"m"}`,
 		`{"type":"user","uuid":"u1","parentUuid":null}`,
@@ -31,10 +31,10 @@ func TestChainLinesKeepsTheCommittedChain(t *testing.T) {
 		`{"type":"user","uuid":"u2","parentUuid":"c1"}`,
 		`{"type":"assistant","uuid":"a2","parentUuid":"u2"}`,
 	}, "\n") + "\n"
-	if string(out) != want || dropped != 4 {
+	if string(out) != want || dropped != 4 || !held {
 		t.Errorf("chainLines = %d dropped,\n%s\nwant 4 dropped,\n%s", dropped, out, want)
 	}
-	if out, dropped := chainLines([]byte(in), "nowhere"); dropped != 0 || string(out) != in {
+	if out, dropped, held := chainLines([]byte(in), "nowhere"); dropped != 0 || string(out) != in || held {
 		t.Errorf("a transcript without the uuid changed: %d dropped", dropped)
 	}
 }
