@@ -55,6 +55,9 @@ type taskState struct {
 	// awaitingChanged counts changes to them, so that the deadline watcher wakes up.
 	awaiting        []task.PendingRequest
 	awaitingChanged int
+	// lateDecisions are the requests with a decision sent while no worker ran (SignalDecide) that
+	// is on its way (decideLater): no deadline expires them meanwhile.
+	lateDecisions map[string]bool
 	// grants are the permissions granted for the rest of the task.
 	grants []task.Grant
 	// decided are the latest decisions (see task.Carry.Decided).
