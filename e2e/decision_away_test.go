@@ -62,8 +62,8 @@ func TestRecordedDecisionSurvivesALongAbsence(t *testing.T) {
 		if time.Now().Before(deadline) || time.Since(killed) < 35*time.Second {
 			return false
 		}
-		d, err := e.tc.Temporal.DescribeWorkflowExecution(e.ctx, id, "")
-		return err == nil && slices.ContainsFunc(d.PendingActivities, func(a *workflowpb.PendingActivityInfo) bool {
+		d, err := e.tc.Temporal.DescribeWorkflow(e.ctx, id, "")
+		return err == nil && slices.ContainsFunc(d.RawResponse.GetPendingActivities(), func(a *workflowpb.PendingActivityInfo) bool {
 			return a.GetActivityType().GetName() == task.ActivityRunTurn && a.GetAttempt() >= 2 &&
 				strings.Contains(a.GetLastFailure().GetMessage(), "Heartbeat")
 		})
