@@ -118,3 +118,51 @@ func TestTurnIsNotCommittedWithoutItsCheckpoint(t *testing.T) {
 		t.Errorf("the remote has checkpoints of the turn: %s", out)
 	}
 }
+
+// TestHandEditsBetweenTurnsAreKeptAndRestored: a file changed by hand between two turns is kept
+// on a side ref (on the remote, with the person's content), named in a workspace_restored event
+// of cause changed_by_hand, and the next turn runs on the files of the last checkpoint, as its
+// conversation saw them.
+func TestHandEditsBetweenTurnsAreKeptAndRestored(t *testing.T) {
+	t.Parallel()
+	var seen []string // out.txt as the CLI found it at each prompt
+	r, m, origin := managedRig(t, 0, func(dir string, c *fakecli.CLI, p fakecli.Line) {
+		b, _ := os.ReadFile(filepath.Join(dir, "out.txt"))
+		seen = append(seen, string(b))
+		if len(seen) == 1 {
+			if err := os.WriteFile(filepath.Join(dir, "out.txt"), []byte("by the agent\n"), 0o644); err != nil {
+				panic(err)
+			}
+		}
+		c.Reply("done")
+	})
+	res1, e := r.run(managedReq(r, origin, 1, 1))
+	if e != nil {
+		t.Fatal(e)
+	}
+	if err := os.WriteFile(filepath.Join(m.Dir(r.taskID), "out.txt"), []byte("by hand\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	req := managedReq(r, origin, 2, 1)
+	req.Prompt.Text = "go on"
+	if _, e := r.run(req); e != nil {
+		t.Fatal(e)
+	}
+	if len(seen) != 2 || seen[1] != "by the agent\n" {
+		t.Fatalf("turn 2's CLI found out.txt %q, want turn 1's checkpoint", seen)
+	}
+	var ws *events.WorkspaceRestore
+	for _, ev := range r.events() {
+		if ev.Type == events.TypeWorkspaceRestored {
+			ws = ev.Workspace
+		}
+	}
+	if ws == nil || ws.Cause != events.RestoredChangedByHand || ws.Checkpoint != res1.Checkpoint || ws.Turn != 1 ||
+		len(ws.Files) != 1 || ws.Files[0] != "out.txt" || ws.Kept == "" {
+		t.Fatalf("workspace_restored: %+v", ws)
+	}
+	remote := filepath.Join(filepath.Dir(m.Mirror(origin)), "..", "remote.git")
+	if got := git(t, remote, "show", ws.Kept+":out.txt"); got != "by hand" {
+		t.Errorf("the kept ref %s holds out.txt %q, want the person's", ws.Kept, got)
+	}
+}

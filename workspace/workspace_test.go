@@ -691,3 +691,51 @@ func TestPrepareWithoutABaseTakesTheDefaultBranch(t *testing.T) {
 		t.Errorf("base = %s, want trunk's %s", base, want)
 	}
 }
+
+// TestRestoreToACheckpointMadeElsewhere: a host whose worktree of a task is stale (the task ran
+// on another host since) restores to the checkpoint the other host made, fetched from the
+// remote; and restoring to a checkpoint older than the remote's last (a checkpoint pushed but
+// never committed by the caller) puts that older one back.
+func TestRestoreToACheckpointMadeElsewhere(t *testing.T) {
+	repo := origin(t)
+	remote := bareRemote(t)
+	first, second := host(t, remote), host(t, remote)
+	task := Task{ID: "back", Repo: repo}
+	prepare(t, first, task, "main")
+	appendTo(t, filepath.Join(first.Dir(task.ID), "shared.txt"), "turn one")
+	cp1 := checkpoint(t, first, task, 1)
+
+	if _, err := second.Ensure(context.Background(), task); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, filepath.Join(second.Dir(task.ID), "shared.txt"), "turn two")
+	cp2 := checkpoint(t, second, task, 2)
+
+	r, err := first.RestoreTo(context.Background(), task, cp2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, filepath.Join(first.Dir(task.ID), "shared.txt")); r.Checkpoint != cp2 || got != "base\nturn one\nturn two\n" {
+		t.Fatalf("restored to %s, shared.txt %q; want turn two's %s", r.Checkpoint, got, cp2)
+	}
+
+	appendTo(t, filepath.Join(first.Dir(task.ID), "shared.txt"), "turn three, never committed")
+	checkpoint(t, first, task, 3)
+	r, err = first.RestoreTo(context.Background(), task, cp1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, filepath.Join(first.Dir(task.ID), "shared.txt")); r.Checkpoint != cp1 || got != "base\nturn one\n" {
+		t.Fatalf("restored to %s, shared.txt %q; want turn one's %s", r.Checkpoint, got, cp1)
+	}
+	if _, err := first.RestoreTo(context.Background(), task, "0123456789abcdef0123456789abcdef01234567"); !errors.Is(err, ErrNoCheckpoint) {
+		t.Errorf("RestoreTo an unknown commit = %v, want ErrNoCheckpoint", err)
+	}
+	r, err = first.RestoreTo(context.Background(), task, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, filepath.Join(first.Dir(task.ID), "shared.txt")); got != "base\n" || r.Kept == "" {
+		t.Errorf("restored to the base: shared.txt %q, kept %q", got, r.Kept)
+	}
+}
