@@ -516,8 +516,9 @@ func (a *attempt) closeLeftRequests(ctx context.Context) {
 	}
 }
 
-// commit stores the turn's events, then commits the turn, riding out database failures for
-// CommitRetry.
+// commit records a managed task's worktree as the turn's checkpoint, stores the turn's events,
+// mirrors the session, then commits the turn (with its checkpoint), riding out database failures
+// for CommitRetry. The turn is not committed without its checkpoint.
 func (e *Engine) commit(ctx context.Context, a *attempt, c store.TurnCommit, res *task.RunTurnResult) *Error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.CommitRetry)
 	defer cancel()
