@@ -115,8 +115,10 @@ type Turn struct {
 	Tokens     Tokens          `json:"tokens"`
 	DurationMS int64           `json:"duration_ms"`
 	Error      string          `json:"error,omitempty"`
-	StartedAt  time.Time       `json:"started_at"`
-	FinishedAt *time.Time      `json:"finished_at,omitempty"`
+	// Checkpoint is the commit that recorded a managed task's worktree when the turn committed.
+	Checkpoint string     `json:"checkpoint,omitempty"`
+	StartedAt  time.Time  `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
 }
 
 // Detail is one task in full: the HTTP API's TaskDetail. Its Turns (the list) hides
@@ -215,7 +217,7 @@ func (v *View) Show(ctx context.Context, taskID string) (Detail, error) {
 	for _, t := range turns {
 		tv := Turn{Turn: t.Turn, Status: t.Status, Attempts: t.Attempts, Prompt: t.Prompt, CostUSD: t.CostUSD,
 			Tokens: Tokens{Input: t.InputTokens, Output: t.OutputTokens, CacheRead: t.CacheReadTokens,
-				CacheCreation: t.CacheCreationTokens}, DurationMS: t.DurationMS, Error: t.Error, StartedAt: t.StartedAt}
+				CacheCreation: t.CacheCreationTokens}, DurationMS: t.DurationMS, Error: t.Error, Checkpoint: t.Checkpoint, StartedAt: t.StartedAt}
 		if !t.FinishedAt.IsZero() {
 			at := t.FinishedAt
 			tv.FinishedAt = &at
