@@ -25,6 +25,10 @@ type Diff struct {
 	Patch string
 }
 
+// diffArgs compares two commits as git shows them to a person, with nothing of the user's
+// config (no external diff, no text conversion, no colour), renames as a delete and an add.
+var diffArgs = []string{"diff-tree", "-r", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color"}
+
 // Diff compares the task's checkpoints of turns from and to (0: the task's base). With stat it
 // lists the files only. It reads the host's mirror, so it works without a worktree once the
 // task's refs are here (Ensure or Fetch).
@@ -41,14 +45,13 @@ func (m *Manager) Diff(ctx context.Context, t Task, from, to int, stat bool) (Di
 	if d.To, _, _, err = m.target(ctx, mirror, t.ID, to); err != nil {
 		return d, fmt.Errorf("diffing %s: %w", t.ID, err)
 	}
-	base := []string{"diff-tree", "-r", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color"}
-	out, err := m.in(ctx, mirror, append(base, "-z", "--numstat", d.From, d.To)...)
+	out, err := m.in(ctx, mirror, append(diffArgs, "-z", "--numstat", d.From, d.To)...)
 	if err != nil {
 		return d, fmt.Errorf("diffing %s: %w", t.ID, err)
 	}
 	d.Files = parseNumstat(out)
 	if !stat {
-		if d.Patch, err = m.in(ctx, mirror, append(base, "-p", d.From, d.To)...); err != nil {
+		if d.Patch, err = m.in(ctx, mirror, append(diffArgs, "-p", d.From, d.To)...); err != nil {
 			return d, fmt.Errorf("diffing %s: %w", t.ID, err)
 		}
 	}

@@ -1,0 +1,121 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// A reader with its own state folder and only the remote in common with the host that ran the
+// task sees the task's turns and diffs, and loses the refs the remote has dropped.
+func TestAReaderSeesTheRemotesCheckpoints(t *testing.T) {
+	repo, remote := origin(t), bareRemote(t)
+	w := host(t, remote)
+	task := Task{ID: "t1", Repo: repo}
+	prepare(t, w, task, "main")
+	dir := w.Dir(task.ID)
+	appendTo(t, filepath.Join(dir, "shared.txt"), "turn one")
+	write(t, filepath.Join(dir, "b.bin"), "\x00\x01")
+	checkpoint(t, w, task, 1)
+	appendTo(t, filepath.Join(dir, "shared.txt"), "turn two")
+	checkpoint(t, w, task, 2)
+
+	ctx := context.Background()
+	r := host(t, remote)
+	view := r.Stored("t1")
+	if _, err := r.Turns(ctx, view); !errors.Is(err, ErrNoCheckpoint) {
+		t.Errorf("Turns before Fetch = %v, want ErrNoCheckpoint", err)
+	}
+	if err := r.Fetch(ctx, view); err != nil {
+		t.Fatal(err)
+	}
+	turns, err := r.Turns(ctx, view)
+	if err != nil || !slices.Equal(turns, []int{1, 2}) {
+		t.Fatalf("Turns = %v, %v", turns, err)
+	}
+	d, err := r.Diff(ctx, view, 1, 2, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := witness(t, remote, "diff", "refs/drover/tasks/t1/turns/1", "refs/drover/tasks/t1/turns/2")
+	if d.Patch+"\n" != want {
+		t.Errorf("turn 2's patch:\n%s\nwant (git diff):\n%s", d.Patch, want)
+	}
+	p, err := r.Patch(ctx, view, 0, 2, "shared.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := witness(t, remote, "diff", "refs/drover/tasks/t1/base", "refs/drover/tasks/t1/turns/2", "--", "shared.txt"); p != want {
+		t.Errorf("shared.txt's patch:\n%s\nwant:\n%s", p, want)
+	}
+	if p, err := r.Patch(ctx, view, 0, 2, "b.bin"); err != nil || !strings.Contains(p, "Binary files /dev/null and b/b.bin differ") {
+		t.Errorf("binary file's patch = %q, %v", p, err)
+	}
+	// The remote drops turn 2 (a rewind, a prune): the reader's next fetch drops it too.
+	witness(t, remote, "update-ref", "-d", "refs/drover/tasks/t1/turns/2")
+	if err := r.Fetch(ctx, view); err != nil {
+		t.Fatal(err)
+	}
+	if turns, err := r.Turns(ctx, view); err != nil || !slices.Equal(turns, []int{1}) {
+		t.Errorf("Turns after the remote dropped turn 2 = %v, %v", turns, err)
+	}
+	if _, err := r.Turns(ctx, r.Stored("unknown")); !errors.Is(err, ErrNoCheckpoint) {
+		t.Errorf("Turns of a task the remote never had = %v", err)
+	}
+}
+
+// Publish pushes the newest checkpoint to a branch of the user's; it replaces what it does not
+// contain only when asked.
+func TestPublishNeverOverwritesABranchUnasked(t *testing.T) {
+	repo := origin(t)
+	w := host(t, "")
+	task := Task{ID: "t1", Repo: repo}
+	prepare(t, w, task, "main")
+	dir := w.Dir(task.ID)
+	write(t, filepath.Join(dir, "new.txt"), "made\n")
+	cp := checkpoint(t, w, task, 1)
+	ctx := context.Background()
+
+	user := bareRemote(t)
+	p, err := w.Publish(ctx, task, user, "review/t1", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Commit != cp || p.Turn != 1 || p.Ref != "refs/heads/review/t1" {
+		t.Errorf("Publish = %+v, want turn 1's checkpoint %s", p, cp)
+	}
+	if got := witness(t, user, "show", "review/t1:new.txt"); got != "made\n" {
+		t.Errorf("published new.txt = %q", got)
+	}
+	// A later turn fast-forwards the branch.
+	appendTo(t, filepath.Join(dir, "new.txt"), "more")
+	cp2 := checkpoint(t, w, task, 2)
+	if _, err := w.Publish(ctx, task, user, "review/t1", false); err != nil {
+		t.Fatalf("a fast-forward publish: %v", err)
+	}
+	if got := strings.TrimSpace(witness(t, user, "rev-parse", "review/t1")); got != cp2 {
+		t.Errorf("branch at %s, want %s", got, cp2)
+	}
+	// A branch with someone else's commit: refused, left as it was, unless forced.
+	witness(t, repo, "commit", "-q", "--allow-empty", "-m", "someone else's")
+	witness(t, repo, "push", "-q", user, "main")
+	before := witness(t, user, "rev-parse", "main")
+	if _, err := w.Publish(ctx, task, user, "main", false); !errors.Is(err, ErrNotOurs) {
+		t.Errorf("publish over someone's branch = %v, want ErrNotOurs", err)
+	}
+	if got := strings.TrimSpace(witness(t, user, "rev-parse", "main")); got+"\n" != before {
+		t.Errorf("main moved to %s", got)
+	}
+	if _, err := w.Publish(ctx, task, user, "--upload-pack=x", false); err == nil {
+		t.Error("a branch that reads as an option was taken")
+	}
+	if _, err := w.Publish(ctx, task, user, "main", true); err != nil {
+		t.Fatalf("forced publish: %v", err)
+	}
+	if got := strings.TrimSpace(witness(t, user, "rev-parse", "main")); got != cp2 {
+		t.Errorf("forced: main at %s, want %s", got, cp2)
+	}
+}
