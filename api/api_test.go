@@ -132,6 +132,9 @@ func newServer(t *testing.T, cfg api.Config) (*httptest.Server, *recorder) {
 	if cfg.DB == nil {
 		cfg.DB = pgtest.NewPool(t)
 	}
+	if cfg.Workspaces == nil {
+		cfg.Workspaces = readerOf(t, "")
+	}
 	s, err := api.New(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -32,6 +32,10 @@ var schemaTypes = map[string]reflect.Type{
 	"Decided":        reflect.TypeFor[api.Decided](),
 	"Event":          reflect.TypeFor[taskview.Event](),
 	"EventPage":      reflect.TypeFor[api.EventPage](),
+	"TaskDiff":       reflect.TypeFor[api.TaskDiff](),
+	"FileChange":     reflect.TypeFor[api.FileChange](),
+	"PublishRequest": reflect.TypeFor[api.PublishRequest](),
+	"Published":      reflect.TypeFor[api.Published](),
 	"ErrorBody": reflect.TypeFor[struct {
 		Error taskerr.Error `json:"error"`
 	}](),

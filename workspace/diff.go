@@ -51,7 +51,7 @@ func (m *Manager) Diff(ctx context.Context, t Task, from, to int, stat bool) (Di
 	}
 	d.Files = parseNumstat(out)
 	if !stat {
-		if d.Patch, err = m.in(ctx, mirror, append(diffArgs, "-p", d.From, d.To)...); err != nil {
+		if d.Patch, err = m.git(ctx, cmd{dir: mirror, args: append(diffArgs, "-p", d.From, d.To)}); err != nil {
 			return d, fmt.Errorf("diffing %s: %w", t.ID, err)
 		}
 	}

@@ -100,7 +100,7 @@ func (m *Manager) Prepare(ctx context.Context, t Task, base string) (string, err
 	}
 	rev := base
 	if rev == "" {
-		rev = "HEAD"
+		rev = m.defaultBranch(ctx, mirror, t.Repo)
 	}
 	if strings.HasPrefix(rev, "-") {
 		return "", &BaseMissingError{Repo: t.Repo, Base: base}
@@ -119,6 +119,23 @@ func (m *Manager) Prepare(ctx context.Context, t Task, base string) (string, err
 		return "", fmt.Errorf("preparing workspace of %s: %w", t.ID, err)
 	}
 	return commit, nil
+}
+
+// defaultBranch is the branch the repository's HEAD names (a mirror's own HEAD names whatever
+// git's default was where the mirror was made), or HEAD when the repository says none.
+func (m *Manager) defaultBranch(ctx context.Context, mirror, repo string) string {
+	out, err := m.in(ctx, mirror, "ls-remote", "--symref", "--", repo, "HEAD")
+	if err != nil {
+		return "HEAD"
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if ref, ok := strings.CutPrefix(line, "ref: "); ok {
+			if name, _, ok := strings.Cut(ref, "\t"); ok {
+				return name
+			}
+		}
+	}
+	return "HEAD"
 }
 
 // addWorktree makes the task's worktree on its branch at head, with the files of checkpoint cp

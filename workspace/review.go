@@ -14,6 +14,10 @@ import (
 // asked for.
 var ErrNotOurs = errors.New("branch is not drover's")
 
+// ErrNotManaged: the remote holds no base of the task: it runs in an unmanaged folder, or has not
+// begun its first turn, or its checkpoints were pruned.
+var ErrNotManaged = errors.New("no managed workspace")
+
 // Stored names a task as the remote holds it, for reading its checkpoints (Fetch, Turns, Diff,
 // Patch, Publish) on a host that does not run it: its mirror is the host's mirror of the remote,
 // so no repository URL is needed.
@@ -47,14 +51,14 @@ func (m *Manager) Fetch(ctx context.Context, t Task) error {
 }
 
 // Turns lists, in order, the turns of the task that have a checkpoint in the host's mirror of
-// t.Repo. A task with no base there (not a managed task, or not fetched) is ErrNoCheckpoint.
+// t.Repo. A task with no base there (not a managed task, or not fetched) is ErrNotManaged.
 func (m *Manager) Turns(ctx context.Context, t Task) ([]int, error) {
 	if err := checkID(t.ID); err != nil {
 		return nil, fmt.Errorf("listing turns: %w", err)
 	}
 	mirror := m.Mirror(t.Repo)
 	if _, err := os.Stat(mirror); err != nil {
-		return nil, fmt.Errorf("task %s: %w", t.ID, ErrNoCheckpoint)
+		return nil, fmt.Errorf("task %s: %w", t.ID, ErrNotManaged)
 	}
 	out, err := m.in(ctx, mirror, "for-each-ref", "--format=%(refname)", baseRef(t.ID), refPrefix(t.ID)+"turns/")
 	if err != nil {
@@ -62,7 +66,7 @@ func (m *Manager) Turns(ctx context.Context, t Task) ([]int, error) {
 	}
 	names := strings.Fields(out)
 	if !slices.Contains(names, baseRef(t.ID)) {
-		return nil, fmt.Errorf("task %s: %w", t.ID, ErrNoCheckpoint)
+		return nil, fmt.Errorf("task %s: %w", t.ID, ErrNotManaged)
 	}
 	turns := []int{}
 	for _, name := range names {
@@ -89,12 +93,9 @@ func (m *Manager) Patch(ctx context.Context, t Task, from, to int, path string) 
 	if err != nil {
 		return "", fmt.Errorf("diffing %s: %w", t.ID, err)
 	}
-	out, err := m.in(ctx, mirror, append(diffArgs, "-p", a, b, "--", path)...)
+	out, err := m.git(ctx, cmd{dir: mirror, args: append(diffArgs, "-p", a, b, "--", path)})
 	if err != nil {
 		return "", fmt.Errorf("diffing %s: %w", t.ID, err)
-	}
-	if out != "" {
-		out += "\n"
 	}
 	return out, nil
 }

@@ -26,8 +26,8 @@ func TestAReaderSeesTheRemotesCheckpoints(t *testing.T) {
 	ctx := context.Background()
 	r := host(t, remote)
 	view := r.Stored("t1")
-	if _, err := r.Turns(ctx, view); !errors.Is(err, ErrNoCheckpoint) {
-		t.Errorf("Turns before Fetch = %v, want ErrNoCheckpoint", err)
+	if _, err := r.Turns(ctx, view); !errors.Is(err, ErrNotManaged) {
+		t.Errorf("Turns before Fetch = %v, want ErrNotManaged", err)
 	}
 	if err := r.Fetch(ctx, view); err != nil {
 		t.Fatal(err)
@@ -41,7 +41,7 @@ func TestAReaderSeesTheRemotesCheckpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := witness(t, remote, "diff", "refs/drover/tasks/t1/turns/1", "refs/drover/tasks/t1/turns/2")
-	if d.Patch+"\n" != want {
+	if d.Patch != want {
 		t.Errorf("turn 2's patch:\n%s\nwant (git diff):\n%s", d.Patch, want)
 	}
 	p, err := r.Patch(ctx, view, 0, 2, "shared.txt")
@@ -62,7 +62,7 @@ func TestAReaderSeesTheRemotesCheckpoints(t *testing.T) {
 	if turns, err := r.Turns(ctx, view); err != nil || !slices.Equal(turns, []int{1}) {
 		t.Errorf("Turns after the remote dropped turn 2 = %v, %v", turns, err)
 	}
-	if _, err := r.Turns(ctx, r.Stored("unknown")); !errors.Is(err, ErrNoCheckpoint) {
+	if _, err := r.Turns(ctx, r.Stored("unknown")); !errors.Is(err, ErrNotManaged) {
 		t.Errorf("Turns of a task the remote never had = %v", err)
 	}
 }
@@ -117,5 +117,18 @@ func TestPublishNeverOverwritesABranchUnasked(t *testing.T) {
 	}
 	if got := strings.TrimSpace(witness(t, user, "rev-parse", "main")); got != cp2 {
 		t.Errorf("forced: main at %s, want %s", got, cp2)
+	}
+}
+
+// An empty base is the repository's default branch, whatever git's default is where the mirror
+// is made.
+func TestEmptyBaseIsTheDefaultBranch(t *testing.T) {
+	repo := origin(t)
+	witness(t, repo, "checkout", "-q", "-b", "trunk")
+	witness(t, repo, "commit", "-q", "--allow-empty", "-m", "on trunk")
+	m := host(t, "")
+	got := prepare(t, m, Task{ID: "t1", Repo: repo}, "")
+	if want := strings.TrimSpace(witness(t, repo, "rev-parse", "trunk")); got != want {
+		t.Errorf("base = %s, want trunk's %s", got, want)
 	}
 }
