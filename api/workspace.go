@@ -127,9 +127,8 @@ func (s *Server) diff(ctx context.Context, id string, dq diffQuery) (TaskDiff, e
 		return TaskDiff{}, err
 	}
 	out := TaskDiff{TaskID: id, Turn: dq.turn, Turns: turns, File: dq.file, Offset: dq.offset, Files: []FileChange{}}
-	out.FromTurn, out.ToTurn = diffRange(turns, dq.turn)
-	if dq.turn != 0 && out.ToTurn != dq.turn {
-		return out, fmt.Errorf("task %s, turn %d: %w", id, dq.turn, workspace.ErrNoCheckpoint)
+	if out.FromTurn, out.ToTurn, err = workspace.TurnRange(turns, dq.turn); err != nil {
+		return out, fmt.Errorf("task %s: %w", id, err)
 	}
 	wd, err := m.Diff(ctx, t, out.FromTurn, out.ToTurn, dq.stat || dq.file != "")
 	if err != nil {
@@ -148,26 +147,6 @@ func (s *Server) diff(ctx context.Context, id string, dq diffQuery) (TaskDiff, e
 	out.PatchBytes = len(patch)
 	out.Patch, out.NextOffset = page(patch, dq.offset, dq.limit)
 	return out, nil
-}
-
-// diffRange is the pair of checkpoints a diff compares: for the whole task, the base (0) and the
-// newest; for one turn, the newest before it (or the base) and the turn itself.
-func diffRange(turns []int, turn int) (from, to int) {
-	if turn == 0 {
-		if len(turns) > 0 {
-			to = turns[len(turns)-1]
-		}
-		return 0, to
-	}
-	for _, n := range turns {
-		if n < turn {
-			from = n
-		}
-		if n == turn {
-			to = n
-		}
-	}
-	return from, to
 }
 
 // page cuts patch at offset into a page of at most limit bytes that ends at a line's end (a line

@@ -150,3 +150,23 @@ func (m *Manager) Publish(ctx context.Context, t Task, url, branch string, force
 	}
 	return p, nil
 }
+
+// TurnRange is the pair of checkpoints a task's diff compares, given the turns that have one
+// (Turns): for the whole task (turn 0), the base (0) and the newest; for one turn, the newest
+// before it (or the base) and the turn's own, ErrNoCheckpoint when it has none.
+func TurnRange(turns []int, turn int) (from, to int, err error) {
+	if turn == 0 {
+		if len(turns) > 0 {
+			to = turns[len(turns)-1]
+		}
+		return 0, to, nil
+	}
+	i := slices.Index(turns, turn)
+	if i < 0 {
+		return 0, 0, fmt.Errorf("turn %d: %w", turn, ErrNoCheckpoint)
+	}
+	if i > 0 {
+		from = turns[i-1]
+	}
+	return from, turn, nil
+}

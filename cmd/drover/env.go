@@ -29,10 +29,14 @@ type env struct {
 	temporalBinErr  error
 	claudeConfigDir string
 	workspaceRoot   string
-	apiKey          string
-	baseURL         string
-	logLevel        string
-	debugCapture    bool
+	// workspaceRemote is the durable remote of managed workspaces (DROVER_WORKSPACE_REMOTE).
+	workspaceRemote string
+	// viewDir is where the commands that read checkpoints keep their mirror of the remote.
+	viewDir      string
+	apiKey       string
+	baseURL      string
+	logLevel     string
+	debugCapture bool
 	// otlpTraces and otlpMetrics: an OTLP endpoint is configured for traces, for metrics.
 	otlpTraces  bool
 	otlpMetrics bool
@@ -61,6 +65,7 @@ func loadEnv() env {
 		temporalBin:     os.Getenv("DROVER_TEMPORAL_BIN"),
 		claudeConfigDir: os.Getenv("DROVER_CLAUDE_CONFIG_DIR"),
 		workspaceRoot:   os.Getenv("DROVER_WORKSPACE_ROOT"),
+		workspaceRemote: os.Getenv("DROVER_WORKSPACE_REMOTE"),
 		apiKey:          os.Getenv("ANTHROPIC_API_KEY"),
 		baseURL:         os.Getenv("ANTHROPIC_BASE_URL"),
 		logLevel:        getenv("DROVER_LOG_LEVEL", "info"),
@@ -73,6 +78,9 @@ func loadEnv() env {
 	e.apiTokens, e.apiTokensErr = readAPITokens(os.Getenv("DROVER_API_TOKENS"), os.Getenv("DROVER_API_TOKEN_FILE"))
 	if home, err := os.UserHomeDir(); err == nil {
 		e.home = home
+	}
+	if cache, err := os.UserCacheDir(); err == nil {
+		e.viewDir = filepath.Join(cache, "drover", "workspace-view")
 	}
 	if e.temporalBin == "" {
 		e.temporalBin, e.temporalBinErr = tools.Env(os.Getenv).TemporalBin()
@@ -158,3 +166,9 @@ func (e env) configDir() string {
 	}
 	return filepath.Join(e.home, ".claude")
 }
+
+// defaultWorkspaceRemoteHelp names the default remote in the flags' help.
+const defaultWorkspaceRemoteHelp = "none"
+
+// defaultWorkspaceRemote is the remote the workers push to when DROVER_WORKSPACE_REMOTE is unset.
+func (e env) defaultWorkspaceRemote() string { return "" }

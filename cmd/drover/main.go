@@ -52,6 +52,7 @@ Environment:
   DROVER_CLAUDE_CONFIG_DIR where the CLI keeps its sessions (default ~/.claude; must survive restarts)
   DROVER_TEMPORAL_BIN      the temporal CLI that dev and demo run (default: the one scripts/tools.sh installs)
   DROVER_WORKSPACE_ROOT    confine task workspaces to this folder
+  DROVER_WORKSPACE_REMOTE  the durable remote of managed workspaces' checkpoints (task diff, close --push-to, serve read it)
   ANTHROPIC_API_KEY        the key the CLI uses (never logged)
   ANTHROPIC_BASE_URL       another Messages API address
   OTEL_EXPORTER_OTLP_ENDPOINT  export traces and metrics over OTLP/gRPC

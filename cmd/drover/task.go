@@ -34,6 +34,7 @@ func newTaskCommand(a *app) *cobra.Command {
 		newTaskBudgetCommand(a),
 		newTaskListCommand(a),
 		newTaskShowCommand(a),
+		newTaskDiffCommand(a),
 		newTaskWatchCommand(a),
 		newTaskPendingCommand(a),
 		newTaskDecideCommand(a, true),
