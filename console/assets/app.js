@@ -4,6 +4,7 @@
 import { getJSON, postJSON, taskPath, newKey, EventStream } from "./api.js";
 import { h, append, clear, money, tokens, ago, statusBadge, pre, safeHref } from "./dom.js";
 import { Timeline } from "./render.js";
+import { changesPage, changesHref } from "./changes.js";
 import { Status, STATUSES, FINAL_STATUSES, WAITING_STATUSES, Mode, MODES, Kind } from "./enums.js";
 
 const POLL_MS = 3000;
@@ -25,13 +26,15 @@ function route() {
   view = null;
   clear(main);
   const hash = location.hash || "#/";
-  const m = hash.match(/^#\/tasks\/(.+)$/);
-  if (m) view = taskPage(decodeURIComponent(m[1]));
+  const c = hash.match(/^#\/tasks\/([^/]+)\/changes(?:\/(\d+))?$/);
+  const m = !c && hash.match(/^#\/tasks\/(.+)$/);
+  if (c) view = changesPage(main, decodeURIComponent(c[1]), Number(c[2] || 0));
+  else if (m) view = taskPage(decodeURIComponent(m[1]));
   else if (hash === "#/inbox") view = inboxPage();
   else if (hash === "#/new") view = newTaskPage();
   else if (hash === "#/board") view = boardPage();
   else view = listPage();
-  for (const a of document.querySelectorAll("header nav a")) a.classList.toggle("active", a.getAttribute("href") === (m ? "#/" : hash));
+  for (const a of document.querySelectorAll("header nav a")) a.classList.toggle("active", a.getAttribute("href") === (m || c ? "#/" : hash));
 }
 
 function poller(fn, ms) {
@@ -285,7 +288,8 @@ function taskPage(id) {
   const err = h("div");
   const list = h("ol", { className: "timeline", id: "timeline" });
   const box = promptBox(id);
-  append(main, [h("div", { className: "task-head" }, title, status, stream), facts, gauge.el, err, stall, list, box.form]);
+  const changes = h("a", { href: changesHref(id, 0), className: "view-switch changes-link", hidden: true }, "Changes");
+  append(main, [h("div", { className: "task-head" }, title, status, stream, changes), facts, gauge.el, err, stall, list, box.form]);
 
   let task = null, lastEventAt = Date.now(), stopped = false;
   const timeline = new Timeline(list, {
@@ -299,6 +303,7 @@ function taskPage(id) {
   const showTask = (t) => {
     task = t;
     clear(status).append(statusBadge(t.status));
+    changes.hidden = !t.repo;
     clear(facts);
     append(facts, factsOf(t));
     if (t.context_window) gauge.set(t.context_window);
