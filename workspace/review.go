@@ -170,3 +170,84 @@ func TurnRange(turns []int, turn int) (from, to int, err error) {
 	}
 	return from, turn, nil
 }
+
+// Rewound is what Rewind did.
+type Rewound struct {
+	// Checkpoint is the turn's checkpoint, now the task's newest.
+	Checkpoint string
+	// Set names the refs under which the later turns' checkpoints are kept
+	// (refs/drover/tasks/<id>/rewound/<k>/), empty when there were none.
+	Set string
+	// Turns are the later turns set aside.
+	Turns []int
+}
+
+// Rewind makes turn's checkpoint the task's newest, in the mirror of t.Repo and on the remote:
+// the checkpoints of later turns move to refs/drover/tasks/<id>/rewound/<k>/turns/<n> (kept,
+// never deleted), and last names turn's checkpoint, so that the task's next turn starts from it
+// (Ensure on a new host, Diff of the next turn) and Turns no longer lists them. It reads the
+// remote first. The worktree is left alone: Restore puts it back.
+func (m *Manager) Rewind(ctx context.Context, t Task, turn int) (Rewound, error) {
+	if err := m.Fetch(ctx, t); err != nil {
+		return Rewound{}, fmt.Errorf("rewinding: %w", err)
+	}
+	turns, err := m.Turns(ctx, t)
+	if err != nil {
+		return Rewound{}, fmt.Errorf("rewinding: %w", err)
+	}
+	mirror := m.Mirror(t.Repo)
+	var r Rewound
+	if r.Checkpoint, _, _, err = m.target(ctx, mirror, t.ID, turn); err != nil {
+		return r, fmt.Errorf("rewinding %s: %w", t.ID, err)
+	}
+	k, err := m.nextRewoundSet(ctx, mirror, t.ID)
+	if err != nil {
+		return r, err
+	}
+	set := fmt.Sprintf("%srewound/%d/", refPrefix(t.ID), k)
+	var stdin strings.Builder
+	fmt.Fprintf(&stdin, "update %s %s\n", lastRef(t.ID), r.Checkpoint)
+	push := []string{"push", "--quiet", "--no-verify", "--atomic", "--", m.cfg.Remote, "+" + r.Checkpoint + ":" + lastRef(t.ID)}
+	for _, n := range turns {
+		if n <= turn {
+			continue
+		}
+		c, _, _, err := m.target(ctx, mirror, t.ID, n)
+		if err != nil {
+			return r, fmt.Errorf("rewinding %s: %w", t.ID, err)
+		}
+		to := fmt.Sprintf("%sturns/%d", set, n)
+		fmt.Fprintf(&stdin, "create %s %s\ndelete %s %s\n", to, c, turnRef(t.ID, n), c)
+		push = append(push, c+":"+to, ":"+turnRef(t.ID, n))
+		r.Turns = append(r.Turns, n)
+	}
+	if len(r.Turns) > 0 {
+		r.Set = set
+	}
+	if _, err := m.git(ctx, cmd{dir: mirror, stdin: strings.NewReader(stdin.String()), args: []string{"update-ref", "--stdin"}}); err != nil {
+		return r, fmt.Errorf("rewinding %s: %w", t.ID, err)
+	}
+	if _, err := m.in(ctx, mirror, push...); err != nil {
+		if errors.Is(err, ErrDiskFull) || ctx.Err() != nil {
+			return r, fmt.Errorf("rewinding %s: %w", t.ID, err)
+		}
+		return r, &UnreachableError{URL: m.cfg.Remote, Err: err}
+	}
+	return r, nil
+}
+
+// nextRewoundSet is the number of the task's next set of rewound checkpoints.
+func (m *Manager) nextRewoundSet(ctx context.Context, mirror, id string) (int, error) {
+	out, err := m.in(ctx, mirror, "for-each-ref", "--format=%(refname)", refPrefix(id)+"rewound/")
+	if err != nil {
+		return 0, fmt.Errorf("listing rewound checkpoints of %s: %w", id, err)
+	}
+	k := 1
+	for _, name := range strings.Fields(out) {
+		rest := strings.TrimPrefix(name, refPrefix(id)+"rewound/")
+		if n, err := strconv.Atoi(rest[:max(0, strings.Index(rest, "/"))]); err == nil {
+			k = max(k, n+1)
+		}
+	}
+	return k, nil
+}

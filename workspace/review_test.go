@@ -132,3 +132,65 @@ func TestEmptyBaseIsTheDefaultBranch(t *testing.T) {
 		t.Errorf("base = %s, want trunk's %s", got, want)
 	}
 }
+
+// Rewind makes an earlier turn's checkpoint the newest, on the remote too, keeps the later ones
+// aside, and the next turn's checkpoint and diff follow from it; Restore puts the files back.
+func TestRewindSetsLaterTurnsAside(t *testing.T) {
+	repo, remote := origin(t), bareRemote(t)
+	w := host(t, remote)
+	task := Task{ID: "t1", Repo: repo}
+	prepare(t, w, task, "main")
+	dir := w.Dir(task.ID)
+	var cps []string
+	for _, line := range []string{"one", "two", "three"} {
+		appendTo(t, filepath.Join(dir, "shared.txt"), line)
+		cps = append(cps, checkpoint(t, w, task, len(cps)+1))
+	}
+	ctx := context.Background()
+	// The rewind is done from another host, through the remote alone.
+	other := host(t, remote)
+	r, err := other.Rewind(ctx, other.Stored("t1"), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Checkpoint != cps[0] || !slices.Equal(r.Turns, []int{2, 3}) || r.Set != "refs/drover/tasks/t1/rewound/1/" {
+		t.Errorf("Rewind = %+v", r)
+	}
+	refs := witness(t, remote, "for-each-ref", "--format=%(refname) %(objectname)", "refs/drover/tasks/t1/")
+	for _, want := range []string{"refs/drover/tasks/t1/last " + cps[0], "refs/drover/tasks/t1/turns/1 " + cps[0],
+		"refs/drover/tasks/t1/rewound/1/turns/2 " + cps[1], "refs/drover/tasks/t1/rewound/1/turns/3 " + cps[2]} {
+		if !strings.Contains(refs, want+"\n") {
+			t.Errorf("the remote lacks %s:\n%s", want, refs)
+		}
+	}
+	if strings.Contains(refs, "refs/drover/tasks/t1/turns/2") || strings.Contains(refs, "refs/drover/tasks/t1/turns/3") {
+		t.Errorf("turns 2 and 3 are still turns:\n%s", refs)
+	}
+	// The worker's host: its mirror follows, the worktree goes back, and turn 4 starts there.
+	if err := w.Fetch(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Restore(ctx, task, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, filepath.Join(dir, "shared.txt")); got != "base\none\n" {
+		t.Errorf("after the rewind the worktree holds %q", got)
+	}
+	appendTo(t, filepath.Join(dir, "shared.txt"), "four")
+	checkpoint(t, w, task, 4)
+	if turns, err := w.Turns(ctx, task); err != nil || !slices.Equal(turns, []int{1, 4}) {
+		t.Errorf("Turns = %v, %v", turns, err)
+	}
+	from, to, err := TurnRange([]int{1, 4}, 4)
+	if err != nil || from != 1 || to != 4 {
+		t.Errorf("TurnRange = %d..%d, %v", from, to, err)
+	}
+	d, err := w.Diff(ctx, task, from, to, false)
+	if err != nil || !strings.Contains(d.Patch, "+four") || strings.Contains(d.Patch, "three") {
+		t.Errorf("turn 4's diff: %v\n%s", err, d.Patch)
+	}
+	// A second rewind keeps its set apart.
+	if r, err := other.Rewind(ctx, other.Stored("t1"), 0); err != nil || r.Set != "refs/drover/tasks/t1/rewound/2/" {
+		t.Errorf("second Rewind = %+v, %v", r, err)
+	}
+}
