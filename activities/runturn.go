@@ -28,6 +28,8 @@ func (a *Activities) RunTurn(ctx context.Context, in task.RunTurnInput) (task.Ru
 		Prompt:          in.Prompt,
 		PromptUUID:      in.PromptUUID,
 		Workspace:       in.Workspace,
+		Repo:            in.Repo,
+		Base:            in.Base,
 		Profile:         in.Profile,
 		SessionID:       in.SessionID,
 		LastMessageUUID: in.LastMessageUUID,

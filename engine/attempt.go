@@ -175,7 +175,7 @@ func (a *attempt) prepare(ctx context.Context) (prepared, *Error) {
 	if err := validateRequest(a.req); err != nil {
 		return prepared{}, &Error{Type: task.ErrTypeInvalidInput, Err: err}
 	}
-	workspace, f := resolveWorkspace(a.e.cfg.WorkspaceRoot, a.req.Workspace)
+	workspace, f := a.workspace(ctx)
 	if f != nil {
 		return prepared{}, f
 	}

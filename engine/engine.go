@@ -97,8 +97,12 @@ type Request struct {
 	Prompt       task.Prompt
 	// PromptUUID is the transcript uuid of the prompt, the same on every attempt.
 	PromptUUID string
-	Workspace  string
-	Profile    task.Profile
+	// Workspace is an unmanaged task's folder; Repo and Base a managed task's repository and
+	// base (see task.Params): its worktree is Config.Workspaces' Dir(TaskID).
+	Workspace string
+	Repo      string
+	Base      string
+	Profile   task.Profile
 	// SessionID and LastMessageUUID are the caller's view of the resume point before this turn;
 	// the executor row's committed point wins over them.
 	SessionID       string

@@ -186,8 +186,10 @@ func describeType(t, msg string) (string, int, string) {
 	case task.ErrTypeInterruptFailed, task.ErrTypeWorkerStopping, task.ErrTypeHostLost,
 		task.ErrTypeWorkerLost, task.ErrTypeStoreUnavailable:
 		return CodeUnavailable, http.StatusServiceUnavailable, msg + "; try again"
-	case task.ErrTypeWorkspaceMissing:
+	case task.ErrTypeWorkspaceMissing, task.ErrTypeBaseMissing, task.ErrTypeFileTooLarge, task.ErrTypeWorkspacesUnmanaged:
 		return CodeInvalidInput, http.StatusBadRequest, msg
+	case task.ErrTypeRepoUnreachable, task.ErrTypeDiskFull:
+		return CodeUnavailable, http.StatusServiceUnavailable, msg + "; try again"
 	}
 	return CodeInternal, http.StatusInternalServerError, msg
 }

@@ -71,8 +71,12 @@ type Summary struct {
 	Mode      task.PermissionMode `json:"mode,omitempty"`
 	Model     string              `json:"model,omitempty"`
 	Workspace string              `json:"workspace,omitempty"`
-	CreatedAt time.Time           `json:"created_at"`
-	UpdatedAt time.Time           `json:"updated_at"`
+	// Repo and Base are a managed task's repository and base; its Workspace is its worktree on
+	// the host that last ran it.
+	Repo      string    `json:"repo,omitempty"`
+	Base      string    `json:"base,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 	// Turns counts the turns begun; CostUSD adds up what the finished ones cost.
 	Turns   int     `json:"turns"`
 	CostUSD float64 `json:"cost_usd"`
@@ -262,6 +266,7 @@ func summarize(r store.TaskRow) (Summary, *task.State) {
 	}
 	s.Mode, s.LastError = st.PermissionMode, st.LastError
 	s.Model, s.Workspace = first(st.Model, s.Model), first(st.Workspace, s.Workspace)
+	s.Repo, s.Base = st.Repo, st.Base
 	s.Wait, s.BudgetExhausted = st.Wait, st.BudgetExhausted
 	if !st.Budget.IsZero() {
 		b := st.Budget

@@ -130,6 +130,8 @@ func (s *taskState) snapshot() task.State {
 	return task.State{
 		Status:          s.status(),
 		Workspace:       s.p.Workspace,
+		Repo:            s.p.Repo,
+		Base:            s.p.Base,
 		Model:           s.p.Profile.Model,
 		PermissionMode:  s.p.Profile.PermissionMode,
 		Turn:            s.turn,

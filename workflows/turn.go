@@ -267,6 +267,8 @@ func (s *taskState) executeRunTurn(ctx workflow.Context, q task.QueuedPrompt, at
 		Prompt:          q.Prompt,
 		PromptUUID:      q.PromptUUID,
 		Workspace:       s.p.Workspace,
+		Repo:            s.p.Repo,
+		Base:            s.p.Base,
 		Profile:         s.p.Profile,
 		SessionID:       s.sessionID,
 		LastMessageUUID: s.lastUUID,

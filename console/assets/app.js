@@ -195,8 +195,19 @@ function newTaskPage() {
   const promptBox = h("textarea", { name: "prompt", rows: 6, placeholder: "What should the agent do?" });
   promptBox.required = true;
   const workspace = h("input", { type: "text", name: "workspace", placeholder: "/absolute/path/of/the/folder/on/the/workers" });
-  workspace.required = true;
   workspace.value = localStorage.getItem(WORKSPACE_KEY) || "";
+  const repo = h("input", { type: "text", name: "repo", placeholder: "https://host/owner/repo.git or /path/on/the/workers" });
+  const base = h("input", { type: "text", name: "base", placeholder: "the repository's default branch" });
+  // A task runs in a folder of its own (workspace) or in a managed worktree of a repository
+  // (repo), not both: filling one in sets the other aside.
+  const exclusive = () => {
+    const managed = repo.value.trim() !== "";
+    workspace.disabled = managed;
+    workspace.required = !managed;
+    base.disabled = !managed;
+  };
+  repo.addEventListener("input", exclusive);
+  exclusive();
   const mode = h("select", { name: "mode" }, MODES.map((m) => h("option", { value: m }, MODE_HELP[m] ? m + ": " + MODE_HELP[m] : m)));
   const model = h("input", { type: "text", name: "model", placeholder: "the CLI's default" });
   const id = h("input", { type: "text", name: "id", placeholder: "a new uuid" });
@@ -209,7 +220,9 @@ function newTaskPage() {
     help ? h("span", { className: "muted" }, help) : null);
   const form = h("form", { className: "new-task" },
     field("Prompt", promptBox),
-    field("Workspace", workspace, "the folder the agent works in, as the workers' hosts see it"),
+    field("Workspace", workspace, "the folder the agent works in, as the workers' hosts see it: unmanaged (no isolation, checkpoint or move)"),
+    field("Repository", repo, "or: a git repository the task works on in a worktree and branch of its own, checkpointed every turn"),
+    field("Base", base, "with a repository: the branch, tag or commit to start from"),
     field("Mode", mode),
     field("Model", model),
     field("Task id", id, "optional"),
@@ -232,14 +245,20 @@ function newTaskPage() {
   });
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
-    const body = { prompt: promptBox.value, workspace: workspace.value.trim(), mode: mode.value };
+    const body = { prompt: promptBox.value, mode: mode.value };
+    if (repo.value.trim()) {
+      body.repo = repo.value.trim();
+      if (base.value.trim()) body.base = base.value.trim();
+    } else {
+      body.workspace = workspace.value.trim();
+    }
     if (model.value.trim()) body.model = model.value.trim();
     if (id.value.trim()) body.id = id.value.trim();
     if (maxCost.value !== "") body.budget = { max_cost_usd: Number(maxCost.value) };
     submit.disabled = true;
     try {
       const res = await postJSON("/api/v1/tasks", body, { "Idempotency-Key": key });
-      localStorage.setItem(WORKSPACE_KEY, body.workspace);
+      if (body.workspace) localStorage.setItem(WORKSPACE_KEY, body.workspace);
       const created = (res.task && res.task.id) || (res.prompt && res.prompt.task_id) || body.id;
       started.add(created);
       location.hash = "#/tasks/" + encodeURIComponent(created);
@@ -360,6 +379,7 @@ function factsOf(t) {
   if (t.model) parts.push(h("span", null, "model " + t.model));
   parts.push(h("span", { className: "cost" }, "cost " + money(t.cost_usd)));
   parts.push(h("span", { className: "turns" }, turnCount(t) + (turnCount(t) === 1 ? " turn" : " turns")));
+  if (t.repo) parts.push(h("span", { className: "repo" }, "repo ", h("code", null, t.repo + (t.base ? " @ " + t.base : ""))));
   if (t.workspace) parts.push(h("span", null, h("code", null, t.workspace)));
   if (t.pending_approvals) parts.push(h("span", { className: "attn" }, t.pending_approvals + " waiting for you" + (t.waiting_since ? " for " + ago(t.waiting_since) : "")));
   if (t.wait) parts.push(h("span", { className: "attn" }, waitText(t.wait)));

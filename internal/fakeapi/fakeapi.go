@@ -24,6 +24,8 @@ type Task struct {
 	Mode             string           `json:"mode,omitempty"`
 	Model            string           `json:"model,omitempty"`
 	Workspace        string           `json:"workspace,omitempty"`
+	Repo             string           `json:"repo,omitempty"`
+	Base             string           `json:"base,omitempty"`
 	CreatedAt        time.Time        `json:"created_at"`
 	UpdatedAt        time.Time        `json:"updated_at"`
 	Turns            int              `json:"turns"`
@@ -340,12 +342,15 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 		ID        string `json:"id"`
 		Prompt    string `json:"prompt"`
 		Workspace string `json:"workspace"`
+		Repo      string `json:"repo"`
+		Base      string `json:"base"`
 		Mode      string `json:"mode"`
 		Model     string `json:"model"`
 	}
 	raw, _ := r.Context().Value(bodyKey{}).(json.RawMessage)
-	if err := json.Unmarshal(raw, &body); err != nil || strings.TrimSpace(body.Prompt) == "" || !strings.HasPrefix(body.Workspace, "/") {
-		writeError(w, http.StatusBadRequest, "invalid_input", "a task needs a prompt and an absolute workspace")
+	err := json.Unmarshal(raw, &body)
+	if err != nil || strings.TrimSpace(body.Prompt) == "" || (body.Repo == "") == !strings.HasPrefix(body.Workspace, "/") {
+		writeError(w, http.StatusBadRequest, "invalid_input", "a task needs a prompt and an absolute workspace or a repo")
 		return
 	}
 	key := r.Header.Get("Idempotency-Key")
@@ -363,7 +368,7 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	now := time.Now().UTC()
 	if !seen {
-		s.PutTask(Task{ID: id, Status: "running", Mode: body.Mode, Model: body.Model, Workspace: body.Workspace, CreatedAt: now, UpdatedAt: now})
+		s.PutTask(Task{ID: id, Status: "running", Mode: body.Mode, Model: body.Model, Workspace: body.Workspace, Repo: body.Repo, Base: body.Base, CreatedAt: now, UpdatedAt: now})
 		if s.cfg.HideCreated {
 			s.mu.Lock()
 			s.hidden[id] = true
