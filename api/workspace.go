@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/uuid"
+
+	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/taskerr"
 	"github.com/drover-run/drover/workspace"
 )
@@ -235,4 +238,103 @@ func (s *Server) publish(ctx context.Context, id string, body PublishRequest) (w
 		return workspace.Published{}, err
 	}
 	return m.Publish(ctx, t, body.Remote, body.Branch, body.Force)
+}
+
+// RewindRequest is the body of POST /api/v1/tasks/{id}/rewind.
+type RewindRequest struct {
+	// Turn is the turn whose end the task goes back to; 0 is its start.
+	Turn *int `json:"turn"`
+}
+
+// Rewound is the answer of a rewind.
+type Rewound struct {
+	TaskID string `json:"task_id"`
+	task.Rewound
+}
+
+func (s *Server) rewindTask(w http.ResponseWriter, r *http.Request) {
+	id, e := taskID(r)
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	var body RewindRequest
+	if e := decode(r, &body); e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	if body.Turn == nil || *body.Turn < 0 {
+		s.writeError(w, r, errorf(http.StatusBadRequest, CodeInvalidInput, "turn is required: the turn whose end the task goes back to (0: its start)"))
+		return
+	}
+	var out task.Rewound
+	if e := s.command(r, id, true, func(ctx context.Context) (err error) {
+		out, err = s.cfg.Tasks.Rewind(ctx, id, *body.Turn)
+		return err
+	}); e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	writeJSON(w, http.StatusOK, Rewound{TaskID: id, Rewound: out})
+}
+
+// ForkRequest is the body of POST /api/v1/tasks/{id}/fork.
+type ForkRequest struct {
+	// Turn is the turn whose end the new task starts from; 0 is the task's start.
+	Turn *int `json:"turn"`
+	// ID names the new task; empty means a new uuid.
+	ID string `json:"id,omitempty"`
+	// Prompt, when given, is the new task's first prompt; without one it waits for a prompt.
+	Prompt string `json:"prompt,omitempty"`
+}
+
+// Forked is the answer of a fork.
+type Forked struct {
+	TaskID     string `json:"task_id"`
+	ForkedFrom string `json:"forked_from"`
+	AtTurn     int    `json:"at_turn"`
+	// Prompt is the first prompt's acceptance, when one was given.
+	Prompt *Accepted `json:"prompt,omitempty"`
+}
+
+func (s *Server) forkTask(w http.ResponseWriter, r *http.Request) {
+	src, e := taskID(r)
+	if e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	var body ForkRequest
+	if e := decode(r, &body); e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	if body.Turn == nil || *body.Turn < 0 {
+		s.writeError(w, r, errorf(http.StatusBadRequest, CodeInvalidInput, "turn is required: the turn whose end the new task starts from (0: the task's start)"))
+		return
+	}
+	dst := body.ID
+	if dst == "" {
+		dst = uuid.NewString()
+	}
+	prompt := task.Prompt{Text: body.Prompt}
+	if body.Prompt != "" {
+		if err := task.ValidatePrompt(prompt); err != nil {
+			s.writeError(w, r, invalidInput(err))
+			return
+		}
+	}
+	var acc task.PromptAccepted
+	if e := s.command(r, src, true, func(ctx context.Context) (err error) {
+		acc, err = s.cfg.Tasks.Fork(ctx, src, dst, *body.Turn, prompt)
+		return err
+	}); e != nil {
+		s.writeError(w, r, e)
+		return
+	}
+	out := Forked{TaskID: dst, ForkedFrom: src, AtTurn: *body.Turn}
+	if body.Prompt != "" {
+		a := accepted(dst, acc)
+		out.Prompt = &a
+	}
+	writeJSON(w, http.StatusCreated, out)
 }

@@ -18,5 +18,8 @@ func (a *attempt) workspace(ctx context.Context) (string, *Error) {
 			"task %s works on the repository %s, and host %s manages no workspaces (its worker needs git and a --worktree-root)",
 			a.req.TaskID, a.req.Repo, a.e.cfg.HostID)
 	}
+	if f := a.forkWorkspace(ctx, m); f != nil {
+		return "", f
+	}
 	return m.Dir(a.req.TaskID), nil
 }

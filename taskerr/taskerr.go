@@ -55,6 +55,9 @@ const (
 	CodeNoCheckpoint = "no_checkpoint"
 	// CodeBranchNotOurs: a publish would replace commits of a branch that drover did not write.
 	CodeBranchNotOurs = "branch_not_ours"
+	// CodeCannotRewind: a rewind the task cannot take now (no managed workspace, a turn running
+	// or queued, a turn it has not reached or set aside before).
+	CodeCannotRewind = "cannot_rewind"
 	// CodeUnreachable: a repository or remote could not be read or written.
 	CodeUnreachable = "unreachable"
 	// CodeInternal: drover failed; the message says where.
@@ -190,6 +193,8 @@ func describeType(t, msg string) (string, int, string) {
 		return CodeInvalidInput, http.StatusBadRequest, msg
 	case task.ErrTypeRepoUnreachable, task.ErrTypeDiskFull:
 		return CodeUnavailable, http.StatusServiceUnavailable, msg + "; try again"
+	case task.ErrTypeCannotRewind:
+		return CodeCannotRewind, http.StatusConflict, msg
 	}
 	return CodeInternal, http.StatusInternalServerError, msg
 }

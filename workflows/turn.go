@@ -269,6 +269,7 @@ func (s *taskState) executeRunTurn(ctx workflow.Context, q task.QueuedPrompt, at
 		Workspace:       s.p.Workspace,
 		Repo:            s.p.Repo,
 		Base:            s.p.Base,
+		Fork:            s.p.Fork,
 		Profile:         s.p.Profile,
 		SessionID:       s.sessionID,
 		LastMessageUUID: s.lastUUID,

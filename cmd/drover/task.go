@@ -35,6 +35,8 @@ func newTaskCommand(a *app) *cobra.Command {
 		newTaskListCommand(a),
 		newTaskShowCommand(a),
 		newTaskDiffCommand(a),
+		newTaskRewindCommand(a),
+		newTaskForkCommand(a),
 		newTaskWatchCommand(a),
 		newTaskPendingCommand(a),
 		newTaskDecideCommand(a, true),

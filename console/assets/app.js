@@ -318,11 +318,13 @@ function taskPage(id) {
     // A new request: read the task again at once for its choices and deadline.
     onRequest: () => { refresh(); },
     refreshPending: () => refresh(),
+    turnActions: (n) => turnActions(id, n),
   });
   const showTask = (t) => {
     task = t;
     clear(status).append(statusBadge(t.status));
     changes.hidden = !t.repo;
+    list.classList.toggle("managed", !!t.repo);
     clear(facts);
     append(facts, factsOf(t));
     if (t.context_window) gauge.set(t.context_window);
@@ -370,6 +372,29 @@ function taskPage(id) {
   }, STALL_CHECK_MS);
   const follow = followTimeline(id, timeline, list, stream, () => stopped, () => catchUp(0));
   return { stop() { stopped = true; poll.stop(); stallCheck.stop(); clearTimeout(catchTimer); follow.stop(); } };
+}
+
+// turnActions are what a person may do with a managed task's finished turn: see its changes, take
+// the task back to its end. The timeline shows them only once the task is known to be managed.
+function turnActions(id, n) {
+  const said = h("span", { className: "muted turn-said" });
+  said.setAttribute("role", "status");
+  const rewind = h("button", { type: "button", className: "rewind", title: "take the task back to the end of turn " + n + ": its next prompt continues from here, in this turn's files" }, "Rewind to here");
+  rewind.addEventListener("click", async () => {
+    if (!confirm("Take the task back to the end of turn " + n + "? Its conversation and files go back; the later turns' files are kept aside.")) return;
+    rewind.disabled = true;
+    said.textContent = "Rewinding…";
+    try {
+      const res = await postJSON(taskPath(id) + "/rewind", { turn: n });
+      said.textContent = "Back at the end of turn " + res.turn + (res.set_aside && res.set_aside.length ? "; turns " + res.set_aside.join(", ") + " kept aside" : "") + ".";
+    } catch (e) {
+      said.textContent = String(e.message || e);
+    } finally {
+      rewind.disabled = false;
+    }
+  });
+  return h("li", { className: "turn-actions", dataset: { turnActions: String(n) } },
+    h("a", { href: changesHref(id, n), className: "changes-of-turn" }, "Changes of turn " + n), " ", rewind, " ", said);
 }
 
 // factsOf is what a task's header says of it besides its status.
