@@ -225,3 +225,27 @@ func TestPublishRoute(t *testing.T) {
 		t.Errorf("forced publish: %d %s", a.status, a.err.Code)
 	}
 }
+
+// Rewind and fork take a turn (and for a fork, an id and a prompt), check them, and send them
+// to the task; a missing turn is refused with nothing sent.
+func TestRewindAndForkRoutes(t *testing.T) {
+	t.Parallel()
+	ts, rec := newServer(t, api.Config{})
+	json := []string{"Content-Type", "application/json"}
+	if a := do(t, ts, "POST", "/api/v1/tasks/known/rewind", `{}`, json...); a.status != 400 || a.err.Code != "invalid_input" {
+		t.Errorf("rewind with no turn: %d %s", a.status, a.err.Code)
+	}
+	if a := do(t, ts, "POST", "/api/v1/tasks/known/fork", `{"turn":-1}`, json...); a.status != 400 {
+		t.Errorf("fork at turn -1: %d %s", a.status, a.err.Code)
+	}
+	if a := do(t, ts, "POST", "/api/v1/tasks/known/rewind", `{"turn":0}`, json...); a.status != 200 {
+		t.Errorf("rewind to 0: %d %s %s", a.status, a.err.Code, a.err.Message)
+	}
+	a := do(t, ts, "POST", "/api/v1/tasks/known/fork", `{"turn":1,"id":"other","prompt":"go on"}`, json...)
+	if a.status != 201 || !strings.Contains(string(a.body), `"task_id":"other"`) || !strings.Contains(string(a.body), `"forked_from":"known"`) {
+		t.Errorf("fork: %d %s", a.status, a.body)
+	}
+	if got := strings.Join(rec.sent(), "|"); got != `rewind known 0|fork known other 1 "go on"` {
+		t.Errorf("sent: %s", got)
+	}
+}
