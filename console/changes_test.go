@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/drover-run/drover/api"
 	"github.com/drover-run/drover/console"
+	"github.com/drover-run/drover/events"
+	"github.com/drover-run/drover/internal/fakeapi"
 	"github.com/drover-run/drover/internal/testkit/pgtest"
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/taskview"
@@ -219,5 +222,61 @@ func TestChangesViewOfAnUnmanagedTask(t *testing.T) {
 	waitFor(t, p, `document.querySelector(".alert")`)
 	if got := eval[string](t, p, `document.querySelector(".alert").textContent`); !strings.Contains(got, "no managed workspace") {
 		t.Errorf("the page says %q", got)
+	}
+}
+
+// A managed task's finished turns each offer their changes and "Rewind to here": the button,
+// once confirmed, sends the rewind of its turn (the fake API's ledger) and says the answer; an
+// unmanaged task's turns offer neither.
+func TestTurnsOfferRewind(t *testing.T) {
+	t.Parallel()
+	api, url := stack(t, fakeapi.Config{})
+	now := time.Now().UTC()
+	prompt := func(s string) json.RawMessage {
+		return mustJSON(t, events.AgentEvent{Type: events.TypeUserMessage, Text: s})
+	}
+	done := mustJSON(t, events.AgentEvent{Type: events.TypeComplete})
+	var last int64
+	for _, id := range []string{"managed", "plain"} {
+		task := fakeapi.Task{ID: id, Status: "idle", CreatedAt: now, UpdatedAt: now, Turns: 3}
+		if id == "managed" {
+			task.Repo = "/srv/repos/app"
+		} else {
+			task.Workspace = "/srv/work"
+		}
+		api.PutTask(task)
+		for turn := 1; turn <= 3; turn++ {
+			n, err := api.Append(id, turn, 1, prompt(fmt.Sprintf("prompt %d", turn)), done)
+			if err != nil {
+				t.Fatal(err)
+			}
+			last = n
+		}
+	}
+	p := page(t)
+	navigate(t, p, url+"/#/tasks/plain")
+	waitFor(t, p, fmt.Sprintf(`document.body.dataset.lastSeq == "%d" && document.querySelector("[data-status]")`, last))
+	if n := eval[int](t, p, `[...document.querySelectorAll(".turn-actions")].filter(e => e.offsetParent !== null).length`); n != 0 {
+		t.Errorf("an unmanaged task's page shows %d turn actions", n)
+	}
+	navigate(t, p, url+"/#/tasks/managed")
+	waitFor(t, p, `document.querySelectorAll(".turn-actions").length === 3 && document.querySelector("#timeline.managed") && document.querySelector(".changes-link:not([hidden])")`)
+	if got := eval[string](t, p, `document.querySelector('[data-turn-actions="2"] a.changes-of-turn').getAttribute("href")`); got != "#/tasks/managed/changes/2" {
+		t.Errorf("turn 2's changes link to %q", got)
+	}
+	eval[any](t, p, `(() => { window.confirm = () => true; for (const d of document.querySelectorAll("#timeline details")) d.open = true; return null; })()`)
+	checkAccessible(t, p, "a managed task's turns")
+	if err := p.Do(chromedp.Click(chromedp.CSS(`[data-turn-actions="1"] button.rewind`))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p, `document.querySelector('[data-turn-actions="1"] .turn-said').textContent.includes("Back at the end of turn 1; turns 2, 3 kept aside")`)
+	var sent []string
+	for _, c := range api.Calls() {
+		if c.Method == "POST" {
+			sent = append(sent, c.Path+" "+string(c.Body))
+		}
+	}
+	if len(sent) != 1 || sent[0] != `/api/v1/tasks/managed/rewind {"turn":1}` {
+		t.Errorf("the page sent %q", sent)
 	}
 }
