@@ -13,6 +13,9 @@ import (
 	"testing"
 
 	"github.com/drover-run/drover/api"
+	"github.com/drover-run/drover/internal/testkit/pgtest"
+	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/workspace"
 )
 
@@ -247,5 +250,32 @@ func TestRewindAndForkRoutes(t *testing.T) {
 	}
 	if got := strings.Join(rec.sent(), "|"); got != `rewind known 0|fork known other 1 "go on"` {
 		t.Errorf("sent: %s", got)
+	}
+}
+
+// A checkpoint pushed by an attempt that died before Postgres committed its turn is not shown:
+// the diff ends at the newest committed one.
+func TestDiffShowsCommittedCheckpointsOnly(t *testing.T) {
+	t.Parallel()
+	remote := ranTask(t)
+	db := pgtest.NewPool(t)
+	ctx := context.Background()
+	_, err := store.BeginAttempt(ctx, db, store.AttemptStart{TaskID: "known", AttemptID: "a1", Turn: 1, Prompt: "p",
+		PromptUUID: "00000000-0000-4000-8000-000000000001", LostTurnError: "lost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1 := strings.TrimSpace(git(t, remote, "rev-parse", "refs/drover/tasks/known/turns/1"))
+	if _, err := store.CommitTurn(ctx, db, store.TurnCommit{TaskID: "known", Turn: 1, AttemptID: "a1", SessionID: "s",
+		LastMessageUUID: "u1", Status: task.TurnCompleted, Checkpoint: c1}); err != nil {
+		t.Fatal(err)
+	}
+	ts, _ := newServer(t, api.Config{Workspaces: readerOf(t, remote), DB: db})
+	d := diffOf(t, do(t, ts, "GET", "/api/v1/tasks/known/diff?stat=1", ""))
+	if len(d.Turns) != 1 || d.ToTurn != 1 || d.To != c1 {
+		t.Errorf("turns %v, to turn %d (%s); want turn 1 alone (%s)", d.Turns, d.ToTurn, d.To, c1)
+	}
+	if a := do(t, ts, "GET", "/api/v1/tasks/known/diff?turn=2", ""); a.status != 404 || a.err.Code != "no_checkpoint" {
+		t.Errorf("turn 2, not committed: %d %s", a.status, a.err.Code)
 	}
 }
