@@ -112,6 +112,6 @@ func (a *Activities) InterruptTurn(ctx context.Context, in task.InterruptTurnInp
 
 // StopExecutor stops the task's CLI process on this host, if any.
 func (a *Activities) StopExecutor(ctx context.Context, in task.InterruptTurnInput) error {
-	a.engine.StopTask(ctx, in.TaskID)
+	a.engine.StopEndedTask(ctx, in.TaskID, in.Repo)
 	return nil
 }

@@ -190,6 +190,13 @@ func (e *Engine) track(taskID string, turn int, cancel context.CancelCauseFunc) 
 // StopTask stops the task's CLI process on this host, if any, and forgets the task's pending
 // interrupt.
 func (e *Engine) StopTask(ctx context.Context, taskID string) {
+	e.StopEndedTask(ctx, taskID, "")
+}
+
+// StopEndedTask is StopTask for a task that has ended, and also takes a managed task's worktree
+// (repo: the task's repository) off this host; its checkpoints stay.
+func (e *Engine) StopEndedTask(ctx context.Context, taskID, repo string) {
+	defer e.removeWorktree(ctx, taskID, repo)
 	e.interruptsMu.Lock()
 	delete(e.interrupts, taskID)
 	e.interruptsMu.Unlock()

@@ -379,6 +379,9 @@ type RunTurnResult struct {
 type InterruptTurnInput struct {
 	TaskID string `json:"task_id"`
 	Turn   int    `json:"turn"`
+	// Repo is a managed task's repository, given to StopExecutor when the task ends: its
+	// worktree is removed with its process.
+	Repo string `json:"repo,omitempty"`
 }
 
 // Search attribute names shown in the Temporal UI.

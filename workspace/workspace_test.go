@@ -691,3 +691,20 @@ func TestEnsureBeforeTheFirstCheckpoint(t *testing.T) {
 		t.Errorf("Ensure of an unknown task = %v, want ErrNoCheckpoint", err)
 	}
 }
+
+// TestPrepareWithoutABaseTakesTheDefaultBranch: a repository whose default branch is not git's
+// own default gives its default branch's commit when no base is named.
+func TestPrepareWithoutABaseTakesTheDefaultBranch(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "origin")
+	witness(t, t.TempDir(), "init", "-q", "-b", "trunk", dir)
+	write(t, filepath.Join(dir, "f.txt"), "trunk\n")
+	witness(t, dir, "add", "-A")
+	witness(t, dir, "commit", "-q", "-m", "on trunk")
+	witness(t, dir, "branch", "other")
+	m := host(t, "")
+	task := Task{ID: "t1", Repo: dir}
+	base := prepare(t, m, task, "")
+	if want := strings.TrimSpace(witness(t, dir, "rev-parse", "trunk")); base != want {
+		t.Errorf("base = %s, want trunk's %s", base, want)
+	}
+}
