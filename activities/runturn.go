@@ -31,6 +31,7 @@ func (a *Activities) RunTurn(ctx context.Context, in task.RunTurnInput) (task.Ru
 		Repo:            in.Repo,
 		Base:            in.Base,
 		Fork:            in.Fork,
+		Rewound:         in.Rewound,
 		Profile:         in.Profile,
 		SessionID:       in.SessionID,
 		LastMessageUUID: in.LastMessageUUID,

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drover-run/drover/events"
 	fa "github.com/drover-run/drover/internal/offlinemodel"
 	"github.com/drover-run/drover/task"
 )
@@ -119,6 +120,15 @@ func TestForkAndRewindAtTurnOne(t *testing.T) {
 	}
 	if got := toolResultsWith(w.fake, mark, "turn-"); len(got) != 1 || got[0] != "turn-1" {
 		t.Errorf("turn 4's tool read %q, want turn 1's file", got)
+	}
+	var causes []string
+	for _, ev := range restoredEvents(w.events(src)) {
+		if ev.Turn == 4 {
+			causes = append(causes, ev.Agent.Workspace.Cause)
+		}
+	}
+	if len(causes) != 1 || causes[0] != events.RestoredForRewind {
+		t.Errorf("turn 4's restores: %q, want one for the rewind", causes)
 	}
 	for _, n := range []string{"2", "3"} {
 		if w.remoteRef("refs/drover/tasks/"+src+"/rewound/1/turns/"+n) == "" || w.remoteRef("refs/drover/tasks/"+src+"/turns/"+n) != "" {

@@ -306,8 +306,11 @@ type RunTurnInput struct {
 	Base string `json:"base,omitempty"`
 	// Fork is the task's Params.Fork: the turn's first attempt on a host with no worktree of
 	// the task forks it from there.
-	Fork    *ForkPoint `json:"fork,omitempty"`
-	Profile Profile    `json:"profile"`
+	Fork *ForkPoint `json:"fork,omitempty"`
+	// Rewound: the task was rewound since its last turn (UpdateRewind); the worktree goes back
+	// to the rewound turn's checkpoint, and the event says why.
+	Rewound bool    `json:"rewound,omitempty"`
+	Profile Profile `json:"profile"`
 	// SessionID and LastMessageUUID are the workflow's view of the resume point
 	// before this turn. The executor row in Postgres is the source of truth; these
 	// are used only when it has none.

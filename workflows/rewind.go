@@ -67,6 +67,7 @@ func (s *taskState) rewind(ctx workflow.Context, r task.RewindRequest) (task.Rew
 		return res, temporal.NewApplicationErrorWithCause(fmt.Sprintf("rewinding to turn %d: %s", r.Turn, msg), errType, err)
 	}
 	s.sessionID, s.lastUUID = res.SessionID, res.LastMessageUUID
+	s.rewound = true
 	workflow.GetLogger(ctx).Info("task rewound", "turn", r.Turn, "set_aside", res.SetAside)
 	return res, nil
 }

@@ -37,6 +37,8 @@ type taskState struct {
 	closing bool
 	// rewinding: a rewind is under way (UpdateRewind); queued prompts wait for it.
 	rewinding bool
+	// rewound: the task was rewound since its last turn ran; the next turn says so to its host.
+	rewound bool
 	// final is the status the task ended with, empty while it lives.
 	final task.Status
 
