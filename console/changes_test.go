@@ -225,9 +225,10 @@ func TestChangesViewOfAnUnmanagedTask(t *testing.T) {
 	}
 }
 
-// A managed task's finished turns each offer their changes and "Rewind to here": the button,
-// once confirmed, sends the rewind of its turn (the fake API's ledger) and says the answer; an
-// unmanaged task's turns offer neither.
+// A managed task's finished turns each offer their changes, "Rewind to here" and "Fork from
+// here": the rewind, once confirmed, sends the rewind of its turn (the fake API's ledger) and says
+// the answer; the fork sends the fork of its turn with the id typed and opens the new task; an
+// unmanaged task's turns offer none of them.
 func TestTurnsOfferRewind(t *testing.T) {
 	t.Parallel()
 	api, url := stack(t, fakeapi.Config{})
@@ -270,13 +271,19 @@ func TestTurnsOfferRewind(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, p, `document.querySelector('[data-turn-actions="1"] .turn-said').textContent.includes("Back at the end of turn 1; turns 2, 3 kept aside")`)
+	eval[any](t, p, `(() => { window.prompt = () => "managed-b"; return null; })()`)
+	if err := p.Do(chromedp.Click(chromedp.CSS(`[data-turn-actions="2"] button.fork`))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p, `location.hash === "#/tasks/managed-b" && document.querySelector("h1").textContent === "managed-b"`)
 	var sent []string
 	for _, c := range api.Calls() {
 		if c.Method == "POST" {
 			sent = append(sent, c.Path+" "+string(c.Body))
 		}
 	}
-	if len(sent) != 1 || sent[0] != `/api/v1/tasks/managed/rewind {"turn":1}` {
-		t.Errorf("the page sent %q", sent)
+	want := []string{`/api/v1/tasks/managed/rewind {"turn":1}`, `/api/v1/tasks/managed/fork {"turn":2,"id":"managed-b"}`}
+	if strings.Join(sent, "|") != strings.Join(want, "|") {
+		t.Errorf("the page sent %q, want %q", sent, want)
 	}
 }

@@ -1,7 +1,9 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -66,15 +68,11 @@ func TestForkAndRewindAtTurnOne(t *testing.T) {
 		t.Fatalf("after three turns the task's file holds %q", got)
 	}
 
-	// The fork, with a first prompt whose tool reads the file.
-	tc := *w.tc
-	tc.DB = w.db()
+	// The fork, from the command line, with a first prompt whose tool reads the file.
 	fork := w.taskID("fork")
 	mark := w.fake.Mark()
 	w.fake.Enqueue(fa.Reply(fa.UseBash("cat state.txt")), fa.Reply(fa.Text("forked")))
-	if _, err := tc.Fork(w.ctx, src, fork, 1, task.Prompt{Text: "fork prompt"}); err != nil {
-		t.Fatal(err)
-	}
+	w.drover("task", "fork", src, "--at-turn", "1", "--id", fork, "fork prompt")
 	if st := w.waitTurns(fork, 1); st.Totals.FailedTurns != 0 {
 		t.Fatalf("the fork's turn failed: %s", st.LastError)
 	}
@@ -98,13 +96,15 @@ func TestForkAndRewindAtTurnOne(t *testing.T) {
 		t.Errorf("the task forked from now holds %q", got)
 	}
 
-	// The rewind of the task itself.
-	r, err := w.tc.Rewind(w.ctx, src, 1)
-	if err != nil {
+	// The rewind of the task itself, from the command line.
+	var r struct {
+		Rewound task.Rewound `json:"rewound"`
+	}
+	if err := json.Unmarshal([]byte(w.drover("task", "rewind", src, "--to-turn", "1", "-o", "json")), &r); err != nil {
 		t.Fatal(err)
 	}
-	if len(r.SetAside) != 2 || r.Checkpoint != w.checkpointOf(src, 1) {
-		t.Errorf("rewind answered %+v", r)
+	if len(r.Rewound.SetAside) != 2 || r.Rewound.Checkpoint != w.checkpointOf(src, 1) {
+		t.Errorf("rewind answered %+v", r.Rewound)
 	}
 	mark = w.fake.Mark()
 	w.fake.Enqueue(fa.Reply(fa.UseBash("cat state.txt")), fa.Reply(fa.Text("back")))
@@ -135,6 +135,22 @@ func TestForkAndRewindAtTurnOne(t *testing.T) {
 			t.Errorf("turn %s's checkpoint is not set aside on the remote", n)
 		}
 	}
+}
+
+// drover runs the command line as a person on the test's world would, and returns its output.
+func (w *wsEnv) drover(args ...string) string {
+	w.t.Helper()
+	cmd := exec.Command(suite.drover, args...)
+	cmd.Env = w.serveEnv("DROVER_WORKSPACE_REMOTE="+w.remote, "XDG_CACHE_HOME="+w.t.TempDir())
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		w.t.Fatalf("drover %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr)
+	}
+	return string(out)
 }
 
 func readFile(t *testing.T, path string) string {

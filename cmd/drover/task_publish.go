@@ -17,18 +17,18 @@ type publishOptions struct {
 	view   *workspaceViewOptions
 }
 
-// addPublishFlags adds --push-to and --force to close, which then takes TASK BRANCH.
+// addPublishFlags adds --push-to and --force-push to close, which then takes TASK BRANCH.
 func addPublishFlags(c *cobra.Command, a *app) *publishOptions {
 	o := &publishOptions{view: addWorkspaceViewFlags(c, a)}
 	c.Use = "close TASK [--push-to REMOTE BRANCH]"
 	c.Long = `Let the task finish once its queued prompts have run. With --push-to, wait for it to
 end, then push its newest checkpoint (a managed task's files, committed or not) to
 BRANCH of REMOTE (a git URL or path) for review. The push replaces commits the task's
-work does not contain only with --force, or when BRANCH is the task's own drover/TASK.`
+work does not contain only with --force-push, or when BRANCH is the task's own drover/TASK.`
 	c.Example = `  drover task close fix-login
   drover task close fix-login --push-to git@github.com:me/app.git review/fix-login`
 	c.Flags().StringVar(&o.remote, "push-to", "", "push the task's work to this git remote's BRANCH once it ends")
-	c.Flags().BoolVar(&o.force, "force", false, "with --push-to: replace the branch's commits that the task's work does not contain")
+	c.Flags().BoolVar(&o.force, "force-push", false, "with --push-to: replace the branch's commits that the task's work does not contain")
 	c.Args = func(c *cobra.Command, args []string) error {
 		switch {
 		case o.remote == "" && len(args) == 1:

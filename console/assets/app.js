@@ -393,8 +393,25 @@ function turnActions(id, n) {
       rewind.disabled = false;
     }
   });
+  const fork = h("button", { type: "button", className: "fork", title: "start a new task from the end of turn " + n + ": its files and conversation; this task goes on untouched" }, "Fork from here");
+  fork.addEventListener("click", async () => {
+    const name = prompt("The new task's id (empty: a new one):", "");
+    if (name === null) return;
+    fork.disabled = true;
+    said.textContent = "Forking…";
+    try {
+      const body = { turn: n };
+      if (name.trim()) body.id = name.trim();
+      const res = await postJSON(taskPath(id) + "/fork", body);
+      started.add(res.task_id);
+      location.hash = "#/tasks/" + encodeURIComponent(res.task_id);
+    } catch (e) {
+      said.textContent = String(e.message || e);
+      fork.disabled = false;
+    }
+  });
   return h("li", { className: "turn-actions", dataset: { turnActions: String(n) } },
-    h("a", { href: changesHref(id, n), className: "changes-of-turn" }, "Changes of turn " + n), " ", rewind, " ", said);
+    h("a", { href: changesHref(id, n), className: "changes-of-turn" }, "Changes of turn " + n), " ", rewind, " ", fork, " ", said);
 }
 
 // factsOf is what a task's header says of it besides its status.

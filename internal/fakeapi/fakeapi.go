@@ -201,6 +201,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/v1/tasks/{id}/prompts", s.prompt)
 	mux.HandleFunc("POST /api/v1/tasks/{id}/interrupt", s.accepted)
 	mux.HandleFunc("POST /api/v1/tasks/{id}/rewind", s.rewind)
+	mux.HandleFunc("POST /api/v1/tasks/{id}/fork", s.fork)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such API route")
 	})
@@ -386,6 +387,33 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 	t := *s.tasks[id]
 	s.mu.Unlock()
 	writeJSON(w, http.StatusCreated, map[string]any{"task": t, "prompt": map[string]any{"task_id": id, "turn": 1}})
+}
+
+// fork answers as the real API does for a managed task: a new idle task on its repository.
+func (s *Server) fork(w http.ResponseWriter, r *http.Request) {
+	src := r.PathValue("id")
+	var body struct {
+		Turn *int   `json:"turn"`
+		ID   string `json:"id"`
+	}
+	s.mu.Lock()
+	t, ok := s.tasks[src]
+	s.mu.Unlock()
+	switch {
+	case !ok:
+		notFound(w, src)
+	case json.Unmarshal(bodyOf(r), &body) != nil || body.Turn == nil || *body.Turn < 0:
+		writeError(w, http.StatusBadRequest, "invalid_input", "turn is required")
+	case t.Repo == "":
+		writeError(w, http.StatusBadRequest, "invalid_input", "the task has no managed workspace")
+	default:
+		if body.ID == "" {
+			body.ID = src + "-fork"
+		}
+		now := time.Now().UTC()
+		s.PutTask(Task{ID: body.ID, Status: "idle", Repo: t.Repo, Mode: t.Mode, CreatedAt: now, UpdatedAt: now})
+		writeJSON(w, http.StatusCreated, map[string]any{"task_id": body.ID, "forked_from": src, "at_turn": *body.Turn})
+	}
 }
 
 // rewind answers as the real API does for an idle managed task: back at the turn asked for, the
