@@ -44,6 +44,7 @@ func (a *Activities) RegisterShared(w worker.ActivityRegistry) {
 	w.RegisterActivityWithOptions(a.DeliverDecision, activity.RegisterOptions{Name: task.ActivityDeliverDecision})
 	w.RegisterActivityWithOptions(a.RecordDeadline, activity.RegisterOptions{Name: task.ActivityRecordDeadline})
 	w.RegisterActivityWithOptions(a.RecordState, activity.RegisterOptions{Name: task.ActivityRecordState})
+	w.RegisterActivityWithOptions(a.Rewind, activity.RegisterOptions{Name: task.ActivityRewind})
 }
 
 // RegisterHost registers what runs on this host's own queue.

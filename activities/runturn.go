@@ -30,6 +30,8 @@ func (a *Activities) RunTurn(ctx context.Context, in task.RunTurnInput) (task.Ru
 		Workspace:       in.Workspace,
 		Repo:            in.Repo,
 		Base:            in.Base,
+		Fork:            in.Fork,
+		Rewound:         in.Rewound,
 		Profile:         in.Profile,
 		SessionID:       in.SessionID,
 		LastMessageUUID: in.LastMessageUUID,

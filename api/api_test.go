@@ -81,6 +81,16 @@ func (r *recorder) UpdateBudget(_ context.Context, id string, c task.BudgetChang
 	return task.BudgetChange{}.Apply(task.Budget{}), nil
 }
 
+func (r *recorder) Rewind(_ context.Context, id string, turn int) (task.Rewound, error) {
+	r.record("rewind %s %d", id, turn)
+	return task.Rewound{Turn: turn}, nil
+}
+
+func (r *recorder) Fork(_ context.Context, src, dst string, turn int, p task.Prompt) (task.PromptAccepted, error) {
+	r.record("fork %s %s %d %q", src, dst, turn, p.Text)
+	return task.PromptAccepted{Turn: 1}, nil
+}
+
 // Decide checks d as taskclient.Decider does, against the request the reader shows.
 func (r *recorder) Decide(ctx context.Context, id string, d task.Decision, _ time.Duration) (task.DecisionRecord, bool, error) {
 	ps, _ := reader{}.Pending(ctx, id, 0)
@@ -135,6 +145,9 @@ func newServer(t *testing.T, cfg api.Config) (*httptest.Server, *recorder) {
 	}
 	if cfg.DB == nil {
 		cfg.DB = pgtest.NewPool(t)
+	}
+	if cfg.Workspaces == nil {
+		cfg.Workspaces = readerOf(t, "")
 	}
 	s, err := api.New(cfg)
 	if err != nil {

@@ -32,6 +32,8 @@ type Tasks interface {
 	Close(ctx context.Context, taskID string) error
 	Cancel(ctx context.Context, taskID string) error
 	UpdateBudget(ctx context.Context, taskID string, change task.BudgetChange) (task.Budget, error)
+	Rewind(ctx context.Context, taskID string, turn int) (task.Rewound, error)
+	Fork(ctx context.Context, src, dst string, turn int, prompt task.Prompt) (task.PromptAccepted, error)
 }
 
 // CreateTask is the body of POST /api/v1/tasks.

@@ -650,6 +650,11 @@ func (a *attempt) spec(ctx context.Context, workspace string, at resumePoint) (e
 	if at.sessionID != "" && at.uuid != "" {
 		spec.cmd.Resume, spec.cmd.ResumeSessionAt = at.sessionID, at.uuid
 		spec.sessionID, spec.resumeSessionID, spec.resumeAt = at.sessionID, at.sessionID, at.uuid
+		if a.forksSession(at) {
+			if f := a.forkSession(&spec, workspace); f != nil {
+				return spec, f
+			}
+		}
 		// The CLI's running cost continues across --resume from what the session cost so far;
 		// the adapter subtracts it when a result lacks per-turn usage.
 		spec.priorTotalCostUSD = at.priorCostUSD

@@ -102,7 +102,11 @@ type Request struct {
 	Workspace string
 	Repo      string
 	Base      string
-	Profile   task.Profile
+	// Fork is a forked task's fork point (task.Params.Fork).
+	Fork *task.ForkPoint
+	// Rewound: the task was rewound since its last turn (task.RunTurnInput.Rewound).
+	Rewound bool
+	Profile task.Profile
 	// SessionID and LastMessageUUID are the caller's view of the resume point before this turn;
 	// the executor row's committed point wins over them.
 	SessionID       string

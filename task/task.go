@@ -131,8 +131,11 @@ type Params struct {
 	Repo string `json:"repo,omitempty"`
 	// Base is the branch, tag or commit of Repo the task starts from; empty means the
 	// repository's default branch.
-	Base    string  `json:"base,omitempty"`
-	Profile Profile `json:"profile"`
+	Base string `json:"base,omitempty"`
+	// Fork, set on a task forked from another's turn, is where its worktree and conversation
+	// start (see ForkPoint); Repo is the other task's.
+	Fork    *ForkPoint `json:"fork,omitempty"`
+	Profile Profile    `json:"profile"`
 	// IdleTimeout ends the task when no prompt arrives for this long after its
 	// last turn. Zero means the task waits for prompts until it is closed.
 	IdleTimeout time.Duration `json:"idle_timeout,omitempty"`
@@ -299,8 +302,14 @@ type RunTurnInput struct {
 	PromptUUID string `json:"prompt_uuid"`
 	Workspace  string `json:"workspace"`
 	// Repo and Base make the turn run in the task's managed worktree (see Params).
-	Repo    string  `json:"repo,omitempty"`
-	Base    string  `json:"base,omitempty"`
+	Repo string `json:"repo,omitempty"`
+	Base string `json:"base,omitempty"`
+	// Fork is the task's Params.Fork: the turn's first attempt on a host with no worktree of
+	// the task forks it from there.
+	Fork *ForkPoint `json:"fork,omitempty"`
+	// Rewound: the task was rewound since its last turn (UpdateRewind); the worktree goes back
+	// to the rewound turn's checkpoint, and the event says why.
+	Rewound bool    `json:"rewound,omitempty"`
 	Profile Profile `json:"profile"`
 	// SessionID and LastMessageUUID are the workflow's view of the resume point
 	// before this turn. The executor row in Postgres is the source of truth; these

@@ -99,6 +99,9 @@ func (p Params) Validate() error {
 	if strings.HasPrefix(p.Base, "-") || strings.ContainsAny(p.Base, " \x00") {
 		errs = append(errs, invalid("base", "%q is not a branch, tag or commit name", p.Base))
 	}
+	if p.Fork != nil && (p.Repo == "" || ValidateID(p.Fork.Task) != nil || p.Fork.Turn < 0) {
+		errs = append(errs, invalid("fork", "names no turn of a managed task: a fork needs the task's repository, its id and a turn of 0 or more"))
+	}
 	if strings.HasPrefix(p.Repo, "-") || strings.ContainsRune(p.Repo, 0) {
 		errs = append(errs, invalid("repo", "%q is not a repository URL or path", p.Repo))
 	}

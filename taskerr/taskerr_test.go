@@ -15,6 +15,7 @@ import (
 	"github.com/drover-run/drover/taskclient"
 	"github.com/drover-run/drover/taskerr"
 	"github.com/drover-run/drover/taskview"
+	"github.com/drover-run/drover/workspace"
 )
 
 // Each error a caller meets has a stable code, the HTTP status that goes with it, and a message
@@ -51,6 +52,10 @@ func TestDescribe(t *testing.T) {
 		{wrap(&task.InvalidError{Field: "prompt", Reason: "is empty"}), taskerr.CodeInvalidInput, http.StatusBadRequest, []string{"prompt: is empty"}, nil},
 		{serviceerror.NewNotFound("workflow not found"), taskerr.CodeNotFound, http.StatusNotFound, nil, nil},
 		{wrap(context.DeadlineExceeded), taskerr.CodeUnavailable, http.StatusServiceUnavailable, []string{"is a worker running"}, nil},
+		{fmt.Errorf("diffing: %w", workspace.ErrNotManaged), taskerr.CodeNotManaged, http.StatusConflict, []string{"--repo"}, nil},
+		{fmt.Errorf("diffing: %w", workspace.ErrNoCheckpoint), taskerr.CodeNoCheckpoint, http.StatusNotFound, []string{"drover task diff"}, nil},
+		{fmt.Errorf("publishing: %w", workspace.ErrNotOurs), taskerr.CodeBranchNotOurs, http.StatusConflict, nil, nil},
+		{&workspace.UnreachableError{URL: "u", Err: errors.New("x")}, taskerr.CodeUnreachable, http.StatusBadGateway, []string{"u"}, nil},
 		{errors.New("boom"), taskerr.CodeInternal, http.StatusInternalServerError, []string{"boom"}, nil},
 	} {
 		d := taskerr.Describe(c.err)

@@ -165,6 +165,11 @@ export class Timeline {
       }
       case "complete":
         this.complete(r, ev);
+        // What a person may do with a finished turn (its changes, going back to it): the page's.
+        if (this.hooks.turnActions && r.turn && !ev.parent_tool_call_id) {
+          const acts = this.hooks.turnActions(r.turn);
+          if (acts) this.put(r, acts);
+        }
         break;
       case "error":
         this.failed(r, ev.error || {});
