@@ -390,8 +390,10 @@ func forEachTask(n int, prefix string, fn func(taskID string) error) (wait func(
 	}
 }
 
-// waitAllComplete polls every 10ms until the tasks whose id starts with
-// prefix have want complete events of the main agent between them. It fails
+// waitAllComplete polls every 100ms until the tasks whose id starts with
+// prefix have want complete events of the main agent between them (its counts
+// scan the tasks' events: at every 10ms, with hundreds of tasks, they loaded the
+// Postgres whose throughput P4 measures; a run lasts minutes). It fails
 // on a turn that failed for good, and on a turn committed as completed whose
 // complete event is still not in the log 5s later: an event lost. A turn that
 // never ran has no record in Postgres: when check is not nil, it is called
@@ -432,7 +434,7 @@ func (e *benchEnv) waitAllComplete(prefix string, want int, check func() error) 
 		select {
 		case <-e.ctx.Done():
 			e.tb.Fatalf("%d of %d turns of %s* complete: %v\n%s", completes, want, prefix, e.ctx.Err(), e.turnReport(prefix))
-		case <-time.After(10 * time.Millisecond):
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
