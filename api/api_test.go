@@ -91,6 +91,11 @@ func (r *recorder) Fork(_ context.Context, src, dst string, turn int, p task.Pro
 	return task.PromptAccepted{Turn: 1}, nil
 }
 
+func (r *recorder) Resolve(_ context.Context, id string, c task.AttentionChoice) (int, error) {
+	r.record("resolve %s %s", id, c.Choice)
+	return 2, nil
+}
+
 // Decide checks d as taskclient.Decider does, against the request the reader shows.
 func (r *recorder) Decide(ctx context.Context, id string, d task.Decision, _ time.Duration) (task.DecisionRecord, bool, error) {
 	ps, _ := reader{}.Pending(ctx, id, 0)

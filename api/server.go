@@ -52,6 +52,7 @@ var routeTable = []struct {
 	{"POST /api/v1/tasks/{id}/close", false, func(s *Server) http.HandlerFunc { return s.closeTask }},
 	{"POST /api/v1/tasks/{id}/cancel", false, func(s *Server) http.HandlerFunc { return s.cancelTask }},
 	{"POST /api/v1/tasks/{id}/budget", false, func(s *Server) http.HandlerFunc { return s.changeBudget }},
+	{"POST /api/v1/tasks/{id}/resolve", false, func(s *Server) http.HandlerFunc { return s.resolve }},
 	{"GET /api/v1/tasks/{id}/events", false, func(s *Server) http.HandlerFunc { return s.taskEvents }},
 	{"GET /api/v1/tasks/{id}/diff", false, func(s *Server) http.HandlerFunc { return s.taskDiff }},
 	{"POST /api/v1/tasks/{id}/publish", false, func(s *Server) http.HandlerFunc { return s.publishTask }},

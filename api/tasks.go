@@ -34,6 +34,7 @@ type Tasks interface {
 	UpdateBudget(ctx context.Context, taskID string, change task.BudgetChange) (task.Budget, error)
 	Rewind(ctx context.Context, taskID string, turn int) (task.Rewound, error)
 	Fork(ctx context.Context, src, dst string, turn int, prompt task.Prompt) (task.PromptAccepted, error)
+	Resolve(ctx context.Context, taskID string, choice task.AttentionChoice) (int, error)
 }
 
 // CreateTask is the body of POST /api/v1/tasks.

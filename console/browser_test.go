@@ -702,6 +702,40 @@ func TestPromptAndInterrupt(t *testing.T) {
 	}
 }
 
+// TestNeedsAttentionBox: a task whose session could not be resumed shows a red box that says
+// why, with its two choices; a choice is sent to the API (its ledger is the witness), and the
+// inbox lists the task.
+func TestNeedsAttentionBox(t *testing.T) {
+	t.Parallel()
+	api, url := stack(t, fakeapi.Config{})
+	now := time.Now().UTC()
+	api.PutTask(fakeapi.Task{ID: "stuck", Status: "needs_attention", Mode: "supervised", CreatedAt: now, UpdatedAt: now, Turns: 3,
+		Attention: json.RawMessage(`{"turn":3,"session_id":"s1","error":"No message found with message.uuid of: u9","at":"` + now.Format(time.RFC3339) + `"}`)})
+	p := page(t)
+	navigate(t, p, url+"/#/inbox")
+	waitFor(t, p, `[...document.querySelectorAll("li[data-task-id]")].some((li) => li.dataset.taskId == "stuck")`)
+	navigate(t, p, url+"/#/tasks/stuck")
+	waitFor(t, p, `document.querySelector(".alert.needs-attention")`)
+	if got := eval[string](t, p, `document.querySelector(".alert.needs-attention").textContent`); !strings.Contains(got, "could not be resumed") ||
+		!strings.Contains(got, "No message found") {
+		t.Errorf("the attention box says %q", got)
+	}
+	screenshot(t, p, "needs-attention")
+	if err := p.Do(chromedp.Click(chromedp.CSS(".alert.needs-attention button.resolve-new"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p, `document.body.textContent.includes("the waiting prompt runs as turn 4")`)
+	var sent []string
+	for _, c := range api.Calls() {
+		if c.Method == "POST" && c.Path == "/api/v1/tasks/stuck/resolve" {
+			sent = append(sent, string(c.Body))
+		}
+	}
+	if len(sent) != 1 || sent[0] != `{"choice":"new_session"}` {
+		t.Errorf("POST /resolve sent %q, want one {\"choice\":\"new_session\"}", sent)
+	}
+}
+
 // TestStalledTurnIsShown: a running task that writes nothing for longer than the console's stall
 // threshold is shown as possibly stalled, not as silence; the next event clears the banner. The
 // page's clock is moved forward rather than the test waiting for it.

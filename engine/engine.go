@@ -111,6 +111,8 @@ type Request struct {
 	// the executor row's committed point wins over them.
 	SessionID       string
 	LastMessageUUID string
+	// NewSession starts the turn in a new session (task.RunTurnInput.NewSession).
+	NewSession bool
 	// PreviousFailure says why the previous attempt failed, for the turn_retry event.
 	PreviousFailure string
 	// Grants are the permissions granted for the rest of the task so far ("allow always").

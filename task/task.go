@@ -236,6 +236,10 @@ type Carry struct {
 	HostBudget Budget `json:"host_budget,omitzero"`
 	// BudgetExhausted is set while the task's budget is spent.
 	BudgetExhausted *BudgetExhausted `json:"budget_exhausted,omitempty"`
+	// Attention is set while the task needs a person (its session could not be resumed).
+	Attention *Attention `json:"attention,omitempty"`
+	// NewSessionTurn is the turn a person chose to start in a new session, until it runs.
+	NewSessionTurn int `json:"new_session_turn,omitempty"`
 }
 
 // RecentPrompt is one accepted prompt Update and the answer it got.
@@ -292,6 +296,8 @@ type State struct {
 	Budget Budget `json:"budget,omitzero"`
 	// BudgetExhausted says which bound the task reached, while its status is budget_exhausted.
 	BudgetExhausted *BudgetExhausted `json:"budget_exhausted,omitempty"`
+	// Attention says why the task waits for a person, while its status is needs_attention.
+	Attention *Attention `json:"attention,omitempty"`
 }
 
 // RunTurnInput is the input of the RunTurn activity.
@@ -328,6 +334,9 @@ type RunTurnInput struct {
 	// from Postgres, which also knows the attempts the workflow never heard of).
 	Budget Budget  `json:"budget,omitzero"`
 	Spent  *Totals `json:"spent,omitempty"`
+	// NewSession starts the turn in a new session, whatever the task's committed resume point:
+	// a person chose so when the old session could not be resumed (ResolveNewSession).
+	NewSession bool `json:"new_session,omitempty"`
 }
 
 // TurnStatus is where a turn stands: running, or how it ended. The same names are the status

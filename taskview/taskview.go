@@ -89,6 +89,9 @@ type Summary struct {
 	Wait            *task.Wait            `json:"wait,omitempty"`
 	Budget          *task.Budget          `json:"budget,omitempty"`
 	BudgetExhausted *task.BudgetExhausted `json:"budget_exhausted,omitempty"`
+	// Attention says why the task waits for a person (status needs_attention): its session
+	// could not be resumed. Answer with POST /api/v1/tasks/{id}/resolve (drover task resolve).
+	Attention *task.Attention `json:"attention,omitempty"`
 }
 
 // Tokens adds up the tokens of a task's turns.
@@ -269,7 +272,7 @@ func summarize(r store.TaskRow) (Summary, *task.State) {
 	s.Mode, s.LastError = st.PermissionMode, st.LastError
 	s.Model, s.Workspace = first(st.Model, s.Model), first(st.Workspace, s.Workspace)
 	s.Repo, s.Base = st.Repo, st.Base
-	s.Wait, s.BudgetExhausted = st.Wait, st.BudgetExhausted
+	s.Wait, s.BudgetExhausted, s.Attention = st.Wait, st.BudgetExhausted, st.Attention
 	if !st.Budget.IsZero() {
 		b := st.Budget
 		s.Budget = &b

@@ -74,6 +74,11 @@ type taskState struct {
 	exhausted  *task.BudgetExhausted
 	budgeted   bool
 
+	// attention is set while the task needs a person (see resumeRefused); newSessionTurn is the
+	// turn a person chose to start in a new session.
+	attention      *task.Attention
+	newSessionTurn int
+
 	published published
 
 	// wait is what the running turn waits for, while it waits for its account.
@@ -107,6 +112,8 @@ func newTaskState(p task.Params, lim limits, taskID, firstRunID string) *taskSta
 			x := *c.BudgetExhausted
 			s.exhausted = &x
 		}
+		s.attention = cloneAttention(c.Attention)
+		s.newSessionTurn = c.NewSessionTurn
 		for _, q := range s.pending {
 			s.queuedBytes += task.PromptSize(q.Prompt)
 		}
@@ -127,6 +134,8 @@ func (s *taskState) status() task.Status {
 		return task.StatusRunning
 	case s.exhausted != nil:
 		return task.StatusBudgetExhausted
+	case s.attention != nil:
+		return task.StatusNeedsAttention
 	case s.closing:
 		return task.StatusClosing
 	}
@@ -155,6 +164,7 @@ func (s *taskState) snapshot() task.State {
 		Budget:          s.budget(),
 		BudgetExhausted: cloneExhausted(s.exhausted),
 		Wait:            s.waitSnapshot(),
+		Attention:       cloneAttention(s.attention),
 	}
 }
 
@@ -184,6 +194,8 @@ func (s *taskState) carry() *task.Carry {
 		Decided:         slices.Clone(s.decided),
 		HostBudget:      s.hostBudget,
 		BudgetExhausted: cloneExhausted(s.exhausted),
+		Attention:       cloneAttention(s.attention),
+		NewSessionTurn:  s.newSessionTurn,
 	}
 }
 

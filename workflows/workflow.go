@@ -76,6 +76,9 @@ func (s *taskState) setHandlers(ctx workflow.Context) error {
 	if err := s.setRewindHandler(ctx); err != nil {
 		return err
 	}
+	if err := s.setAttentionHandler(ctx); err != nil {
+		return err
+	}
 	return s.setApprovalHandlers(ctx)
 }
 
@@ -99,6 +102,10 @@ func (s *taskState) loop(ctx workflow.Context) (task.State, error) {
 			return s.snapshot(), s.continueAsNew(ctx)
 		case len(s.pending) > 0 && s.exhausted != nil:
 			if err := s.waitForBudget(ctx); err != nil {
+				return s.cancelled(ctx, err)
+			}
+		case len(s.pending) > 0 && s.attention != nil:
+			if err := s.waitForAttention(ctx); err != nil {
 				return s.cancelled(ctx, err)
 			}
 		case len(s.pending) > 0 && !s.rewinding:

@@ -70,6 +70,10 @@ recorded.`,
 				fmt.Fprintf(w, "decided     request %s (%s: %s) %s by %s; applies when the task's worker runs\n", r.RequestID, r.Tool,
 					clip(r.Summary, 50), verb, r.By)
 			}
+			if at := d.Attention; at != nil {
+				fmt.Fprintf(w, "NEEDS ATTENTION since %s: the session of turn %d could not be resumed (%s)\n", at.At.Local().Format(time.DateTime), at.Turn, clip(at.Error, 120))
+				fmt.Fprintf(w, "            nothing runs until you choose: drover task resolve %s --retry   or   drover task resolve %s --new-session\n", id, id)
+			}
 			if d.LastError != "" {
 				fmt.Fprintf(w, "last error  %s\n", d.LastError)
 			}

@@ -106,7 +106,7 @@ const BOARD = [
 ];
 
 function columnOf(t) {
-  if (t.pending_approvals > 0) return "you";
+  if (t.pending_approvals > 0 || t.status === Status.NEEDS_ATTENTION) return "you";
   if (t.status === Status.FAILED) return "broken";
   if (FINAL_STATUSES.includes(t.status)) return "done";
   if (WAITING_STATUSES.includes(t.status) || t.status === Status.BUDGET_EXHAUSTED) return "limit";
@@ -166,6 +166,7 @@ function taskRow(t) {
   if (t.pending_approvals) waiting.push(t.pending_approvals + " waiting" + (t.waiting_since ? " for " + ago(t.waiting_since) : ""));
   if (t.wait) waiting.push(waitText(t.wait));
   if (t.budget_exhausted) waiting.push("budget spent (" + (t.budget_exhausted.bound || "") + ")");
+  if (t.attention) waiting.push("needs attention: the session could not be resumed");
   if (t.last_error) waiting.push("error: " + t.last_error);
   const tr = h("tr", { dataset: { taskId: t.id, status: t.status || "" } },
     h("td", null, h("a", { href: "#/tasks/" + encodeURIComponent(t.id) }, t.id)),
@@ -414,6 +415,29 @@ function turnActions(id, n) {
     h("a", { href: changesHref(id, n), className: "changes-of-turn" }, "Changes of turn " + n), " ", rewind, " ", fork, " ", said);
 }
 
+// attentionBox is the red box of a task whose session could not be resumed, with the two
+// choices a person has: resume it again, or start a new session seeded with a summary.
+function attentionBox(t) {
+  const note = h("span", { className: "note" });
+  const choose = (choice) => async (ev) => {
+    ev.target.disabled = true;
+    try {
+      const res = await postJSON(taskPath(t.id) + "/resolve", { choice });
+      note.textContent = " Chosen: " + choice + "; the waiting prompt runs as turn " + res.turn + ".";
+    } catch (e) {
+      note.textContent = " Not taken: " + (e.message || e);
+      ev.target.disabled = false;
+    }
+  };
+  const retry = h("button", { type: "button", className: "resolve-retry" }, "Retry the session");
+  const fresh = h("button", { type: "button", className: "resolve-new" }, "Start a new session with a summary");
+  retry.addEventListener("click", choose("retry"));
+  fresh.addEventListener("click", choose("new_session"));
+  return h("div", { className: "alert needs-attention" },
+    "Needs attention: the session of turn " + t.attention.turn + " could not be resumed (" + (t.attention.error || "") +
+    "). Nothing runs until you choose. ", retry, " ", fresh, note);
+}
+
 // factsOf is what a task's header says of it besides its status.
 function factsOf(t) {
   const parts = [];
@@ -426,6 +450,7 @@ function factsOf(t) {
   if (t.pending_approvals) parts.push(h("span", { className: "attn" }, t.pending_approvals + " waiting for you" + (t.waiting_since ? " for " + ago(t.waiting_since) : "")));
   if (t.wait) parts.push(h("span", { className: "attn" }, waitText(t.wait)));
   if (t.budget_exhausted) parts.push(h("span", { className: "attn" }, "budget spent: " + (t.budget_exhausted.bound || "")));
+  if (t.attention) parts.push(attentionBox(t));
   if (t.last_error) parts.push(h("span", { className: "bad" }, "last error: " + t.last_error));
   parts.push(temporalLink(t));
   return parts;
@@ -576,7 +601,7 @@ function inboxPage() {
     }
     empty.hidden = list.length > 0;
     clear(attn);
-    const bad = (tasks.tasks || []).filter((t) => [Status.FAILED, Status.BUDGET_EXHAUSTED, Status.WAITING_FOR_SPEND_CAP].includes(t.status) || t.last_error);
+    const bad = (tasks.tasks || []).filter((t) => [Status.FAILED, Status.BUDGET_EXHAUSTED, Status.WAITING_FOR_SPEND_CAP, Status.NEEDS_ATTENTION].includes(t.status) || t.last_error);
     if (!bad.length) attn.append(h("li", { className: "muted" }, "No failed or stopped task."));
     for (const t of bad) {
       attn.append(h("li", { dataset: { taskId: t.id } }, h("a", { href: "#/tasks/" + encodeURIComponent(t.id) }, t.id), " ", statusBadge(t.status),

@@ -35,6 +35,7 @@ type Task struct {
 	LastError        string           `json:"last_error,omitempty"`
 	Wait             json.RawMessage  `json:"wait,omitempty"`
 	BudgetExhausted  json.RawMessage  `json:"budget_exhausted,omitempty"`
+	Attention        json.RawMessage  `json:"attention,omitempty"`
 	TemporalURL      string           `json:"temporal_url,omitempty"`
 	ContextWindow    *ContextWindow   `json:"context_window,omitempty"`
 	Pending          []PendingRequest `json:"pending,omitempty"`
@@ -202,6 +203,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/v1/tasks/{id}/interrupt", s.accepted)
 	mux.HandleFunc("POST /api/v1/tasks/{id}/rewind", s.rewind)
 	mux.HandleFunc("POST /api/v1/tasks/{id}/fork", s.fork)
+	mux.HandleFunc("POST /api/v1/tasks/{id}/resolve", s.resolve)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such API route")
 	})
@@ -439,6 +441,30 @@ func (s *Server) rewind(w http.ResponseWriter, r *http.Request) {
 			aside = append(aside, n)
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"task_id": id, "turn": *body.Turn, "checkpoint": "c", "set_aside": aside})
+	}
+}
+
+// resolve answers a choice for a task that needs attention: its waiting prompt runs as the turn
+// after its last, and the attention is gone.
+func (s *Server) resolve(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var body struct {
+		Choice string `json:"choice"`
+	}
+	raw, _ := r.Context().Value(bodyKey{}).(json.RawMessage)
+	_ = json.Unmarshal(raw, &body)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tasks[id]
+	switch {
+	case !ok || s.hidden[id]:
+		notFound(w, id)
+	case len(t.Attention) == 0:
+		writeError(w, http.StatusConflict, "not_pending", "the task does not need attention")
+	default:
+		t.Attention, t.Status = nil, "running"
+		t.Turns++
+		writeJSON(w, http.StatusOK, map[string]any{"task_id": id, "choice": body.Choice, "turn": t.Turns})
 	}
 }
 
