@@ -28,6 +28,7 @@ type Proxy struct {
 	blackhole bool
 	links     map[*link]struct{}
 	accepted  int
+	held      int // chunks and connections the fault held back
 	wg        sync.WaitGroup
 }
 
@@ -44,6 +45,7 @@ type link struct {
 	conns  [2]net.Conn // the client, the target
 	queue  [2][]chunk  // by direction: 0 client → target, 1 target → client
 	eof    [2]bool
+	late   [2]bool // the direction's next chunk waited for the fault
 	wake   [2]chan struct{}
 	closed bool
 }
@@ -111,6 +113,14 @@ func (p *Proxy) Accepted() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.accepted
+}
+
+// Held is how many chunks of bytes (and new connections) a latency or a blackhole has held back
+// so far: a test's evidence that the fault met traffic.
+func (p *Proxy) Held() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.held
 }
 
 // Open is how many connections are open through the proxy now.
@@ -194,11 +204,15 @@ func (p *Proxy) serve(c net.Conn) {
 	wg.Wait()
 }
 
-// waitOpen waits while the proxy is a blackhole; false when l was closed meanwhile.
+// waitOpen waits while the proxy is a blackhole; false when l was closed meanwhile. A connection
+// that must wait counts as held.
 func (p *Proxy) waitOpen(l *link) bool {
-	for {
+	for first := true; ; first = false {
 		p.mu.Lock()
 		hole, closed := p.blackhole, l.closed
+		if hole && first {
+			p.held++
+		}
 		p.mu.Unlock()
 		switch {
 		case closed:
@@ -251,9 +265,13 @@ func (p *Proxy) forward(l *link, dir int) {
 			return
 		}
 		wait := time.Duration(-1) // until woken
+		if p.blackhole && len(l.queue[dir]) > 0 {
+			p.holdLocked(l, dir)
+		}
 		if !p.blackhole && len(l.queue[dir]) > 0 {
 			c := l.queue[dir][0]
 			if wait = time.Until(c.at.Add(p.latency)); wait <= 0 {
+				l.late[dir] = false
 				l.queue[dir] = l.queue[dir][1:]
 				p.mu.Unlock()
 				if _, err := dst.Write(c.b); err != nil {
@@ -264,9 +282,18 @@ func (p *Proxy) forward(l *link, dir int) {
 				}
 				continue
 			}
+			p.holdLocked(l, dir)
 		}
 		p.mu.Unlock()
 		p.sleep(l.wake[dir], wait)
+	}
+}
+
+// holdLocked counts the next chunk of direction dir of l as held, once.
+func (p *Proxy) holdLocked(l *link, dir int) {
+	if !l.late[dir] {
+		l.late[dir] = true
+		p.held++
 	}
 }
 
