@@ -293,7 +293,8 @@ func (h *Hub) Watch(ctx context.Context, cfg WatchConfig, fn func(Event) error) 
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if !connectionLost(err) {
+			var de *deliveryError
+			if errors.As(err, &de) || !ConnectionLost(err) {
 				return fmt.Errorf("watching events of task %s: %w", cfg.TaskID, err)
 			}
 			h.cfg.Logger.WarnContext(ctx, "reading events lost its connection; reading again",
@@ -315,15 +316,6 @@ func (h *Hub) Watch(ctx context.Context, cfg WatchConfig, fn func(Event) error) 
 		}
 		poll.Reset(cfg.PollInterval)
 	}
-}
-
-// connectionLost reports whether a failed read of the log failed for want of a connection (reset,
-// refused, closed, timed out) rather than by the server's refusal or fn's error: such a read is
-// tried again on another connection of the pool.
-func connectionLost(err error) bool {
-	var pgErr *pgconn.PgError
-	var de *deliveryError
-	return !errors.As(err, &pgErr) && !errors.As(err, &de)
 }
 
 // sleepCtx waits for d; false when ctx ended first.

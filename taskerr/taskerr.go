@@ -144,6 +144,8 @@ func describe(err error) (code string, status int, msg string) {
 		return CodeUnavailable, http.StatusServiceUnavailable, err.Error() + " (is the Temporal server reachable?)"
 	case errors.Is(err, context.Canceled):
 		return CodeUnavailable, http.StatusServiceUnavailable, "cancelled before it was done: " + err.Error()
+	case store.ConnectionLost(err):
+		return CodeUnavailable, http.StatusServiceUnavailable, err.Error() + " (the connection to Postgres was lost; try again)"
 	}
 	return CodeInternal, http.StatusInternalServerError, err.Error()
 }

@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/temporal"
 
@@ -51,6 +55,10 @@ func TestDescribe(t *testing.T) {
 		{wrap(&task.InvalidError{Field: "prompt", Reason: "is empty"}), taskerr.CodeInvalidInput, http.StatusBadRequest, []string{"prompt: is empty"}, nil},
 		{serviceerror.NewNotFound("workflow not found"), taskerr.CodeNotFound, http.StatusNotFound, nil, nil},
 		{wrap(context.DeadlineExceeded), taskerr.CodeUnavailable, http.StatusServiceUnavailable, []string{"is a worker running"}, nil},
+		{fmt.Errorf("reading: %w", &net.OpError{Op: "write", Net: "tcp", Err: syscall.ECONNRESET}), taskerr.CodeUnavailable,
+			http.StatusServiceUnavailable, []string{"connection to Postgres was lost; try again"}, nil},
+		{wrap(io.ErrUnexpectedEOF), taskerr.CodeUnavailable, http.StatusServiceUnavailable, []string{"try again"}, nil},
+		{&pgconn.PgError{Code: "42P01", Message: "relation does not exist"}, taskerr.CodeInternal, http.StatusInternalServerError, nil, nil},
 		{errors.New("boom"), taskerr.CodeInternal, http.StatusInternalServerError, []string{"boom"}, nil},
 	} {
 		d := taskerr.Describe(c.err)
