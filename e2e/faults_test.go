@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -25,8 +26,8 @@ import (
 
 // The network faults a worker and `drover serve` survive (docs/hosts.md, "Network faults"): a
 // proxy (internal/testkit/faultproxy) stands on one link, and the fault comes while the task is
-// in one phase. The cases are a Latin square: every link meets every fault and every phase, and
-// every fault every phase.
+// in one phase. The cases are a Latin square (every link meets every fault and every phase, and
+// every fault every phase) and the cases beyond it that found a bug; -faults.all runs all 27.
 
 // faultLink is the link the proxy stands on.
 type faultLink string
@@ -75,6 +76,22 @@ type faultCase struct {
 
 func (c faultCase) name() string { return fmt.Sprintf("%s/%s/%s", c.link, c.kind, c.phase) }
 
+// faultsAll runs every link with every fault in every phase rather than the square.
+var faultsAll = flag.Bool("faults.all", false, "TestNetworkFaults: every link, fault and phase (27 cases) rather than the Latin square and the cases that found bugs")
+
+// allFaultCases is every link with every fault in every phase.
+func allFaultCases() []faultCase {
+	var out []faultCase
+	for _, l := range []faultLink{linkWorkerPostgres, linkWorkerTemporal, linkServePostgres} {
+		for _, k := range []faultKind{faultLatency, faultReset, faultBlackhole} {
+			for _, p := range []faultPhase{duringStreaming, duringApproval, duringLimitWait} {
+				out = append(out, faultCase{l, k, p})
+			}
+		}
+	}
+	return out
+}
+
 var faultCases = []faultCase{
 	{linkWorkerPostgres, faultLatency, duringStreaming},
 	{linkWorkerPostgres, faultReset, duringApproval},
@@ -85,6 +102,8 @@ var faultCases = []faultCase{
 	{linkServePostgres, faultLatency, duringLimitWait},
 	{linkServePostgres, faultReset, duringStreaming},
 	{linkServePostgres, faultBlackhole, duringApproval},
+	// Beyond the square: a decision sent through the API as its database connections reset.
+	{linkServePostgres, faultReset, duringApproval},
 }
 
 // Each case: the task ends its turn by itself, or waits visibly while it must (the API shows the
@@ -94,7 +113,11 @@ var faultCases = []faultCase{
 // request carried it twice; and the turn ends within faultRecoveryBound of the link's healing.
 func TestNetworkFaults(t *testing.T) {
 	t.Parallel()
-	for _, c := range faultCases {
+	cases := faultCases
+	if *faultsAll {
+		cases = allFaultCases()
+	}
+	for _, c := range cases {
 		t.Run(c.name(), func(t *testing.T) {
 			t.Parallel()
 			newFaultRun(t, c).run()
@@ -301,15 +324,14 @@ func (r *faultRun) approval() {
 		// The person decides through the API, whose database link is faulty: the answer may
 		// come only once the link heals.
 		done := make(chan reply, 1)
-		go func() {
-			done <- r.api.call("POST", "/api/v1/tasks/"+r.id+"/approvals/"+req.RequestID, `{"decision":"allow","by":"alice"}`)
-		}()
+		go func() { done <- r.decideThroughAPI(req.RequestID) }()
 		r.heal(at)
 		if rep := <-done; rep.status != http.StatusOK {
 			e.t.Fatalf("the decision through the API: %d %s", rep.status, rep.body)
 		}
 	} else {
-		if _, _, err := e.decider().Decide(e.ctx, r.id, task.Decision{RequestID: req.RequestID, Allow: true, By: "alice"}, 30*time.Second); err != nil {
+		// Recorded at once; delivered when the task's worker hears of it, maybe after the fault.
+		if _, _, err := e.decider().Decide(e.ctx, r.id, task.Decision{RequestID: req.RequestID, Allow: true, By: "alice"}, time.Second); err != nil {
 			e.t.Fatal(err)
 		}
 		r.heal(at)
@@ -336,18 +358,39 @@ func (r *faultRun) approval() {
 	r.checkTextsOnce(evs, "I will write the marker.", "Marker written.")
 }
 
-// limitWait: the fault comes while the task waits for its account's usage limit to reset; the
-// limit lifts at its reset, during the fault.
+// decideThroughAPI allows the request through `drover serve` as a client does: an answer 503
+// (the server lost its database connection) is tried again after its Retry-After, or a second.
+func (r *faultRun) decideThroughAPI(requestID string) reply {
+	for {
+		rep := r.api.call("POST", "/api/v1/tasks/"+r.id+"/approvals/"+requestID, `{"decision":"allow","by":"alice"}`)
+		if rep.status != http.StatusServiceUnavailable || r.e.ctx.Err() != nil {
+			return rep
+		}
+		r.e.t.Logf("the decision was answered %d %s; trying again", rep.status, rep.body)
+		wait := time.Second
+		if s, err := strconv.Atoi(rep.header.Get("Retry-After")); err == nil {
+			wait = time.Duration(s) * time.Second
+		}
+		select {
+		case <-time.After(wait):
+		case <-r.e.ctx.Done():
+		}
+	}
+}
+
+// limitWait: the fault comes while the task waits for its account's usage limit, which holds
+// past its reset until the test lifts it, during the fault.
 func (r *faultRun) limitWait() {
 	e := r.e
-	reset := time.Now().Add(8 * time.Second).Truncate(time.Second)
-	e.fake.SetLimit(subscription, fa.UsageLimit(fa.WindowFiveHour, reset))
+	reset := time.Now().Add(2 * time.Second).Truncate(time.Second)
+	e.fake.SetLimit(subscription, fa.UsageLimit(fa.WindowFiveHour, reset).HeldPastReset())
 	e.fake.Enqueue(fa.Reply(fa.Text("Done after the wait.")))
 	r.start(e.params())
 	e.waitStatus(r.id, task.StatusWaitingForLimit)
 	r.waitVisible(`"status":"waiting_for_limit"`)
 	at := time.Now()
 	r.inject()
+	e.fake.LiftLimit(subscription)
 	r.heal(at)
 	if st := r.waitEnded(); st.Totals.FailedTurns != 0 || st.LastError != "" {
 		e.t.Errorf("state after the wait and the fault: %+v", st)
