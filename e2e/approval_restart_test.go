@@ -303,11 +303,11 @@ func (e *env) waitFreshHeartbeat(taskID string) {
 	e.t.Helper()
 	since := time.Now()
 	e.waitFor("a fresh heartbeat of the running turn", func() bool {
-		d, err := e.tc.Temporal.DescribeWorkflowExecution(e.ctx, taskID, "")
-		if err != nil {
+		d, err := e.tc.Temporal.DescribeWorkflow(e.ctx, taskID, "")
+		if err != nil || d.RawResponse == nil {
 			return false
 		}
-		for _, a := range d.GetPendingActivities() {
+		for _, a := range d.RawResponse.GetPendingActivities() {
 			if a.GetActivityType().GetName() == task.ActivityRunTurn && a.GetLastHeartbeatTime().AsTime().After(since) {
 				return true
 			}
