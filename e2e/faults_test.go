@@ -66,6 +66,9 @@ const (
 	// faultRecoveryBound is how soon after the link heals the task must end its turn: the bound
 	// docs/hosts.md states.
 	faultRecoveryBound = 45 * time.Second
+	// faultLatencyBound is how soon after a latency begins the task must end its turn while it
+	// lasts: every round trip on the link costs twice the latency.
+	faultLatencyBound = 2 * time.Minute
 )
 
 type faultCase struct {
@@ -249,21 +252,26 @@ func (r *faultRun) sleepUntil(t time.Time) {
 	}
 }
 
-// waitEnded waits until the task has ended its turn, within faultRecoveryBound of the healing.
+// waitEnded waits until the task has ended its turn, within faultRecoveryBound of the healing
+// (faultLatencyBound of a latency's start, the latency lasting).
 func (r *faultRun) waitEnded() task.State {
 	e := r.e
 	e.t.Helper()
-	ctx, cancel := context.WithDeadline(e.ctx, r.healed.Add(faultRecoveryBound))
+	bound := faultRecoveryBound
+	if r.kind == faultLatency {
+		bound = faultLatencyBound
+	}
+	ctx, cancel := context.WithDeadline(e.ctx, r.healed.Add(bound))
 	defer cancel()
 	for {
 		st, err := e.tc.State(ctx, r.id)
 		if err == nil && st.Totals.Turns >= 1 && st.RunningTurn == 0 && len(st.Pending) == 0 {
-			e.t.Logf("healed to turn ended: %s", time.Since(r.healed).Round(100*time.Millisecond))
+			e.t.Logf("healed (a latency: begun) to turn ended: %s", time.Since(r.healed).Round(100*time.Millisecond))
 			return st
 		}
 		select {
 		case <-ctx.Done():
-			e.t.Fatalf("the turn did not end within %s of the healing (state %+v, %v)", faultRecoveryBound, st, err)
+			e.t.Fatalf("the turn did not end within %s of the healing (state %+v, %v)", bound, st, err)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
