@@ -129,36 +129,49 @@ var errStreamEnded = errors.New("the event stream ended")
 // from store.Watch: every event once, in order, with no gap. A comment goes out every
 // KeepAlive while no event does.
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string, after int64) {
+	write, done := s.openStream(w, r)
+	if write == nil {
+		return
+	}
+	defer done()
+	// The retry hint tells EventSource how long to wait before it reconnects.
+	if err := write("retry: 2000\n: events of task %s after %d\n\n", oneLine(id), after); err != nil {
+		return
+	}
+	s.followEvents(r.Context(), id, after, write)
+}
+
+// openStream begins an answer of Server-Sent Events within the server's bound of open streams:
+// it returns the stream's write (each write flushed, with a deadline of its own) and the call
+// that ends the stream's count; nil when it answered 503 or an error instead.
+func (s *Server) openStream(w http.ResponseWriter, r *http.Request) (write func(format string, args ...any) error, done func()) {
 	if n := s.streams.Add(1); n > int64(s.cfg.MaxStreams) {
 		s.streams.Add(-1)
 		w.Header().Set("Retry-After", "5")
 		s.writeError(w, r, errorf(http.StatusServiceUnavailable, taskerr.CodeUnavailable,
 			fmt.Sprintf("this server has %d event streams open, its maximum; close one, or read pages with Accept: application/json", s.cfg.MaxStreams)))
-		return
+		return nil, nil
 	}
-	defer s.streams.Add(-1)
+	done = func() { s.streams.Add(-1) }
 	rc := http.NewResponseController(w)
 	// A stream lasts as long as the client stays; each write has a deadline of its own.
 	if err := rc.SetWriteDeadline(time.Time{}); err != nil {
+		done()
 		s.writeError(w, r, fromError(fmt.Errorf("clearing the write deadline: %w", err)))
-		return
+		return nil, nil
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	write := func(format string, args ...any) error {
+	write = func(format string, args ...any) error {
 		_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.RequestTimeout))
 		if _, err := fmt.Fprintf(w, format, args...); err != nil {
 			return err
 		}
 		return rc.Flush()
 	}
-	// The retry hint tells EventSource how long to wait before it reconnects.
-	if err := write("retry: 2000\n: events of task %s after %d\n\n", oneLine(id), after); err != nil {
-		return
-	}
-	s.followEvents(r.Context(), id, after, write)
+	return write, done
 }
 
 // followEvents writes the events of the task after `after` until the client leaves, the

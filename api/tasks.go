@@ -38,7 +38,9 @@ type Tasks interface {
 type CreateTask struct {
 	// ID names the task; empty means a new uuid. Creating a task that exists sends it the
 	// prompt, as drover task start does.
-	ID     string `json:"id,omitempty"`
+	ID string `json:"id,omitempty"`
+	// Title names the task for a person; empty means the first line of the prompt.
+	Title  string `json:"title,omitempty"`
 	Prompt string `json:"prompt"`
 	// Attachments are image paths relative to the workspace.
 	Attachments []string            `json:"attachments,omitempty"`
@@ -81,6 +83,7 @@ func (c CreateTask) params() (task.Params, task.Prompt, *taskerr.Error) {
 		ws = filepath.Clean(ws)
 	}
 	p := task.Params{
+		Title:     strings.TrimSpace(c.Title),
 		Workspace: ws,
 		Profile: task.Profile{Model: c.Model, PermissionMode: c.Mode, AfterPlan: c.AfterPlan,
 			MaxTurns: c.MaxTurns, AppendSystemPrompt: c.SystemPrompt},
@@ -99,7 +102,7 @@ func (c CreateTask) params() (task.Params, task.Prompt, *taskerr.Error) {
 	if err := errors.Join(errs...); err != nil {
 		return p, prompt, invalidInput(err)
 	}
-	return p, prompt, nil
+	return p.WithTitle(prompt), prompt, nil
 }
 
 // Accepted is the answer to a prompt: its turn and place in the queue.
@@ -208,8 +211,8 @@ func (s *Server) recordCreated(ctx context.Context, id string, p task.Params, pr
 	if acc.Turn != 1 {
 		return
 	}
-	p = p.WithDefaults()
-	st := task.State{Status: task.StatusIdle, Workspace: p.Workspace, Model: p.Profile.Model,
+	p = p.WithDefaults().WithTitle(prompt)
+	st := task.State{Status: task.StatusIdle, Title: p.Title, Workspace: p.Workspace, Model: p.Profile.Model,
 		PermissionMode: p.Profile.PermissionMode, Budget: p.Budget,
 		Pending: []task.QueuedPrompt{{Turn: 1, PromptUUID: acc.PromptUUID, Prompt: prompt}}}
 	b, err := json.Marshal(st)
@@ -225,7 +228,7 @@ func (s *Server) recordCreated(ctx context.Context, id string, p task.Params, pr
 // or, before the task has recorded itself there, as p describes it.
 func (s *Server) writeCreated(w http.ResponseWriter, r *http.Request, acc Accepted, p task.Params) {
 	p = p.WithDefaults()
-	t := Task{Summary: taskview.Summary{ID: acc.TaskID, Status: task.StatusIdle, Mode: p.Profile.PermissionMode,
+	t := Task{Summary: taskview.Summary{ID: acc.TaskID, Title: p.Title, Status: task.StatusIdle, Mode: p.Profile.PermissionMode,
 		Model: p.Profile.Model, Workspace: p.Workspace}}
 	if d, err := s.cfg.Reader.Show(r.Context(), acc.TaskID); err == nil {
 		t.Summary = d.Summary

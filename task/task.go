@@ -122,6 +122,9 @@ type Profile struct {
 
 // Params start a task. They travel with every continue-as-new, so keep them small.
 type Params struct {
+	// Title names the task for a person (lists, its page, the Temporal UI); WithTitle makes
+	// one from the first prompt when none is given.
+	Title string `json:"title,omitempty"`
 	// Workspace is the directory the CLI runs in, on the executor's host.
 	Workspace string  `json:"workspace"`
 	Profile   Profile `json:"profile"`
@@ -256,6 +259,7 @@ func (t Totals) BilledCostUSD() float64 { return t.CostUSD + t.FailedAttemptsCos
 // State is the answer to QueryState.
 type State struct {
 	Status          Status         `json:"status"`
+	Title           string         `json:"title,omitempty"`
 	Workspace       string         `json:"workspace"`
 	Model           string         `json:"model,omitempty"`
 	PermissionMode  PermissionMode `json:"permission_mode"`
@@ -366,6 +370,8 @@ const (
 	SearchTurns     = "DroverTurns"
 	SearchModel     = "DroverModel"
 	SearchWorkspace = "DroverWorkspace"
+	// SearchTitle is the task's title (Text), set when the task starts.
+	SearchTitle = "DroverTitle"
 	// SearchAwaitingApproval is true while a permission request of the task waits for a
 	// person; SearchAwaitingSince is when the oldest of them was asked (unset when none waits).
 	// The Temporal UI's list of waiting tasks is the query

@@ -86,6 +86,9 @@ func (p Params) WithDefaults() Params {
 // *InvalidError, joined. Zero values are valid: they mean the defaults.
 func (p Params) Validate() error {
 	var errs []error
+	if err := validateTitle(p.Title); err != nil {
+		errs = append(errs, err)
+	}
 	if p.Workspace == "" {
 		errs = append(errs, invalid("workspace", "is required: the folder the agent works in"))
 	}

@@ -13,9 +13,11 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
+	"github.com/drover-run/drover/workflows"
 )
 
 // Client sends commands to tasks. The zero TaskQueue means task.SharedQueue. With DB set,
@@ -49,9 +51,12 @@ func (c *Client) Start(ctx context.Context, taskID string, p task.Params, prompt
 	if updateID == "" {
 		updateID = uuid.NewString() // one id for every send below
 	}
-	err := retryNotReady(ctx, func() error {
+	p = p.WithTitle(prompt)
+	attrs := workflows.StartSearchAttributes(p)
+	send := func() error {
 		start := c.Temporal.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 			ID:                       taskID,
+			TypedSearchAttributes:    attrs,
 			TaskQueue:                c.queue(),
 			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
@@ -69,7 +74,12 @@ func (c *Client) Start(ctx context.Context, taskID string, p task.Params, prompt
 			return err
 		}
 		return h.Get(ctx, &out)
-	})
+	}
+	err := retryNotReady(ctx, send)
+	if titleUnknown(err) {
+		attrs = temporal.NewSearchAttributes()
+		err = retryNotReady(ctx, send)
+	}
 	if err != nil {
 		return out, fmt.Errorf("starting task %s: %w", taskID, err)
 	}

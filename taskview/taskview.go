@@ -60,13 +60,15 @@ func (e *NotFoundError) Is(target error) bool { return target == store.ErrNotFou
 type Filter struct {
 	Status           task.Status // only tasks with this status
 	AwaitingApproval bool        // only tasks with a request waiting for a person
-	Text             string      // only tasks whose id, workspace, model or a prompt contains it
+	Text             string      // only tasks whose id, title, workspace, model or a prompt contains it
 	Limit            int         // at most this many; 0: all
 }
 
 // Summary is one task in a listing: the HTTP API's Task.
 type Summary struct {
-	ID        string              `json:"id"`
+	ID string `json:"id"`
+	// Title names the task: the one it was given, else the first line of its first prompt.
+	Title     string              `json:"title,omitempty"`
 	Status    task.Status         `json:"status"`
 	Mode      task.PermissionMode `json:"mode,omitempty"`
 	Model     string              `json:"model,omitempty"`
@@ -246,7 +248,7 @@ func (v *View) Show(ctx context.Context, taskID string) (Detail, error) {
 
 // summarize makes a row's Summary, and returns the recorded state it read (nil when none).
 func summarize(r store.TaskRow) (Summary, *task.State) {
-	s := Summary{ID: r.TaskID, Status: r.Status, Model: r.Model, Workspace: r.Workspace,
+	s := Summary{ID: r.TaskID, Title: task.TitleOf(r.Title), Status: r.Status, Model: r.Model, Workspace: r.Workspace,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Turns: r.Totals.Turns, CostUSD: r.Totals.CostUSD,
 		PendingApprovals: r.PendingApprovals}
 	if !r.WaitingSince.IsZero() {

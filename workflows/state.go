@@ -129,6 +129,7 @@ func (s *taskState) status() task.Status {
 func (s *taskState) snapshot() task.State {
 	return task.State{
 		Status:          s.status(),
+		Title:           s.p.Title,
 		Workspace:       s.p.Workspace,
 		Model:           s.p.Profile.Model,
 		PermissionMode:  s.p.Profile.PermissionMode,

@@ -32,8 +32,8 @@ recorded.`,
 				return writeJSON(a.stdout, d)
 			}
 			w := a.stdout
-			fmt.Fprintf(w, "task        %s\nstatus      %s\nworkspace   %s\nmode        %s\nmodel       %s\n",
-				id, d.Status, dash(d.Workspace), dash(string(d.Mode)), dash(d.Model))
+			fmt.Fprintf(w, "task        %s\ntitle       %s\nstatus      %s\nworkspace   %s\nmode        %s\nmodel       %s\n",
+				id, dash(d.Title), d.Status, dash(d.Workspace), dash(string(d.Mode)), dash(d.Model))
 			fmt.Fprintf(w, "turns       %d (failed %d)\ncost        $%.6f\ntokens      in %d, out %d, cache read %d, cache written %d\n",
 				d.Summary.Turns, d.FailedTurns, d.CostUSD, d.Tokens.Input, d.Tokens.Output, d.Tokens.CacheRead, d.Tokens.CacheCreation)
 			if cw := d.ContextWindow; cw != nil {
