@@ -195,3 +195,32 @@ func QueuedPrompts(ctx context.Context, db DB, taskID string) (int, error) {
 	}
 	return n, nil
 }
+
+// TaskTitles returns the title of each task of ids that has one: the recorded title, else its
+// first turn's prompt, else the prompt its recorded state queues first (task.TitleOf makes a
+// title of a prompt).
+func TaskTitles(ctx context.Context, db DB, ids []string) (map[string]string, error) {
+	out := map[string]string{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := db.Query(ctx, `
+		SELECT i.id, coalesce(nullif(t.title, ''),
+			(SELECT p.prompt FROM task_turns p WHERE p.task_id = i.id ORDER BY p.turn LIMIT 1),
+			t.state->'pending'->0->'prompt'->>'text', '')
+		FROM unnest($1::text[]) AS i(id) LEFT JOIN tasks t ON t.task_id = i.id`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("reading the titles of %d tasks: %w", len(ids), err)
+	}
+	var id, title string
+	_, err = pgx.ForEachRow(rows, []any{&id, &title}, func() error {
+		if title != "" {
+			out[id] = title
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the titles of %d tasks: %w", len(ids), err)
+	}
+	return out, nil
+}

@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -143,7 +144,9 @@ type Detail struct {
 
 // PendingRequest is a permission request waiting for a person.
 type PendingRequest struct {
-	TaskID    string           `json:"task_id"`
+	TaskID string `json:"task_id"`
+	// TaskTitle is the title of the request's task (Summary.Title).
+	TaskTitle string           `json:"task_title,omitempty"`
 	RequestID string           `json:"request_id"`
 	Turn      int              `json:"turn"`
 	Kind      task.RequestKind `json:"kind"`
@@ -290,8 +293,19 @@ func (v *View) Pending(ctx context.Context, taskID string, limit int) ([]Pending
 		return nil, err
 	}
 	out := make([]PendingRequest, 0, len(rows))
+	var ids []string
 	for _, r := range rows {
 		out = append(out, pendingOf(r))
+		if !slices.Contains(ids, r.TaskID) {
+			ids = append(ids, r.TaskID)
+		}
+	}
+	titles, err := store.TaskTitles(ctx, v.Pool, ids)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].TaskTitle = task.TitleOf(titles[out[i].TaskID])
 	}
 	return out, nil
 }

@@ -1,12 +1,14 @@
 // The console's pages: the task list (#/), the board (#/board), a new task (#/new), one task
 // (#/tasks/<id>) and the inbox (#/inbox); and the keys that work on them.
 
-import { getJSON, postJSON, taskPath, newKey, EventStream } from "./api.js";
+import { getJSON, postJSON, taskPath, newKey, EventStream, LiveList } from "./api.js";
 import { h, append, clear, money, tokens, ago, statusBadge, pre, safeHref } from "./dom.js";
 import { Timeline } from "./render.js";
 import { Status, STATUSES, FINAL_STATUSES, WAITING_STATUSES, Mode, MODES, Kind } from "./enums.js";
 
-const POLL_MS = 3000;
+// The lists (tasks, approvals) come pushed by the API as they change; their relative times
+// ("2m ago") are written again this often, from what the page holds, without a request.
+const CLOCK_MS = 30000;
 // A task's page reads the task when its events say it changed; this slow read is for what
 // changes without an event (an account's wait).
 const TASK_POLL_MS = 15000;
@@ -18,12 +20,14 @@ const STALL_MS = 90000;
 const WINDOW = 1000;
 
 const main = document.getElementById("main");
+const PAGE_TITLE = document.title;
 let view = null; // the current page: {stop(), items?() → elements j/k move among, key?(key, item) → handled}
 
 function route() {
   if (view && view.stop) view.stop();
   view = null;
   clear(main);
+  document.title = PAGE_TITLE;
   const hash = location.hash || "#/";
   const m = hash.match(/^#\/tasks\/(.+)$/);
   if (m) view = taskPage(decodeURIComponent(m[1]));
@@ -70,28 +74,47 @@ function listPage() {
   append(main, [h("div", { className: "task-head" }, h("h1", null, "Tasks"), board, h("a", { href: "#/new", className: "button new-task" }, "New task")),
     h("div", { className: "filters" }, statusSel, q, h("label", null, awaiting, " awaiting approval")),
     err, table]);
-  const load = async () => {
+  const query = () => {
     const params = new URLSearchParams();
     if (statusSel.value) params.set("status", statusSel.value);
     if (q.value.trim()) params.set("q", q.value.trim());
     if (awaiting.checked) params.set("awaiting_approval", "true");
-    let data;
-    try {
-      data = await getJSON("/api/v1/tasks" + (params.toString() ? "?" + params : ""));
-      errorBox(err, null);
-    } catch (e) {
-      errorBox(err, e);
-      return;
-    }
+    return params.toString() ? "?" + params : "";
+  };
+  const show = (data) => {
+    const focused = document.activeElement && document.activeElement.closest("tr[data-task-id]");
+    const keep = focused && focused.dataset.taskId;
     const rows = (data.tasks || []).map(taskRow);
     clear(body);
     if (!rows.length) body.append(h("tr", null, h("td", { className: "muted" }, "no tasks")));
     append(body, rows);
+    refocus(body, keep);
   };
-  for (const c of [statusSel, awaiting]) c.addEventListener("change", load);
-  q.addEventListener("input", load);
-  const poll = poller(load, POLL_MS);
-  return { stop: poll.stop, items: () => [...body.querySelectorAll("tr[data-task-id]")] };
+  const live = liveTasks(query, show, err);
+  for (const c of [statusSel, awaiting]) c.addEventListener("change", live.restart);
+  q.addEventListener("input", live.restart);
+  return { stop: live.stop, items: () => [...body.querySelectorAll("tr[data-task-id]")] };
+}
+
+// liveTasks follows the tasks that query() selects, pushed by the API as they change (no
+// timer reads them), showing each list with show; restart follows a new query. The list is
+// shown again every CLOCK_MS from what the page holds, so that its relative times move on.
+function liveTasks(query, show, err) {
+  let feed = null, last = null;
+  const start = () => {
+    if (feed) feed.stop();
+    feed = new LiveList("/api/v1/tasks" + query(), (data) => { last = data; show(data); }, (e) => errorBox(err, e));
+  };
+  start();
+  const clock = setInterval(() => { if (last) show(last); }, CLOCK_MS);
+  return { restart: start, stop() { feed.stop(); clearInterval(clock); } };
+}
+
+// refocus puts the focus back on the item of the task that had it before a list was drawn again.
+function refocus(root, taskID) {
+  if (!taskID) return;
+  const again = root.querySelector('[data-task-id="' + CSS.escape(taskID) + '"] a');
+  if (again) again.focus();
 }
 
 // ---- the board: tasks grouped by what they wait for ----
@@ -123,28 +146,17 @@ function boardPage() {
   append(main, [h("div", { className: "task-head" }, h("h1", null, "Board"), h("a", { href: "#/", className: "view-switch" }, "List"),
     h("a", { href: "#/new", className: "button new-task" }, "New task")),
   h("div", { className: "filters" }, q), err, h("div", { className: "board" }, [...cols.values()].map((c) => c.col))]);
-  const load = async () => {
-    let data;
-    try {
-      data = await getJSON("/api/v1/tasks" + (q.value.trim() ? "?q=" + encodeURIComponent(q.value.trim()) : ""));
-      errorBox(err, null);
-    } catch (e) {
-      errorBox(err, e);
-      return;
-    }
+  const show = (data) => {
     const focused = document.activeElement && document.activeElement.closest("[data-task-id]");
     const keep = focused && focused.dataset.taskId;
     for (const c of cols.values()) clear(c.list);
     for (const t of data.tasks || []) cols.get(columnOf(t)).list.append(boardCard(t));
     for (const c of cols.values()) c.count.textContent = String(c.list.children.length);
-    if (keep) {
-      const again = main.querySelector('.board [data-task-id="' + CSS.escape(keep) + '"] a');
-      if (again) again.focus();
-    }
+    refocus(main.querySelector(".board"), keep);
   };
-  q.addEventListener("input", load);
-  const poll = poller(load, POLL_MS);
-  return { stop: poll.stop, items: () => [...main.querySelectorAll(".board li[data-task-id]")] };
+  const live = liveTasks(() => (q.value.trim() ? "?q=" + encodeURIComponent(q.value.trim()) : ""), show, err);
+  q.addEventListener("input", live.restart);
+  return { stop: live.stop, items: () => [...main.querySelectorAll(".board li[data-task-id]")] };
 }
 
 function boardCard(t) {
@@ -153,9 +165,14 @@ function boardCard(t) {
   if (t.wait) facts.push(waitText(t.wait));
   if (t.last_error) facts.push("error: " + t.last_error);
   return h("li", { className: "card", dataset: { taskId: t.id, status: t.status || "" } },
-    h("a", { href: "#/tasks/" + encodeURIComponent(t.id) }, t.id), " ", statusBadge(t.status),
+    taskLink(t), " ", statusBadge(t.status),
     h("div", { className: "muted" }, [t.mode, money(t.cost_usd), t.updated_at ? ago(t.updated_at) + " ago" : ""].filter(Boolean).join(" · ")),
     facts.length ? h("div", { className: t.pending_approvals ? "attn" : "bad" }, facts.join(" · ")) : null);
+}
+
+// taskLink is a link to a task's page, named by its title (its id when it has none).
+function taskLink(t) {
+  return h("a", { href: "#/tasks/" + encodeURIComponent(t.id), className: "task-link", title: t.id }, t.title || t.id);
 }
 
 function taskRow(t) {
@@ -165,7 +182,7 @@ function taskRow(t) {
   if (t.budget_exhausted) waiting.push("budget spent (" + (t.budget_exhausted.bound || "") + ")");
   if (t.last_error) waiting.push("error: " + t.last_error);
   const tr = h("tr", { dataset: { taskId: t.id, status: t.status || "" } },
-    h("td", null, h("a", { href: "#/tasks/" + encodeURIComponent(t.id) }, t.id)),
+    h("td", { className: "task-name" }, taskLink(t), t.title ? h("div", { className: "muted task-id" }, t.id) : null),
     h("td", null, statusBadge(t.status)),
     h("td", null, t.mode || ""),
     h("td", null, t.model || ""),
@@ -189,6 +206,7 @@ const MODE_HELP = {
 };
 
 function newTaskPage() {
+  const titleBox = h("input", { type: "text", name: "title", maxLength: 120, placeholder: "the first line of the prompt" });
   const promptBox = h("textarea", { name: "prompt", rows: 6, placeholder: "What should the agent do?" });
   promptBox.required = true;
   const workspace = h("input", { type: "text", name: "workspace", placeholder: "/absolute/path/of/the/folder/on/the/workers" });
@@ -206,6 +224,7 @@ function newTaskPage() {
     help ? h("span", { className: "muted" }, help) : null);
   const form = h("form", { className: "new-task" },
     field("Prompt", promptBox),
+    field("Title", titleBox, "optional: the task's name in the lists"),
     field("Workspace", workspace, "the folder the agent works in, as the workers' hosts see it"),
     field("Mode", mode),
     field("Model", model),
@@ -230,6 +249,7 @@ function newTaskPage() {
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     const body = { prompt: promptBox.value, workspace: workspace.value.trim(), mode: mode.value };
+    if (titleBox.value.trim()) body.title = titleBox.value.trim();
     if (model.value.trim()) body.model = model.value.trim();
     if (id.value.trim()) body.id = id.value.trim();
     if (maxCost.value !== "") body.budget = { max_cost_usd: Number(maxCost.value) };
@@ -277,6 +297,7 @@ function notFoundText(id) {
 
 function taskPage(id) {
   const title = h("h1", null, id);
+  const idLine = h("div", { className: "muted task-id", hidden: true }, "task " + id);
   const status = h("span");
   const facts = h("div", { className: "facts" });
   const gauge = contextGauge();
@@ -285,7 +306,7 @@ function taskPage(id) {
   const err = h("div");
   const list = h("ol", { className: "timeline", id: "timeline" });
   const box = promptBox(id);
-  append(main, [h("div", { className: "task-head" }, title, status, stream), facts, gauge.el, err, stall, list, box.form]);
+  append(main, [h("div", { className: "task-head" }, title, status, stream), idLine, facts, gauge.el, err, stall, list, box.form]);
 
   let task = null, lastEventAt = Date.now(), stopped = false;
   const timeline = new Timeline(list, {
@@ -298,6 +319,11 @@ function taskPage(id) {
   });
   const showTask = (t) => {
     task = t;
+    if (t.title && title.textContent !== t.title) {
+      title.textContent = t.title;
+      document.title = t.title + " · drover";
+    }
+    idLine.hidden = !t.title;
     clear(status).append(statusBadge(t.status));
     clear(facts);
     append(facts, factsOf(t));
@@ -485,41 +511,35 @@ function inboxPage() {
   append(main, [h("h1", null, "Inbox"), err,
     h("h2", null, "Waiting for a decision"), empty, reqs,
     h("h2", null, "Tasks that need a look"), attn]);
-  const load = async () => {
-    let approvals, tasks;
-    try {
-      [approvals, tasks] = await Promise.all([getJSON("/api/v1/approvals"), getJSON("/api/v1/tasks")]);
-      errorBox(err, null);
-    } catch (e) {
-      errorBox(err, e);
-      return;
-    }
-    // Items stay as they are while listed (a reason being typed keeps its text and focus); new
-    // requests, the newest, go at the end.
-    const list = approvals.approvals || [];
+  // Items stay as they are while listed (a reason being typed keeps its text and focus); new
+  // requests, the newest, go at the end.
+  const showRequests = (list) => {
     const keys = new Set(list.map((p) => (p.task_id || "") + "/" + p.request_id));
     for (const [key, el] of items) if (!keys.has(key)) { el.remove(); items.delete(key); }
     for (const p of list) {
       const key = (p.task_id || "") + "/" + p.request_id;
       if (!items.has(key)) {
-        const el = inboxItem(p, load);
+        const el = inboxItem(p);
         items.set(key, el);
         reqs.append(el);
       }
     }
     empty.hidden = list.length > 0;
+  };
+  const showTasks = (data) => {
     clear(attn);
-    const bad = (tasks.tasks || []).filter((t) => [Status.FAILED, Status.BUDGET_EXHAUSTED, Status.WAITING_FOR_SPEND_CAP].includes(t.status) || t.last_error);
+    const bad = (data.tasks || []).filter((t) => [Status.FAILED, Status.BUDGET_EXHAUSTED, Status.WAITING_FOR_SPEND_CAP].includes(t.status) || t.last_error);
     if (!bad.length) attn.append(h("li", { className: "muted" }, "No failed or stopped task."));
     for (const t of bad) {
-      attn.append(h("li", { dataset: { taskId: t.id } }, h("a", { href: "#/tasks/" + encodeURIComponent(t.id) }, t.id), " ", statusBadge(t.status),
+      attn.append(h("li", { dataset: { taskId: t.id } }, taskLink(t), " ", statusBadge(t.status),
         t.last_error ? h("span", { className: "bad" }, " " + t.last_error) : null,
         t.budget_exhausted ? h("span", null, " budget spent (" + (t.budget_exhausted.bound || "") + ")") : null));
     }
   };
-  const poll = poller(load, POLL_MS);
+  const unwatch = watchApprovals(showRequests);
+  const live = liveTasks(() => "", showTasks, err);
   return {
-    stop: poll.stop,
+    stop() { unwatch(); live.stop(); },
     items: () => [...reqs.querySelectorAll(".inbox-item")],
     // a approves the chosen request, d denies it (with the reason typed, else asks for one).
     key: (key, item) => {
@@ -530,7 +550,7 @@ function inboxPage() {
   };
 }
 
-function inboxItem(p, reload) {
+function inboxItem(p) {
   const taskID = p.task_id || "";
   const state = h("span", { className: "muted" });
   const reason = h("input", { type: "text", placeholder: "reason (needed to deny)", className: "reason" });
@@ -546,14 +566,13 @@ function inboxItem(p, reload) {
     try {
       await postJSON(taskPath(taskID) + "/approvals/" + encodeURIComponent(p.request_id), body);
       state.textContent = "sent";
-      reload();
     } catch (e) {
       state.textContent = "not sent: " + (e.message || e);
     }
   };
   const kind = p.kind || Kind.TOOL;
   return h("li", { className: "inbox-item", dataset: { requestId: p.request_id || "", taskId: taskID } },
-    h("div", null, h("a", { href: "#/tasks/" + encodeURIComponent(taskID) }, taskID), " · ", h("strong", null, kind === Kind.QUESTION ? "Question" : kind === Kind.PLAN ? "Plan" : (p.tool || Kind.TOOL)),
+    h("div", null, taskLink({ id: taskID, title: p.task_title }), " · ", h("strong", null, kind === Kind.QUESTION ? "Question" : kind === Kind.PLAN ? "Plan" : (p.tool || Kind.TOOL)),
       p.since ? h("span", { className: "muted" }, " · waiting " + ago(p.since)) : null,
       p.deadline ? h("span", { className: "muted" }, " · denied at " + new Date(p.deadline).toLocaleString() + " if nobody answers") : null),
     p.summary ? h("div", null, h("code", null, p.summary)) : null,
@@ -626,11 +645,7 @@ function setupNotifications() {
     if (toggle.checked) localStorage.setItem(NOTIFY_KEY, "1");
   });
   const count = document.getElementById("inbox-count");
-  poller(async () => {
-    let list;
-    try {
-      list = (await getJSON("/api/v1/approvals")).approvals || [];
-    } catch (_) { return; }
+  watchApprovals((list) => {
     count.hidden = !list.length;
     count.textContent = String(list.length);
     for (const p of list) {
@@ -638,12 +653,31 @@ function setupNotifications() {
       if (known.has(key)) continue;
       known.add(key);
       if (!firstInboxPoll && toggle.checked && Notification.permission === "granted") {
-        const n = new Notification("drover: " + (p.task_id || "a task") + " waits for you", { body: (p.tool ? p.tool + ": " : "") + (p.summary || ""), tag: key });
+        const n = new Notification("drover: " + (p.task_title || p.task_id || "a task") + " waits for you", { body: (p.tool ? p.tool + ": " : "") + (p.summary || ""), tag: key });
         n.onclick = () => { window.focus(); location.hash = "#/tasks/" + encodeURIComponent(p.task_id || ""); };
       }
     }
     firstInboxPoll = false;
-  }, POLL_MS);
+  });
+}
+
+// The requests waiting for a person, pushed by the API as they change: one stream for the whole
+// page (the header's count, the notifications, the inbox), started on first use.
+const approvalWatchers = new Set();
+let approvals = null, approvalFeed = null;
+
+// watchApprovals calls fn with every list of waiting requests, the latest at once if there is
+// one; it returns the call that stops it.
+function watchApprovals(fn) {
+  approvalWatchers.add(fn);
+  if (approvals) fn(approvals);
+  if (!approvalFeed) {
+    approvalFeed = new LiveList("/api/v1/approvals", (data) => {
+      approvals = data.approvals || [];
+      for (const w of approvalWatchers) w(approvals);
+    });
+  }
+  return () => approvalWatchers.delete(fn);
 }
 
 window.addEventListener("hashchange", route);

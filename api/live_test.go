@@ -1,0 +1,97 @@
+package api_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/drover-run/drover/api"
+	"github.com/drover-run/drover/internal/testkit/pgtest"
+	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/task"
+	"github.com/drover-run/drover/taskview"
+)
+
+// openList opens a list's stream (Accept: text/event-stream) at path.
+func openList(t *testing.T, base, path string) *stream {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), "GET", base+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("%s: %d %s", path, resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	s := &stream{resp: resp, r: bufio.NewReader(resp.Body)}
+	t.Cleanup(s.close)
+	return s
+}
+
+// snapshot reads the stream's next event named name.
+func (s *stream) snapshot(t *testing.T, name string) []byte {
+	t.Helper()
+	for {
+		ev, err := s.next()
+		if err != nil {
+			t.Fatalf("reading the %s stream: %v", name, err)
+		}
+		if ev.event == name {
+			return []byte(ev.data)
+		}
+	}
+}
+
+// The task list and the approvals, asked for as a stream, come now and again each time a task's
+// row changes in Postgres (its recorded state, a request asked or decided), with nothing read on
+// a timer by the client.
+func TestListsStreamTheirChanges(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.NewPool(t)
+	ts, _ := newServer(t, api.Config{DB: pool, Reader: taskview.New(pool), KeepAlive: time.Hour})
+	ctx := t.Context()
+	at := time.Now()
+	rec := func(id string, st task.Status, seq int64) {
+		b, _ := json.Marshal(task.State{Status: st, Title: "Title of " + id, Workspace: "/w"})
+		if err := store.RecordTaskState(ctx, pool, id, st, b, at, seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec("t1", task.StatusRunning, 1)
+	tasks := openList(t, ts.URL, "/api/v1/tasks?status=running")
+	approvals := openList(t, ts.URL, "/api/v1/approvals")
+	var list struct{ Tasks []api.Task }
+	if err := json.Unmarshal(tasks.snapshot(t, "tasks"), &list); err != nil || len(list.Tasks) != 1 || list.Tasks[0].Title != "Title of t1" {
+		t.Fatalf("first snapshot: %+v %v", list, err)
+	}
+	var asked struct{ Approvals []taskview.PendingRequest }
+	if err := json.Unmarshal(approvals.snapshot(t, "approvals"), &asked); err != nil || len(asked.Approvals) != 0 {
+		t.Fatalf("first approvals: %+v %v", asked, err)
+	}
+
+	rec("t2", task.StatusRunning, 1)
+	if err := json.Unmarshal(tasks.snapshot(t, "tasks"), &list); err != nil || len(list.Tasks) != 2 {
+		t.Fatalf("after t2 started: %+v %v", list, err)
+	}
+	rec("t1", task.StatusIdle, 2)
+	if err := json.Unmarshal(tasks.snapshot(t, "tasks"), &list); err != nil || len(list.Tasks) != 1 || list.Tasks[0].ID != "t2" {
+		t.Fatalf("after t1 went idle: %+v %v", list, err)
+	}
+	if _, _, err := store.AskPermission(ctx, pool, store.Ask{TaskID: "t2", RequestID: uuid.NewString(), Turn: 1, Attempt: 1,
+		CLIRequestID: uuid.NewString(), Kind: "tool", ToolName: "Bash", Input: json.RawMessage(`{"command":"ls"}`),
+		InputHash: uuid.NewString(), Summary: "ls", Deadline: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(approvals.snapshot(t, "approvals"), &asked); err != nil || len(asked.Approvals) != 1 ||
+		asked.Approvals[0].TaskTitle != "Title of t2" {
+		t.Fatalf("after a request: %+v %v", asked, err)
+	}
+}
