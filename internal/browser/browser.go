@@ -87,7 +87,7 @@ type Page struct {
 	cancel context.CancelFunc
 	done   sync.WaitGroup
 
-	mu      sync.Mutex
+	mu       sync.Mutex
 	dialogs  []string
 	console  []chromedp.ConsoleMessage
 	requests []string
