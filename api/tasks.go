@@ -28,9 +28,9 @@ const maxPromptBytes = task.MaxPromptBytes
 type Tasks interface {
 	Create(ctx context.Context, taskID string, p task.Params, prompt task.Prompt, updateID string) (task.PromptAccepted, error)
 	Prompt(ctx context.Context, taskID string, prompt task.Prompt, updateID string) (task.PromptAccepted, error)
-	Interrupt(ctx context.Context, taskID string) (task.InterruptResult, error)
+	InterruptBy(ctx context.Context, taskID, by string) (task.InterruptResult, error)
 	Close(ctx context.Context, taskID string) error
-	Cancel(ctx context.Context, taskID string) error
+	CancelBy(ctx context.Context, taskID, by string) error
 	UpdateBudget(ctx context.Context, taskID string, change task.BudgetChange) (task.Budget, error)
 }
 
@@ -145,6 +145,7 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, perr)
 		return
 	}
+	prompt.By = actor(r)
 	id := body.ID
 	if id == "" {
 		id = uuid.NewString()
@@ -311,7 +312,7 @@ func (s *Server) promptTask(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, e)
 		return
 	}
-	prompt := task.Prompt{Text: body.Text, Attachments: body.Attachments, Mode: body.Mode}
+	prompt := task.Prompt{Text: body.Text, Attachments: body.Attachments, Mode: body.Mode, By: actor(r)}
 	if err := task.ValidatePrompt(prompt); err != nil {
 		s.writeError(w, r, invalidInput(err))
 		return
@@ -341,7 +342,7 @@ type Control struct {
 
 func (s *Server) interruptTask(w http.ResponseWriter, r *http.Request) {
 	s.control(w, r, true, func(ctx context.Context, id string) (Control, error) {
-		res, err := s.cfg.Tasks.Interrupt(ctx, id)
+		res, err := s.cfg.Tasks.InterruptBy(ctx, id, actor(r))
 		return Control{TaskID: id, Interrupted: &res.Interrupted, Turn: res.Turn}, err
 	})
 }
@@ -354,7 +355,7 @@ func (s *Server) closeTask(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request) {
 	s.control(w, r, false, func(ctx context.Context, id string) (Control, error) {
-		return Control{TaskID: id}, s.cfg.Tasks.Cancel(ctx, id)
+		return Control{TaskID: id}, s.cfg.Tasks.CancelBy(ctx, id, actor(r))
 	})
 }
 

@@ -49,6 +49,8 @@ func (e *Engine) RunTurn(ctx context.Context, req Request) (task.RunTurnResult, 
 		return task.RunTurnResult{}, &Error{Type: task.ErrTypeWorkerStopping, Err: errDraining}
 	}
 	defer untrack()
+	// Who asked to interrupt the turn is of no use once its attempt ended.
+	defer e.forgetInterruptAuthor(req.TaskID, req.Turn)
 
 	a := &attempt{e: e, req: req, log: log, meter: e.meterAttempt(ctx, req)}
 	stopHeartbeat := a.heartbeat(ctx)
@@ -271,7 +273,7 @@ func (a *attempt) startLog(ctx context.Context, sessionID string, lostTurns int6
 // interrupts at once a turn that was asked to stop before it started.
 func (a *attempt) startTurn(ctx context.Context, ex *executor, fresh bool, images []claudecode.Image) (<-chan turnEnd, *Error) {
 	e, req := a.e, a.req
-	a.sink = newTracingSink(ctx, e.cfg.Tracer, a.meter.watch(a.logSink()))
+	a.sink = newTracingSink(ctx, e.cfg.Tracer, a.meter.watch(a.authorSink(a.logSink())))
 	ended, err := ex.beginTurn(req.Turn, a.sink)
 	if err != nil {
 		return nil, &Error{Type: task.ErrTypeInternal, Err: err}

@@ -18,3 +18,6 @@ CREATE TRIGGER task_turns_notify AFTER INSERT OR UPDATE ON task_turns
     FOR EACH ROW EXECUTE FUNCTION drover_notify_task();
 CREATE TRIGGER permission_requests_notify AFTER INSERT OR UPDATE ON permission_requests
     FOR EACH ROW EXECUTE FUNCTION drover_notify_task();
+
+-- Who asked for a task's cancel (an API token's name, a user of the command line).
+ALTER TABLE task_cancels ADD COLUMN requested_by text NOT NULL DEFAULT '';

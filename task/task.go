@@ -162,6 +162,8 @@ type FirstPrompt struct {
 // Prompt is one user prompt.
 type Prompt struct {
 	Text string `json:"text"`
+	// By names who sent it (an API token's name, a user of the command line), for the record.
+	By string `json:"by,omitempty"`
 	// Attachments are workspace-relative paths of files (images) to attach.
 	Attachments []string `json:"attachments,omitempty"`
 	// Mode, when set, is the permission mode the task runs in from this prompt's turn on.
@@ -278,8 +280,10 @@ type State struct {
 	// Wait says why and until when the task waits for its account, while its status is
 	// waiting_for_limit, waiting_for_spend_cap or queued_for_account.
 	Wait *Wait `json:"wait,omitempty"`
-	// Budget is the task's budget as it now stands.
-	Budget Budget `json:"budget,omitzero"`
+	// Budget is the task's budget as it now stands; BudgetBy names who changed it last (empty:
+	// as the task was started).
+	Budget   Budget `json:"budget,omitzero"`
+	BudgetBy string `json:"budget_by,omitempty"`
 	// BudgetExhausted says which bound the task reached, while its status is budget_exhausted.
 	BudgetExhausted *BudgetExhausted `json:"budget_exhausted,omitempty"`
 }
@@ -361,6 +365,14 @@ type RunTurnResult struct {
 type InterruptTurnInput struct {
 	TaskID string `json:"task_id"`
 	Turn   int    `json:"turn"`
+	// By names who asked for the interrupt (InterruptRequest.By).
+	By string `json:"by,omitempty"`
+}
+
+// InterruptRequest is the argument of UpdateInterrupt (a task from before it takes none).
+type InterruptRequest struct {
+	// By names who asks, for the record: the turn's interrupted event names them.
+	By string `json:"by,omitempty"`
 }
 
 // Search attribute names shown in the Temporal UI.

@@ -152,7 +152,7 @@ func (c BudgetChange) Validate() error {
 		b.MaxDuration = *c.MaxDuration
 	}
 	errs := b.validate("")
-	if c == (BudgetChange{}) {
+	if c.MaxCostUSD == nil && c.MaxTurns == nil && c.MaxDuration == nil {
 		errs = append(errs, invalid("budget", "changes nothing; set max_cost_usd, max_turns or max_duration"))
 	}
 	return errors.Join(errs...)

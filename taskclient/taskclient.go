@@ -129,8 +129,13 @@ func (c *Client) Prompt(ctx context.Context, taskID string, prompt task.Prompt, 
 
 // Interrupt stops the task's running turn, if any. The task stays open.
 func (c *Client) Interrupt(ctx context.Context, taskID string) (task.InterruptResult, error) {
+	return c.InterruptBy(ctx, taskID, "")
+}
+
+// InterruptBy is Interrupt on behalf of by, whom the turn's interrupted event names.
+func (c *Client) InterruptBy(ctx context.Context, taskID, by string) (task.InterruptResult, error) {
 	var out task.InterruptResult
-	if err := c.update(ctx, taskID, task.UpdateInterrupt, "", &out); err != nil {
+	if err := c.update(ctx, taskID, task.UpdateInterrupt, "", &out, task.InterruptRequest{By: by}); err != nil {
 		return out, fmt.Errorf("interrupting task %s: %w", taskID, err)
 	}
 	return out, nil
@@ -151,6 +156,11 @@ func (c *Client) Close(ctx context.Context, taskID string) error {
 // worker starts before it has seen the cancel (store.RecordCancel). When Temporal cannot be
 // told, the record is withdrawn.
 func (c *Client) Cancel(ctx context.Context, taskID string) error {
+	return c.CancelBy(ctx, taskID, "")
+}
+
+// CancelBy is Cancel on behalf of by, whom the cancel's record names (with DB set).
+func (c *Client) CancelBy(ctx context.Context, taskID, by string) error {
 	if c.DB == nil {
 		if err := c.Temporal.CancelWorkflow(ctx, taskID, ""); err != nil {
 			return fmt.Errorf("cancelling task %s: %w", taskID, err)
@@ -162,7 +172,7 @@ func (c *Client) Cancel(ctx context.Context, taskID string) error {
 		return fmt.Errorf("cancelling task %s: %w", taskID, err)
 	}
 	runID := desc.WorkflowExecution.RunID
-	if err := store.RecordCancel(ctx, c.DB, taskID, runID); err != nil {
+	if err := store.RecordCancel(ctx, c.DB, taskID, runID, by); err != nil {
 		return fmt.Errorf("cancelling task %s: %w", taskID, err)
 	}
 	if err := c.Temporal.CancelWorkflow(ctx, taskID, runID); err != nil {

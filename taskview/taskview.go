@@ -85,8 +85,10 @@ type Summary struct {
 	WaitingSince     *time.Time `json:"waiting_since,omitempty"`
 	LastError        string     `json:"last_error,omitempty"`
 	// Wait says why and until when the task waits for its account (a waiting status).
-	Wait            *task.Wait            `json:"wait,omitempty"`
-	Budget          *task.Budget          `json:"budget,omitempty"`
+	Wait   *task.Wait   `json:"wait,omitempty"`
+	Budget *task.Budget `json:"budget,omitempty"`
+	// BudgetBy names who changed the budget last; empty: as the task was started.
+	BudgetBy        string                `json:"budget_by,omitempty"`
 	BudgetExhausted *task.BudgetExhausted `json:"budget_exhausted,omitempty"`
 }
 
@@ -140,6 +142,10 @@ type Detail struct {
 	// Totals are the workflow's own, as it recorded them: with the cost of failed attempts and
 	// the time turns ran (nil until a state is recorded).
 	Totals *task.Totals `json:"totals,omitempty"`
+	// CancelledBy names who asked for the task's cancel, and CancelledAt when; both empty when
+	// nobody did.
+	CancelledBy string     `json:"cancelled_by,omitempty"`
+	CancelledAt *time.Time `json:"cancelled_at,omitempty"`
 }
 
 // PendingRequest is a permission request waiting for a person.
@@ -234,6 +240,11 @@ func (v *View) Show(ctx context.Context, taskID string) (Detail, error) {
 	if d.Pending, err = v.Pending(ctx, taskID, 0); err != nil {
 		return Detail{}, err
 	}
+	if by, at, found, err := store.CancelOf(ctx, v.Pool, taskID); err != nil {
+		return Detail{}, err
+	} else if found {
+		d.CancelledBy, d.CancelledAt = by, &at
+	}
 	reqs, err := store.ListTaskPermissions(ctx, v.Pool, taskID)
 	if err != nil {
 		return Detail{}, err
@@ -267,7 +278,7 @@ func summarize(r store.TaskRow) (Summary, *task.State) {
 	}
 	s.Mode, s.LastError = st.PermissionMode, st.LastError
 	s.Model, s.Workspace = first(st.Model, s.Model), first(st.Workspace, s.Workspace)
-	s.Wait, s.BudgetExhausted = st.Wait, st.BudgetExhausted
+	s.Wait, s.BudgetExhausted, s.BudgetBy = st.Wait, st.BudgetExhausted, st.BudgetBy
 	if !st.Budget.IsZero() {
 		b := st.Budget
 		s.Budget = &b

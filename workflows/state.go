@@ -68,7 +68,10 @@ type taskState struct {
 	// budgetChangeID).
 	hostBudget task.Budget
 	exhausted  *task.BudgetExhausted
-	budgeted   bool
+	// budgetBy names who changed the budget last (BudgetChange.By); a run that continued as
+	// new starts without it.
+	budgetBy string
+	budgeted bool
 
 	published published
 
@@ -144,6 +147,7 @@ func (s *taskState) snapshot() task.State {
 		Awaiting:        slices.Clone(s.awaiting),
 		Grants:          slices.Clone(s.grants),
 		Budget:          s.budget(),
+		BudgetBy:        s.budgetBy,
 		BudgetExhausted: cloneExhausted(s.exhausted),
 		Wait:            s.waitSnapshot(),
 	}

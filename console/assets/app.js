@@ -384,6 +384,8 @@ function factsOf(t) {
   if (t.workspace) parts.push(h("span", null, h("code", null, t.workspace)));
   if (t.pending_approvals) parts.push(h("span", { className: "attn" }, t.pending_approvals + " waiting for you" + (t.waiting_since ? " for " + ago(t.waiting_since) : "")));
   if (t.wait) parts.push(h("span", { className: "attn" }, waitText(t.wait)));
+  if (t.budget_by) parts.push(h("span", { className: "budget-by" }, "budget set by " + t.budget_by));
+  if (t.cancelled_by) parts.push(h("span", { className: "cancelled-by" }, "cancelled by " + t.cancelled_by + (t.cancelled_at ? " " + ago(t.cancelled_at) + " ago" : "")));
   if (t.budget_exhausted) parts.push(h("span", { className: "attn" }, "budget spent: " + (t.budget_exhausted.bound || "")));
   if (t.last_error) parts.push(h("span", { className: "bad" }, "last error: " + t.last_error));
   parts.push(temporalLink(t));

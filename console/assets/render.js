@@ -141,7 +141,8 @@ export class Timeline {
         break;
       }
       case "user_message": {
-        this.put(r, this.item(r, "", h("div", { className: "who" }, "You"), pre(ev.text || "", "prompt-text")));
+        // Who sent the prompt: the API token's name, or the command line's user.
+        this.put(r, this.item(r, "", h("div", { className: "who" }, ev.by ? "Prompt by " + ev.by : "Prompt"), pre(ev.text || "", "prompt-text")));
         const t = this.turns.get(r.turn || 0);
         if (t && t.label.textContent === "Turn " + r.turn) t.label.textContent += " · " + firstLine(ev.text);
         break;
@@ -192,7 +193,7 @@ export class Timeline {
         break;
       }
       case "interrupted":
-        this.put(r, this.item(r, "warn", "Interrupted"));
+        this.put(r, this.item(r, "warn", ev.by ? "Interrupted by " + ev.by : "Interrupted"));
         break;
       case "subagent_task":
         this.subagent(r, ev);
