@@ -108,7 +108,21 @@ func (s *Server) eventPage(w http.ResponseWriter, r *http.Request, id string, af
 		}
 		limit = n
 	}
-	evs, err := store.ListEvents(r.Context(), s.cfg.DB, id, after, limit)
+	var evs []store.Event
+	var err error
+	if v := r.URL.Query().Get("before"); v != "" {
+		// A page read backwards: the last events before a seq (the log's last page when the seq
+		// is past its end).
+		before, perr := strconv.ParseInt(v, 10, 64)
+		if perr != nil || before < 1 || after != 0 {
+			s.writeError(w, r, errorf(http.StatusBadRequest, CodeInvalidInput,
+				fmt.Sprintf("before %q is not a sequence number of 1 or more, or comes with after: give one of them", v)))
+			return
+		}
+		evs, err = store.ListEventsBefore(r.Context(), s.cfg.DB, id, before, limit)
+	} else {
+		evs, err = store.ListEvents(r.Context(), s.cfg.DB, id, after, limit)
+	}
 	if err != nil {
 		s.writeError(w, r, fromError(err))
 		return

@@ -95,3 +95,39 @@ func TestListsStreamTheirChanges(t *testing.T) {
 		t.Fatalf("after a request: %+v %v", asked, err)
 	}
 }
+
+// A page of the log read backwards: ?before=SEQ gives the last ?limit events before it, in
+// order; a seq past the end gives the log's last page; with after it is refused.
+func TestEventsBefore(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.NewPool(t)
+	ts, _ := newServer(t, api.Config{DB: pool, Reader: taskview.New(pool)})
+	appendEvents(t, pool, "long", 1, 30)
+	for _, c := range []struct {
+		query     string
+		first, n  int64
+		wantError bool
+	}{
+		{"?before=9007199254740991&limit=10", 21, 10, false},
+		{"?before=21&limit=10", 11, 10, false},
+		{"?before=5&limit=10", 1, 4, false},
+		{"?before=1&limit=10", 0, 0, false},
+		{"?before=0", 0, 0, true},
+		{"?before=5&after=2", 0, 0, true},
+	} {
+		a := do(t, ts, "GET", "/api/v1/tasks/long/events"+c.query, "", "Accept", "application/json")
+		if c.wantError {
+			if a.status != 400 {
+				t.Errorf("%s: %d, want 400", c.query, a.status)
+			}
+			continue
+		}
+		var page api.EventPage
+		if err := json.Unmarshal(a.body, &page); err != nil || a.status != 200 {
+			t.Fatalf("%s: %d %s", c.query, a.status, a.body)
+		}
+		if int64(len(page.Events)) != c.n || (c.n > 0 && (page.Events[0].Seq != c.first || page.Events[c.n-1].Seq != c.first+c.n-1)) {
+			t.Errorf("%s: %d events from %v, want %d from %d", c.query, len(page.Events), page.Events, c.n, c.first)
+		}
+	}
+}

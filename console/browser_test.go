@@ -649,6 +649,15 @@ func TestLongTaskShowsEarlierOnRequest(t *testing.T) {
 	if len(got) != 1000 || slices.Min(got) != 501 || slices.Max(got) != 1500 {
 		t.Fatalf("at first the page shows %d events, %d..%d; want the last 1000", len(got), slices.Min(got), slices.Max(got))
 	}
+	// It read only those: one page read backwards from the log's end.
+	for _, c := range api.Calls() {
+		if c.Path == "/api/v1/tasks/long/events" && c.LastEventID == "" && !strings.Contains(c.Query, "before=") && !strings.Contains(c.Query, "after=1500") {
+			t.Errorf("the page read the log from its start at first: %s?%s", c.Path, c.Query)
+		}
+	}
+	if got := eval[string](t, p, `document.querySelector("button.earlier").textContent`); !strings.Contains(got, "500 earlier") {
+		t.Errorf("the earlier events are offered as %q", got)
+	}
 	if err := p.Do(chromedp.Click(chromedp.CSS("button.earlier"))); err != nil {
 		t.Fatal(err)
 	}

@@ -114,16 +114,21 @@ export function taskPath(id) {
   return "/api/v1/tasks/" + encodeURIComponent(id);
 }
 
-// EventStream follows a task's event log: first the stored events in pages (JSON), then the live
-// stream (text/event-stream) from the last sequence number seen, resuming with Last-Event-ID
-// whenever the connection drops. onEvents receives arrays of {seq, type, turn, attempt, time,
-// event}; onState receives "loading", "live", "reconnecting" or "ended", a detail, and the HTTP
-// status of a refusal.
+// LAST_SEQ is past the end of every log: a page read before it is the log's last.
+const LAST_SEQ = Number.MAX_SAFE_INTEGER;
+
+// EventStream follows a task's event log: first the stored events (JSON: the last `tail` of them
+// when tail is set, else all of them in pages), then the live stream (text/event-stream) from the
+// last sequence number seen, resuming with Last-Event-ID whenever the connection drops. onEvents
+// receives arrays of {seq, type, turn, attempt, time, event}; onState receives "loading", "live",
+// "reconnecting" or "ended", a detail, and the HTTP status of a refusal. earlier() reads the
+// events before a seq.
 export class EventStream {
-  constructor(taskID, onEvents, onState) {
+  constructor(taskID, onEvents, onState, tail) {
     this.taskID = taskID;
     this.onEvents = onEvents;
     this.onState = onState;
+    this.tail = tail || 0;
     this.after = 0;
     this.stopped = false;
     this.ctrl = null;
@@ -171,6 +176,12 @@ export class EventStream {
   // backlog reads the stored events page by page and hands them over at once, so that the page
   // lays out a long task once rather than once per page.
   async backlog() {
+    if (this.tail && this.after === 0) {
+      // A long task opens on its end: the events before it come when asked for (earlier).
+      const page = await getJSON(taskPath(this.taskID) + "/events?before=" + LAST_SEQ + "&limit=" + this.tail);
+      this.deliver((page && page.events) || []);
+      return;
+    }
     const all = [];
     try {
       for (let after = this.after; ;) {
@@ -185,6 +196,12 @@ export class EventStream {
     } finally {
       this.deliver(all);
     }
+  }
+
+  // earlier reads at most limit stored events before seq, in order.
+  async earlier(seq, limit) {
+    const page = await getJSON(taskPath(this.taskID) + "/events?before=" + seq + "&limit=" + Math.min(limit, PAGE));
+    return ((page && page.events) || []).map((raw) => normalizeRecord(raw, 0, "")).filter(Boolean);
   }
 
   // live reads the event stream until it ends; it reports whether any event came.

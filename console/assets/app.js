@@ -16,8 +16,10 @@ const TASK_POLL_MS = 15000;
 const STALL_CHECK_MS = 1000;
 // A running task that has written nothing for this long is shown as possibly stalled.
 const STALL_MS = 90000;
-// The stored events a task's page shows at first; the earlier ones come on request.
+// The stored events a task's page reads and shows at first; the earlier ones come on request,
+// EARLIER_PAGE at a time.
 const WINDOW = 1000;
+const EARLIER_PAGE = 5000;
 
 const main = document.getElementById("main");
 const PAGE_TITLE = document.title;
@@ -413,26 +415,40 @@ function followTimeline(id, timeline, list, stream, stopped, loaded) {
   // While the stored events load, the page is not laid out between pages (a long task would be
   // laid out once per page); once they are in, it scrolls to the end once.
   let loading = true;
-  // A long task first shows its last WINDOW stored events, and the earlier ones on request.
+  // A long task first reads and shows only its last WINDOW stored events: the earlier ones are
+  // read, EARLIER_PAGE at a time, when asked for (the log's seqs have no gaps, so the first seq
+  // shown says how many come before it).
   const all = [];
   const earlier = h("button", { type: "button", className: "earlier", hidden: true });
   list.before(earlier);
-  earlier.addEventListener("click", () => {
-    earlier.hidden = true;
+  const offerEarlier = () => {
+    const before = all.length ? all[0].seq - 1 : 0;
+    earlier.hidden = before <= 0;
+    earlier.disabled = false;
+    earlier.textContent = before <= EARLIER_PAGE ? "Show the " + before.toLocaleString() + " earlier events"
+      : "Show " + EARLIER_PAGE.toLocaleString() + " earlier events (of " + before.toLocaleString() + ")";
+  };
+  earlier.addEventListener("click", async () => {
+    earlier.disabled = true;
+    let older;
+    try {
+      older = await events.earlier(all[0].seq, EARLIER_PAGE);
+    } catch (err) {
+      earlier.disabled = false;
+      earlier.textContent = "Earlier events could not be read: " + String(err.message || err) + " (try again)";
+      return;
+    }
+    all.unshift(...older);
     timeline.reset();
     timeline.add(all);
+    document.body.dataset.lastSeq = String(timeline.lastSeq);
+    offerEarlier();
   });
   const events = new EventStream(id, (recs) => {
     if (stopped()) return;
     const atEnd = !loading && window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
     for (const r of recs) all.push(r);
-    if (loading && recs.length > WINDOW) {
-      const cut = recs.length - WINDOW;
-      earlier.hidden = false;
-      earlier.textContent = "Show the " + cut.toLocaleString() + " earlier events";
-      for (const r of recs.slice(0, cut)) timeline.skip(r);
-      recs = recs.slice(cut);
-    }
+    if (loading) offerEarlier();
     timeline.add(recs);
     document.body.dataset.lastSeq = String(timeline.lastSeq);
     if (atEnd) window.scrollTo(0, document.body.scrollHeight);
@@ -451,7 +467,7 @@ function followTimeline(id, timeline, list, stream, stopped, loaded) {
       performance.mark("drover-timeline-ready");
       requestAnimationFrame(() => setTimeout(() => performance.mark("drover-timeline-painted")));
     }
-  });
+  }, WINDOW);
   events.start();
   return { stop: () => events.stop(), loading: () => loading };
 }

@@ -475,6 +475,15 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		s.mu.Lock()
 		page := s.since(id, after, limit)
+		if v := r.URL.Query().Get("before"); v != "" {
+			before, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || before < 1 {
+				s.mu.Unlock()
+				writeError(w, http.StatusBadRequest, "invalid_input", "before must be a sequence number")
+				return
+			}
+			page = s.before(id, before, limit)
+		}
 		s.mu.Unlock()
 		next := after
 		if len(page) > 0 {
@@ -484,6 +493,14 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.stream(w, r, id, after)
+}
+
+// before returns the last limit records before seq, in order; the caller holds the lock.
+func (s *Server) before(id string, before int64, limit int) []Record {
+	log := s.events[id]
+	end := min(before-1, int64(len(log)))
+	start := max(end-int64(limit), 0)
+	return append([]Record{}, log[start:end]...)
 }
 
 // since returns up to limit records after seq; the caller holds the lock.
