@@ -646,8 +646,8 @@ func TestLongTaskShowsEarlierOnRequest(t *testing.T) {
 	navigate(t, p, url+"/#/tasks/long")
 	waitFor(t, p, `document.body.dataset.lastSeq == "1500"`)
 	got := domSeqs(t, p)
-	if len(got) != 1000 || slices.Min(got) != 501 || slices.Max(got) != 1500 {
-		t.Fatalf("at first the page shows %d events, %d..%d; want the last 1000", len(got), slices.Min(got), slices.Max(got))
+	if len(got) != 500 || slices.Min(got) != 1001 || slices.Max(got) != 1500 {
+		t.Fatalf("at first the page shows %d events, %d..%d; want the last 500", len(got), slices.Min(got), slices.Max(got))
 	}
 	// It read only those: one page read backwards from the log's end.
 	for _, c := range api.Calls() {
@@ -655,7 +655,7 @@ func TestLongTaskShowsEarlierOnRequest(t *testing.T) {
 			t.Errorf("the page read the log from its start at first: %s?%s", c.Path, c.Query)
 		}
 	}
-	if got := eval[string](t, p, `document.querySelector("button.earlier").textContent`); !strings.Contains(got, "500 earlier") {
+	if got := eval[string](t, p, `document.querySelector("button.earlier").textContent`); !strings.Contains(got, "1,000 earlier") {
 		t.Errorf("the earlier events are offered as %q", got)
 	}
 	if err := p.Do(chromedp.Click(chromedp.CSS("button.earlier"))); err != nil {
