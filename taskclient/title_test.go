@@ -38,12 +38,12 @@ func TestTitleIsASearchAttribute(t *testing.T) {
 		if _, err := c.Create(ctx, id, task.Params{Workspace: "/w", Title: want.title}, task.Prompt{Text: want.prompt}, ""); err != nil {
 			t.Fatal(err)
 		}
-		desc, err := tc.DescribeWorkflowExecution(ctx, id, "")
+		desc, err := tc.DescribeWorkflow(ctx, id, "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		var got string
-		p := desc.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()[task.SearchTitle]
+		p := desc.RawResponse.GetWorkflowExecutionInfo().GetSearchAttributes().GetIndexedFields()[task.SearchTitle]
 		if p == nil || converter.GetDefaultDataConverter().FromPayload(p, &got) != nil || got != want.attr {
 			t.Errorf("task %s: %s = %q, want %q", id, task.SearchTitle, got, want.attr)
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"text/tabwriter"
 	"time"
 
@@ -10,6 +11,16 @@ import (
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/taskview"
 )
+
+// showAuthors says who changed the task's budget last and who cancelled it.
+func showAuthors(w io.Writer, d taskview.Detail) {
+	if d.BudgetBy != "" {
+		fmt.Fprintf(w, "budget by   %s\n", d.BudgetBy)
+	}
+	if d.CancelledBy != "" && d.CancelledAt != nil {
+		fmt.Fprintf(w, "cancelled   by %s at %s\n", d.CancelledBy, d.CancelledAt.Local().Format(time.DateTime))
+	}
+}
 
 func newTaskShowCommand(a *app) *cobra.Command {
 	c := &cobra.Command{
@@ -53,6 +64,7 @@ recorded.`,
 				}
 				showBudget(w, st)
 			}
+			showAuthors(w, d)
 			if d.Wait != nil {
 				fmt.Fprintf(w, "waits       for account %s (%s) since %s\n", d.Wait.Account, d.Wait.Reason, d.Wait.Since.Local().Format(time.DateTime))
 			}
