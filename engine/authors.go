@@ -32,6 +32,10 @@ func (s *authorSink) Emit(ev events.AgentEvent) {
 			}
 		case events.TypeInterrupted:
 			ev.By = s.a.e.interruptAuthor(s.a.req.TaskID, s.a.req.Turn)
+		case events.TypeError:
+			if ev.Error != nil && ev.Error.Kind == events.ErrorInterrupted {
+				ev.By = s.a.e.interruptAuthor(s.a.req.TaskID, s.a.req.Turn)
+			}
 		}
 	}
 	s.next.Emit(ev)
