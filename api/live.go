@@ -27,11 +27,17 @@ func wantsStream(r *http.Request) bool {
 	return false
 }
 
-// streamSnapshots answers a list with Server-Sent Events: the list as read now (event name,
-// data the JSON answer a GET would have), then again whenever Postgres announces a change of a
-// task's row (store.Hub.WatchTasks) and the list reads differently, until the client leaves or
-// the server stops. A comment goes out every KeepAlive while nothing changes.
-func (s *Server) streamSnapshots(w http.ResponseWriter, r *http.Request, name string, read func(ctx context.Context) (any, error)) {
+// streamSnapshots answers a list (or one task: taskID) with Server-Sent Events: what it reads
+// now (event name, data the JSON answer a GET would have), then again whenever Postgres announces
+// a change of a task's row (of taskID's, when set; store.Hub.WatchTasks) and it reads
+// differently, until the client leaves or the server stops. A comment goes out every KeepAlive
+// while nothing changes. A first read that fails is answered as the GET would be (a 404 for a
+// task not known), with no stream.
+func (s *Server) streamSnapshots(w http.ResponseWriter, r *http.Request, name, taskID string, read func(ctx context.Context) (any, error)) {
+	if _, err := read(r.Context()); err != nil {
+		s.writeError(w, r, fromError(err))
+		return
+	}
 	write, done := s.openStream(w, r)
 	if write == nil {
 		return
@@ -46,7 +52,7 @@ func (s *Server) streamSnapshots(w http.ResponseWriter, r *http.Request, name st
 	watchErr := make(chan error, 1)
 	go func() {
 		var last []byte
-		watchErr <- s.hub.WatchTasks(ctx, func(ctx context.Context) error {
+		watchErr <- s.hub.WatchTasks(ctx, taskID, func(ctx context.Context) error {
 			v, err := read(ctx)
 			if err != nil {
 				return err

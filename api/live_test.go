@@ -131,3 +131,31 @@ func TestEventsBefore(t *testing.T) {
 		}
 	}
 }
+
+// One task, asked for as a stream, comes now and again when its row changes; a task nobody
+// knows is answered 404, with no stream.
+func TestTaskStreamsItsChanges(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.NewPool(t)
+	ts, _ := newServer(t, api.Config{DB: pool, Reader: taskview.New(pool), KeepAlive: time.Hour})
+	rec := func(id string, st task.Status, seq int64) {
+		b, _ := json.Marshal(task.State{Status: st, Workspace: "/w"})
+		if err := store.RecordTaskState(t.Context(), pool, id, st, b, time.Now(), seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec("t1", task.StatusRunning, 1)
+	if a := do(t, ts, "GET", "/api/v1/tasks/nobody", "", "Accept", "text/event-stream"); a.status != 404 {
+		t.Errorf("an unknown task's stream: %d %s", a.status, a.header.Get("Content-Type"))
+	}
+	s := openList(t, ts.URL, "/api/v1/tasks/t1")
+	var d api.TaskDetail
+	if err := json.Unmarshal(s.snapshot(t, "task"), &d); err != nil || d.Status != task.StatusRunning {
+		t.Fatalf("first: %+v %v", d.Summary, err)
+	}
+	rec("t2", task.StatusRunning, 1) // another task's change wakes nothing here
+	rec("t1", task.StatusWaitingForLimit, 2)
+	if err := json.Unmarshal(s.snapshot(t, "task"), &d); err != nil || d.Status != task.StatusWaitingForLimit {
+		t.Fatalf("after its change: %+v %v", d.Summary, err)
+	}
+}

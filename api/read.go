@@ -83,7 +83,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 // it as it changes (streamSnapshots).
 func (s *Server) answerList(w http.ResponseWriter, r *http.Request, name string, read func(ctx context.Context) (any, error)) {
 	if wantsStream(r) {
-		s.streamSnapshots(w, r, name, read)
+		s.streamSnapshots(w, r, name, "", read)
 		return
 	}
 	v, err := read(r.Context())
@@ -117,12 +117,23 @@ func (s *Server) showTask(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, e)
 		return
 	}
-	d, err := s.cfg.Reader.Show(r.Context(), id)
+	read := func(ctx context.Context) (any, error) {
+		d, err := s.cfg.Reader.Show(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return TaskDetail{Detail: d, TemporalURL: s.temporalURL(id)}, nil
+	}
+	if wantsStream(r) {
+		s.streamSnapshots(w, r, "task", id, read)
+		return
+	}
+	v, err := read(r.Context())
 	if err != nil {
 		s.writeError(w, r, fromError(err))
 		return
 	}
-	writeJSON(w, http.StatusOK, TaskDetail{Detail: d, TemporalURL: s.temporalURL(id)})
+	writeJSON(w, http.StatusOK, v)
 }
 
 func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {

@@ -79,6 +79,25 @@ func TestListsArePushed(t *testing.T) {
 	if n := reads(api, "GET", "/api/v1/approvals"); n != 1 {
 		t.Errorf("the API was asked for the approvals %d times, want 1 (one stream serves every view)", n)
 	}
+
+	// A task's page: its header follows the task's pushed row, a change with no event included.
+	navigate(t, p, url+"/#/tasks/c")
+	waitFor(t, p, `document.querySelector('.task-head .status[data-status="running"]') && document.body.dataset.timelineReady`)
+	// The page reads the task once more when its stored events are in (the stream and that read):
+	// the browser's report of both comes before the count is taken.
+	for deadline := time.Now().Add(30 * time.Second); sentTo(p, "/api/v1/tasks/c") < 2; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the task's page did not read the task: %q", p.Requests())
+		}
+	}
+	before = sentTo(p, "/api/v1/tasks/c")
+	for _, st := range []string{"waiting_for_limit", "idle"} {
+		api.UpdateTask("c", func(tk *fakeapi.Task) { tk.Status = st })
+		waitFor(t, p, `document.querySelector('.task-head .status[data-status="`+st+`"]')`)
+	}
+	if n := sentTo(p, "/api/v1/tasks/c") - before; n != 0 {
+		t.Errorf("the task's page sent %d more requests for the task as it changed, want none (its stream brings them): %q", n, p.Requests())
+	}
 }
 
 // TestTitles: a task is named by its title in the list, the board, its page and the inbox (its

@@ -103,7 +103,7 @@ type Hub struct {
 
 // subscriber is one watch as the hub sees it.
 type subscriber struct {
-	taskID    string
+	taskID    string // the task watched; for a watch of task rows, "" means every task
 	wake      chan struct{} // capacity 1: a pending wake-up
 	announced atomic.Int64  // the highest seq a notification announced
 	force     atomic.Bool   // read whatever was announced: the listener (re)connected
@@ -242,7 +242,9 @@ func (h *Hub) dispatch(n *pgconn.Notification) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		for s := range h.rowSubs {
-			s.poke()
+			if s.taskID == "" || s.taskID == n.Payload {
+				s.poke()
+			}
 		}
 		return
 	}
@@ -333,13 +335,13 @@ func (h *Hub) Watch(ctx context.Context, cfg WatchConfig, fn func(Event) error) 
 // with the task's id as payload. Triggers send it (migration 0013).
 const TasksChannel = "drover_tasks"
 
-// WatchTasks calls look once the hub listens on TasksChannel, then again after every change of a
-// task's row it announces and after every reconnect (what changed meanwhile was not announced),
-// until ctx is done (it returns ctx.Err()) or look fails (it returns that error). Changes
-// announced while look runs make one more call, not one each, so a slow reader is never behind
-// by more than one read.
-func (h *Hub) WatchTasks(ctx context.Context, look func(ctx context.Context) error) error {
-	s := &subscriber{wake: make(chan struct{}, 1)}
+// WatchTasks calls look once the hub listens on TasksChannel, then again after every change of
+// the row of task taskID ("": of any task) it announces and after every reconnect (what changed
+// meanwhile was not announced), until ctx is done (it returns ctx.Err()) or look fails (it
+// returns that error). Changes announced while look runs make one more call, not one each, so a
+// slow reader is never behind by more than one read.
+func (h *Hub) WatchTasks(ctx context.Context, taskID string, look func(ctx context.Context) error) error {
+	s := &subscriber{taskID: taskID, wake: make(chan struct{}, 1)}
 	ready := h.subscribe(s, true)
 	defer h.unsubscribe(s, true)
 	select {

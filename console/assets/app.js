@@ -9,9 +9,6 @@ import { Status, STATUSES, FINAL_STATUSES, WAITING_STATUSES, Mode, MODES, Kind }
 // The lists (tasks, approvals) come pushed by the API as they change; their relative times
 // ("2m ago") are written again this often, from what the page holds, without a request.
 const CLOCK_MS = 30000;
-// A task's page reads the task when its events say it changed; this slow read is for what
-// changes without an event (an account's wait).
-const TASK_POLL_MS = 15000;
 // How often the page looks whether a running task has gone quiet.
 const STALL_CHECK_MS = 1000;
 // A running task that has written nothing for this long is shown as possibly stalled.
@@ -363,7 +360,15 @@ function taskPage(id) {
       catchTimer = setTimeout(() => catchUp(tries + 1), 100 * 2 ** tries);
     });
   };
-  const poll = poller(refresh, TASK_POLL_MS);
+  // The task's row, pushed by the API whenever it changes (what changes with no event too: an
+  // account's wait, a budget).
+  const live = new LiveList(taskPath(id), (t) => {
+    if (!stopped) showTask(t);
+  }, (e) => {
+    if (!e) return errorBox(err, null);
+    if (e.status !== 404) return errorBox(err, e);
+    clear(err).append(h("div", { className: started.has(id) ? "muted starting" : "alert" }, notFoundText(id)));
+  });
   const stallCheck = poller(async () => {
     const quiet = Date.now() - lastEventAt;
     // A turn that waits for a person writes nothing until the person answers: that is no stall.
@@ -373,7 +378,7 @@ function taskPage(id) {
     stall.dataset.checkedAt = String(Date.now());
   }, STALL_CHECK_MS);
   const follow = followTimeline(id, timeline, list, stream, () => stopped, () => catchUp(0));
-  return { stop() { stopped = true; poll.stop(); stallCheck.stop(); clearTimeout(catchTimer); follow.stop(); } };
+  return { stop() { stopped = true; live.stop(); stallCheck.stop(); clearTimeout(catchTimer); follow.stop(); } };
 }
 
 // factsOf is what a task's header says of it besides its status.

@@ -327,14 +327,16 @@ func (s *Server) answerList(w http.ResponseWriter, r *http.Request, name string,
 }
 
 func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	t, ok := s.tasks[r.PathValue("id")]
-	if !ok || s.hidden[t.ID] {
-		notFound(w, r.PathValue("id"))
+	t, ok := s.tasks[id]
+	ok = ok && !s.hidden[id]
+	s.mu.Unlock()
+	if !ok {
+		notFound(w, id)
 		return
 	}
-	writeJSON(w, http.StatusOK, t)
+	s.answerList(w, r, "task", func() any { return *t })
 }
 
 func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
