@@ -103,7 +103,7 @@ type Hub struct {
 
 // subscriber is one watch as the hub sees it.
 type subscriber struct {
-	taskID    string // the task watched; for a watch of task rows, "" means every task
+	taskID    string        // the task watched; for a watch of task rows, "" means every task
 	wake      chan struct{} // capacity 1: a pending wake-up
 	announced atomic.Int64  // the highest seq a notification announced
 	force     atomic.Bool   // read whatever was announced: the listener (re)connected
