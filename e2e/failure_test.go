@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -385,6 +386,12 @@ func TestUnresumableSessionNeedsAttention(t *testing.T) {
 	}
 	if n := len(e.fake.MainRequests()); n != before {
 		t.Fatalf("the API received %d requests while the session could not be resumed", n-before)
+	}
+	told := slices.ContainsFunc(e.events(id), func(ev loggedEvent) bool {
+		return ev.Agent.Type == events.TypeError && ev.Agent.Error != nil && strings.Contains(ev.Agent.Error.Message, "the task needs attention")
+	})
+	if !told {
+		t.Error("the event log does not say the task needs attention")
 	}
 	tc := *e.tc
 	tc.DB = e.db()

@@ -17,7 +17,7 @@ import (
 )
 
 var (
-	restartN    = flag.Int("restart.n", 20, "TestRestartLoop: how many times to restart the worker, each followed by a prompt (make test-restart: 50)")
+	restartN    = flag.Int("restart.n", 15, "TestRestartLoop: how many times to restart the worker, each followed by a prompt (make test-restart: 50)")
 	restartSeed = flag.Uint64("restart.seed", 0, "TestRestartLoop: the seed of the restart points (0: from the clock)")
 )
 
