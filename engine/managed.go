@@ -48,6 +48,12 @@ func (a *attempt) workspace(ctx context.Context) (string, *Error) {
 	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
 		return dir, nil
 	}
+	if f := a.forkWorkspace(ctx, m); f != nil {
+		return "", f
+	}
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
+		return dir, nil // forked
+	}
 	t := a.wsTask()
 	cp, err := m.Ensure(ctx, t)
 	if errors.Is(err, workspace.ErrNoCheckpoint) {
@@ -91,6 +97,10 @@ func (a *attempt) restoreWorktree(ctx context.Context, begun store.AttemptBegun)
 		at = "the task's base " + short(r.Checkpoint)
 	}
 	switch {
+	case !retry && a.req.Rewound:
+		w.Cause = events.RestoredForRewind
+		w.Message = fmt.Sprintf("the task was rewound: the files are back at %s, where its conversation now resumes; what the worktree held (%d files) is kept on %s",
+			at, len(r.Files), r.Kept)
 	case !retry:
 		w.Cause = events.RestoredChangedByHand
 		w.Message = fmt.Sprintf("the worktree was changed between turns (%d files); the changes are kept on %s, and the files are back at %s, as the conversation saw them",

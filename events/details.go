@@ -265,13 +265,16 @@ const (
 	RestoredForRetry = "retry"
 	// RestoredChangedByHand: the worktree was changed between turns, outside any turn.
 	RestoredChangedByHand = "changed_by_hand"
+	// RestoredForRewind: the task was rewound to an earlier turn (drover task rewind) since its
+	// last turn; its files go back to that turn's checkpoint.
+	RestoredForRewind = "rewind"
 )
 
 // WorkspaceRestore details a workspace_restored event: a managed task's worktree was put back
 // at its last committed checkpoint before the attempt ran, so that the turn sees the files its
 // conversation saw. What the worktree held instead is kept on a git ref, never discarded.
 type WorkspaceRestore struct {
-	// Cause is RestoredForRetry or RestoredChangedByHand.
+	// Cause is RestoredForRetry, RestoredChangedByHand or RestoredForRewind.
 	Cause string `json:"cause"`
 	// Checkpoint is the commit restored to; Turn the turn that recorded it (0: the task's base).
 	Checkpoint string `json:"checkpoint"`

@@ -87,6 +87,9 @@ func (p Params) WithDefaults() Params {
 // *InvalidError, joined. Zero values are valid: they mean the defaults.
 func (p Params) Validate() error {
 	var errs []error
+	if err := validateTitle(p.Title); err != nil {
+		errs = append(errs, err)
+	}
 	switch {
 	case p.Workspace == "" && p.Repo == "":
 		errs = append(errs, invalid("workspace", "is required: the folder the agent works in (or give repo, a repository the task works on in a worktree of its own)"))
@@ -98,6 +101,9 @@ func (p Params) Validate() error {
 	}
 	if strings.HasPrefix(p.Base, "-") || strings.ContainsAny(p.Base, " \x00") {
 		errs = append(errs, invalid("base", "%q is not a branch, tag or commit name", p.Base))
+	}
+	if p.Fork != nil && (p.Repo == "" || ValidateID(p.Fork.Task) != nil || p.Fork.Turn < 0) {
+		errs = append(errs, invalid("fork", "names no turn of a managed task: a fork needs the task's repository, its id and a turn of 0 or more"))
 	}
 	if strings.HasPrefix(p.Repo, "-") || strings.ContainsRune(p.Repo, 0) {
 		errs = append(errs, invalid("repo", "%q is not a repository URL or path", p.Repo))
@@ -162,7 +168,7 @@ func (c BudgetChange) Validate() error {
 		b.MaxDuration = *c.MaxDuration
 	}
 	errs := b.validate("")
-	if c == (BudgetChange{}) {
+	if c.MaxCostUSD == nil && c.MaxTurns == nil && c.MaxDuration == nil {
 		errs = append(errs, invalid("budget", "changes nothing; set max_cost_usd, max_turns or max_duration"))
 	}
 	return errors.Join(errs...)

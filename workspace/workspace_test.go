@@ -409,14 +409,31 @@ func TestForkAtTurnOneOfThree(t *testing.T) {
 	if got := strings.TrimSpace(witness(t, dst, "rev-parse", "--abbrev-ref", "HEAD")); got != "drover/dst" {
 		t.Errorf("fork's branch = %q", got)
 	}
-	refs := witness(t, m.cfg.Remote, "for-each-ref", "--format=%(refname)", "refs/drover/tasks/dst/")
-	if want := "refs/drover/tasks/dst/base\nrefs/drover/tasks/dst/last\nrefs/drover/tasks/dst/turns/1\n"; refs != want {
+	refs := witness(t, m.cfg.Remote, "for-each-ref", "--format=%(refname) %(objectname)", "refs/drover/tasks/dst/")
+	if want := "refs/drover/tasks/dst/base " + cp + "\n"; refs != want {
 		t.Errorf("fork's refs on the remote:\n%s\nwant\n%s", refs, want)
 	}
-	appendTo(t, filepath.Join(dst, "shared.txt"), "fork turn 2")
-	checkpoint(t, m, Task{ID: "dst", Repo: repo}, 2)
+	if got := witness(t, dst, "status", "--porcelain"); got != "" {
+		t.Errorf("the fork's worktree differs from its branch head:\n%s", got)
+	}
+	// The fork's turns count from 1; its first diff shows its own work only.
+	fork := Task{ID: "dst", Repo: repo}
+	appendTo(t, filepath.Join(dst, "shared.txt"), "fork turn 1")
+	checkpoint(t, m, fork, 1)
 	if got := witness(t, m.cfg.Remote, "show", "refs/drover/tasks/src/turns/2:shared.txt"); got != "base\nturn 1\nturn 2\n" {
 		t.Errorf("source's turn 2 changed: %q", got)
+	}
+	d, err := m.Diff(context.Background(), fork, 0, 1, false)
+	if err != nil || !strings.Contains(d.Patch, "+fork turn 1") || strings.Contains(d.Patch, "+turn 1") {
+		t.Errorf("the fork's turn 1: %v\n%s", err, d.Patch)
+	}
+	// A retry before the fork's first checkpoint goes back to the fork point.
+	write(t, filepath.Join(dst, "stray.txt"), "x")
+	if _, err := m.Restore(context.Background(), fork, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, filepath.Join(dst, "shared.txt")); got != "base\nturn 1\n" {
+		t.Errorf("restored to the fork point: %q", got)
 	}
 }
 

@@ -259,7 +259,8 @@ func runDev(ctx context.Context, a *app, o stackOptions, listen string) error {
 	if listen != "" {
 		actx, stopAPI := context.WithCancel(ctx)
 		defer stopAPI()
-		o := apiOptions{listen: listen, temporalAddress: s.cfg.TemporalAddress, databaseURL: s.cfg.DatabaseURL}
+		o := apiOptions{listen: listen, temporalAddress: s.cfg.TemporalAddress, databaseURL: s.cfg.DatabaseURL,
+			view: devView(s.cfg.Workspaces)}
 		if s.temporal != nil {
 			o.temporalUI = s.temporal.UIAddress()
 		}
@@ -327,4 +328,12 @@ func redactURL(u string) string {
 		}
 	}
 	return u
+}
+
+// devView reads the checkpoints the dev stack's hosts push, for the API's diffs.
+func devView(c workspace.Config) *workspaceViewOptions {
+	if c.Remote == "" && c.StateDir != "" {
+		c.Remote = workspace.DefaultRemote(c.StateDir)
+	}
+	return &workspaceViewOptions{remote: c.Remote}
 }

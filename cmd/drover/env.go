@@ -38,10 +38,12 @@ type env struct {
 	worktreeRoot    string
 	workspaceState  string
 	workspaceRemote string
-	apiKey          string
-	baseURL         string
-	logLevel        string
-	debugCapture    bool
+	// viewDir is where the commands that read checkpoints keep their mirror of the remote.
+	viewDir      string
+	apiKey       string
+	baseURL      string
+	logLevel     string
+	debugCapture bool
 	// otlpTraces and otlpMetrics: an OTLP endpoint is configured for traces, for metrics.
 	otlpTraces  bool
 	otlpMetrics bool
@@ -54,7 +56,8 @@ type env struct {
 	// home is the user's home folder, where the CLI keeps its state by default.
 	home string
 	// apiTokens are the bearer tokens drover serve accepts (DROVER_API_TOKENS, comma-separated,
-	// and DROVER_API_TOKEN_FILE, one a line); apiTokensErr says why the file could not be read.
+	// and DROVER_API_TOKEN_FILE, one a line), each name:token or a bare token (api.SplitToken);
+	// apiTokensErr says why the file could not be read.
 	apiTokens    []string
 	apiTokensErr error
 }
@@ -85,6 +88,9 @@ func loadEnv() env {
 	e.apiTokens, e.apiTokensErr = readAPITokens(os.Getenv("DROVER_API_TOKENS"), os.Getenv("DROVER_API_TOKEN_FILE"))
 	if home, err := os.UserHomeDir(); err == nil {
 		e.home = home
+	}
+	if cache, err := os.UserCacheDir(); err == nil {
+		e.viewDir = filepath.Join(cache, "drover", "workspace-view")
 	}
 	if e.temporalBin == "" {
 		e.temporalBin, e.temporalBinErr = tools.Env(os.Getenv).TemporalBin()
@@ -216,4 +222,17 @@ func (e env) configDir() string {
 		return e.claudeConfigDir
 	}
 	return filepath.Join(e.home, ".claude")
+}
+
+// defaultWorkspaceRemoteHelp names the default remote in the flags' help.
+const defaultWorkspaceRemoteHelp = "the workers' default, remote.git in DROVER_WORKSPACE_STATE (~/.drover/workspaces), this host's alone"
+
+// defaultWorkspaceRemote is the remote a worker of this host pushes to when
+// DROVER_WORKSPACE_REMOTE is unset: its workspace state folder's ("" without a home).
+func (e env) defaultWorkspaceRemote() string {
+	c := e.workspaceConfig(e.stateDir())
+	if c.Remote != "" || c.StateDir == "" {
+		return c.Remote
+	}
+	return workspace.DefaultRemote(c.StateDir)
 }
