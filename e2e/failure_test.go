@@ -345,6 +345,9 @@ func TestResumeOffTheMainChainFallsBack(t *testing.T) {
 		}
 	}
 	t.Logf("resume steps logged: %q", fellBack)
+	if got := completes(e.events(id)); len(got) != 3 {
+		t.Errorf("%d complete events for 3 turns: the refused process left one of its own", len(got))
+	}
 	if len(fellBack) == 0 {
 		t.Error("the log does not say the resume fell back (did the CLI take the committed message off its chain?)")
 	}
