@@ -702,6 +702,40 @@ func TestPromptAndInterrupt(t *testing.T) {
 	}
 }
 
+// TestNeedsAttentionBox: a task whose session could not be resumed shows a red box that says
+// why, with its two choices; a choice is sent to the API (its ledger is the witness), and the
+// inbox lists the task.
+func TestNeedsAttentionBox(t *testing.T) {
+	t.Parallel()
+	api, url := stack(t, fakeapi.Config{})
+	now := time.Now().UTC()
+	api.PutTask(fakeapi.Task{ID: "stuck", Status: "needs_attention", Mode: "supervised", CreatedAt: now, UpdatedAt: now, Turns: 3,
+		Attention: json.RawMessage(`{"turn":3,"session_id":"s1","error":"No message found with message.uuid of: u9","at":"` + now.Format(time.RFC3339) + `"}`)})
+	p := page(t)
+	navigate(t, p, url+"/#/inbox")
+	waitFor(t, p, `[...document.querySelectorAll("li[data-task-id]")].some((li) => li.dataset.taskId == "stuck")`)
+	navigate(t, p, url+"/#/tasks/stuck")
+	waitFor(t, p, `document.querySelector(".alert.needs-attention")`)
+	if got := eval[string](t, p, `document.querySelector(".alert.needs-attention").textContent`); !strings.Contains(got, "could not be resumed") ||
+		!strings.Contains(got, "No message found") {
+		t.Errorf("the attention box says %q", got)
+	}
+	screenshot(t, p, "needs-attention")
+	if err := p.Do(chromedp.Click(chromedp.CSS(".alert.needs-attention button.resolve-new"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p, `document.body.textContent.includes("the waiting prompt runs as turn 4")`)
+	var sent []string
+	for _, c := range api.Calls() {
+		if c.Method == "POST" && c.Path == "/api/v1/tasks/stuck/resolve" {
+			sent = append(sent, string(c.Body))
+		}
+	}
+	if len(sent) != 1 || sent[0] != `{"choice":"new_session"}` {
+		t.Errorf("POST /resolve sent %q, want one {\"choice\":\"new_session\"}", sent)
+	}
+}
+
 // TestStalledTurnIsShown: a running task that writes nothing for longer than the console's stall
 // threshold is shown as possibly stalled, not as silence; the next event clears the banner. The
 // page's clock is moved forward rather than the test waiting for it.
@@ -813,6 +847,48 @@ func TestStartTaskFromThePage(t *testing.T) {
 
 	navigate(t, p, url+"/#/new")
 	waitFor(t, p, `document.querySelector("form.new-task input[name=workspace]").value == "/srv/work/new"`)
+}
+
+// TestStartManagedTaskFromThePage: a repository filled in on the new-task form sets the
+// workspace aside, and the creation carries the repository and its base, not a workspace. The
+// fake API's ledger is the witness; the task's page names the repository.
+func TestStartManagedTaskFromThePage(t *testing.T) {
+	t.Parallel()
+	api, url := stack(t, fakeapi.Config{})
+	p := page(t)
+	navigate(t, p, url+"/#/new")
+	waitFor(t, p, `document.querySelector("form.new-task input[name=repo]")`)
+	if err := p.Do(
+		chromedp.SendKeys(chromedp.CSS(`form.new-task textarea[name=prompt]`), "fix the build"),
+		chromedp.SendKeys(chromedp.CSS(`form.new-task input[name=workspace]`), "/srv/work/unused"),
+		chromedp.SendKeys(chromedp.CSS(`form.new-task input[name=repo]`), "https://git.example/app.git"),
+		chromedp.SendKeys(chromedp.CSS(`form.new-task input[name=base]`), "release-1"),
+	); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p, `document.querySelector("form.new-task input[name=workspace]").disabled`)
+	if err := p.Do(chromedp.Click(chromedp.CSS(`form.new-task button[type=submit]`))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p, `location.hash == "#/tasks/task-1"`)
+	waitFor(t, p, `document.querySelector(".repo") && document.querySelector(".repo").textContent.includes("app.git @ release-1")`)
+	var body map[string]any
+	for _, c := range api.Calls() {
+		if c.Method == "POST" && c.Path == "/api/v1/tasks" {
+			if err := json.Unmarshal(c.Body, &body); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	want := map[string]any{"prompt": "fix the build", "repo": "https://git.example/app.git", "base": "release-1", "mode": "autonomous"}
+	if len(body) != len(want) {
+		t.Errorf("sent %v, want %v", body, want)
+	}
+	for k, v := range want {
+		if body[k] != v {
+			t.Errorf("sent %s = %v, want %v", k, body[k], v)
+		}
+	}
 }
 
 // TestPageOffersTheGoNames reads the names a person can pick on the page, the list's status

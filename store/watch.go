@@ -263,14 +263,15 @@ func (h *Hub) wakeAll() {
 
 // Watch calls fn with every event of cfg.TaskID after cfg.AfterSeq, in order, each exactly once,
 // now and as they are appended, until ctx is done (it returns ctx.Err()) or fn returns an error
-// (it returns that error, wrapped). A failed read ends the watch with its error.
+// (it returns that error, wrapped).
 //
 // The hub listens on EventsChannel before the watch first reads from its cursor, so nothing
 // committed in between is missed; then the watch reads after its cursor whenever a notification
 // announces events of its task past it, whenever the hub reconnects, and every
 // cfg.PollInterval. Events of a task become visible in sequence order (see AppendEvents), so
 // reading after the cursor never skips one. Each read borrows a connection of the pool for its
-// own length.
+// own length. A read that loses its connection is tried again after the hub's ReconnectDelay
+// until the log can be read or ctx ends; a read the server refuses ends the watch with its error.
 func (h *Hub) Watch(ctx context.Context, cfg WatchConfig, fn func(Event) error) error {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -292,7 +293,16 @@ func (h *Hub) Watch(ctx context.Context, cfg WatchConfig, fn func(Event) error) 
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return fmt.Errorf("watching events of task %s: %w", cfg.TaskID, err)
+			var de *deliveryError
+			if errors.As(err, &de) || !ConnectionLost(err) {
+				return fmt.Errorf("watching events of task %s: %w", cfg.TaskID, err)
+			}
+			h.cfg.Logger.WarnContext(ctx, "reading events lost its connection; reading again",
+				"task_id", cfg.TaskID, "error", err, "delay", h.cfg.ReconnectDelay)
+			if !sleepCtx(ctx, h.cfg.ReconnectDelay) {
+				return ctx.Err()
+			}
+			continue
 		}
 		for waiting := true; waiting; {
 			select {
@@ -305,6 +315,18 @@ func (h *Hub) Watch(ctx context.Context, cfg WatchConfig, fn func(Event) error) 
 			}
 		}
 		poll.Reset(cfg.PollInterval)
+	}
+}
+
+// sleepCtx waits for d; false when ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 

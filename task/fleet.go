@@ -47,7 +47,7 @@ func (s Status) Final() bool {
 // Statuses lists every status a task can show, in the order a person reads them.
 func Statuses() []Status {
 	return []Status{StatusIdle, StatusRunning, StatusQueuedForAccount, StatusWaitingForLimit,
-		StatusWaitingForSpendCap, StatusBudgetExhausted, StatusClosing, StatusCompleted, StatusFailed,
+		StatusWaitingForSpendCap, StatusBudgetExhausted, StatusNeedsAttention, StatusClosing, StatusCompleted, StatusFailed,
 		StatusCancelled}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
+	"github.com/drover-run/drover/taskview"
 )
 
 // Client sends commands to tasks. The zero TaskQueue means task.SharedQueue. With DB set,
@@ -245,4 +246,29 @@ func (c *Client) UpdateBudget(ctx context.Context, taskID string, change task.Bu
 		return out, fmt.Errorf("changing the budget of task %s: %w", taskID, err)
 	}
 	return out, nil
+}
+
+// Resolve answers a task that needs attention (task.UpdateResolve): retry resumes its session
+// again; new_session starts its waiting prompt in a new session seeded with choice.Summary, or,
+// when that is empty and the client has a database, with a summary of the old session built from
+// the task's records (taskview.View.SessionSummary). It returns the turn that runs the waiting
+// prompt.
+func (c *Client) Resolve(ctx context.Context, taskID string, choice task.AttentionChoice) (int, error) {
+	if err := choice.Validate(); err != nil {
+		return 0, fmt.Errorf("resolving task %s: %w", taskID, &task.InvalidError{Field: "choice", Reason: err.Error()})
+	}
+	if choice.Choice == task.ResolveNewSession && choice.Summary == "" {
+		if c.DB != nil {
+			s, err := taskview.SessionSummary(ctx, c.DB, taskID)
+			if err != nil {
+				return 0, fmt.Errorf("resolving task %s: %w", taskID, err)
+			}
+			choice.Summary = s
+		}
+	}
+	var turn int
+	if err := c.update(ctx, taskID, task.UpdateResolve, "", &turn, choice); err != nil {
+		return 0, fmt.Errorf("resolving task %s: %w", taskID, err)
+	}
+	return turn, nil
 }
