@@ -74,7 +74,10 @@ type taskState struct {
 	// budgetChangeID).
 	hostBudget task.Budget
 	exhausted  *task.BudgetExhausted
-	budgeted   bool
+	// budgetBy names who changed the budget last (BudgetChange.By); a run that continued as
+	// new starts without it.
+	budgetBy string
+	budgeted bool
 
 	// attention is set while the task needs a person (see resumeRefused); newSessionTurn is the
 	// turn a person chose to start in a new session.
@@ -148,6 +151,7 @@ func (s *taskState) status() task.Status {
 func (s *taskState) snapshot() task.State {
 	return task.State{
 		Status:          s.status(),
+		Title:           s.p.Title,
 		Workspace:       s.p.Workspace,
 		Repo:            s.p.Repo,
 		Base:            s.p.Base,
@@ -164,6 +168,7 @@ func (s *taskState) snapshot() task.State {
 		Awaiting:        slices.Clone(s.awaiting),
 		Grants:          slices.Clone(s.grants),
 		Budget:          s.budget(),
+		BudgetBy:        s.budgetBy,
 		BudgetExhausted: cloneExhausted(s.exhausted),
 		Wait:            s.waitSnapshot(),
 		Attention:       cloneAttention(s.attention),
