@@ -113,3 +113,14 @@ func TestTaskDiffPrintsWhatGitPrints(t *testing.T) {
 		t.Errorf("a task with no managed workspace: %v\n%s", err, out.String())
 	}
 }
+
+// git, reading or publishing checkpoints, gets the ways to authenticate and the proxies of the
+// environment, and nothing else of it (no API key, no token).
+func TestGitEnvPassesAuthAndProxiesOnly(t *testing.T) {
+	got := gitEnv([]string{"SSH_AUTH_SOCK=/tmp/agent", "ANTHROPIC_API_KEY=sk-secret", "https_proxy=http://p:3128",
+		"DROVER_API_TOKENS=tok", "GIT_SSH_COMMAND=ssh -i k", "HOME=/root"})
+	want := []string{"SSH_AUTH_SOCK=/tmp/agent", "https_proxy=http://p:3128", "GIT_SSH_COMMAND=ssh -i k"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("gitEnv = %q, want %q", got, want)
+	}
+}
