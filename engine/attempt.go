@@ -49,6 +49,8 @@ func (e *Engine) RunTurn(ctx context.Context, req Request) (task.RunTurnResult, 
 		return task.RunTurnResult{}, &Error{Type: task.ErrTypeWorkerStopping, Err: errDraining}
 	}
 	defer untrack()
+	// Who asked to interrupt the turn is of no use once its attempt ended.
+	defer e.forgetInterruptAuthor(req.TaskID, req.Turn)
 
 	a := &attempt{e: e, req: req, log: log, meter: e.meterAttempt(ctx, req)}
 	stopHeartbeat := a.heartbeat(ctx)
@@ -284,7 +286,7 @@ func (a *attempt) emitRestored(sessionID string) {
 // interrupts at once a turn that was asked to stop before it started.
 func (a *attempt) startTurn(ctx context.Context, ex *executor, fresh bool, images []claudecode.Image) (<-chan turnEnd, *Error) {
 	e, req := a.e, a.req
-	var logSink streamjson.Sink = a.logSink()
+	var logSink streamjson.Sink = a.authorSink(a.logSink())
 	if a.managed() {
 		a.hold = &holdSink{next: logSink}
 		logSink = a.hold

@@ -118,6 +118,8 @@ type BudgetChange struct {
 	MaxCostUSD  *float64       `json:"max_cost_usd,omitempty"`
 	MaxTurns    *int           `json:"max_turns,omitempty"`
 	MaxDuration *time.Duration `json:"max_duration,omitempty"`
+	// By names who changes the budget, for the record (State.BudgetBy).
+	By string `json:"by,omitempty"`
 }
 
 // BudgetBound names one bound of a Budget, by its JSON name.

@@ -166,6 +166,8 @@ func describe(err error) (code string, status int, msg string) {
 		return CodeUnreachable, http.StatusBadGateway, err.Error()
 	case errors.Is(err, context.Canceled):
 		return CodeUnavailable, http.StatusServiceUnavailable, "cancelled before it was done: " + err.Error()
+	case store.ConnectionLost(err):
+		return CodeUnavailable, http.StatusServiceUnavailable, err.Error() + " (the connection to Postgres was lost; try again)"
 	}
 	return CodeInternal, http.StatusInternalServerError, err.Error()
 }

@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/temporal"
 
@@ -56,6 +60,10 @@ func TestDescribe(t *testing.T) {
 		{fmt.Errorf("diffing: %w", workspace.ErrNoCheckpoint), taskerr.CodeNoCheckpoint, http.StatusNotFound, []string{"drover task diff"}, nil},
 		{fmt.Errorf("publishing: %w", workspace.ErrNotOurs), taskerr.CodeBranchNotOurs, http.StatusConflict, nil, nil},
 		{&workspace.UnreachableError{URL: "u", Err: errors.New("x")}, taskerr.CodeUnreachable, http.StatusBadGateway, []string{"u"}, nil},
+		{fmt.Errorf("reading: %w", &net.OpError{Op: "write", Net: "tcp", Err: syscall.ECONNRESET}), taskerr.CodeUnavailable,
+			http.StatusServiceUnavailable, []string{"connection to Postgres was lost; try again"}, nil},
+		{wrap(io.ErrUnexpectedEOF), taskerr.CodeUnavailable, http.StatusServiceUnavailable, []string{"try again"}, nil},
+		{&pgconn.PgError{Code: "42P01", Message: "relation does not exist"}, taskerr.CodeInternal, http.StatusInternalServerError, nil, nil},
 		{errors.New("boom"), taskerr.CodeInternal, http.StatusInternalServerError, []string{"boom"}, nil},
 	} {
 		d := taskerr.Describe(c.err)

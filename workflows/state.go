@@ -72,7 +72,10 @@ type taskState struct {
 	// budgetChangeID).
 	hostBudget task.Budget
 	exhausted  *task.BudgetExhausted
-	budgeted   bool
+	// budgetBy names who changed the budget last (BudgetChange.By); a run that continued as
+	// new starts without it.
+	budgetBy string
+	budgeted bool
 
 	// attention is set while the task needs a person (see resumeRefused); newSessionTurn is the
 	// turn a person chose to start in a new session.
@@ -146,6 +149,7 @@ func (s *taskState) status() task.Status {
 func (s *taskState) snapshot() task.State {
 	return task.State{
 		Status:          s.status(),
+		Title:           s.p.Title,
 		Workspace:       s.p.Workspace,
 		Repo:            s.p.Repo,
 		Base:            s.p.Base,
@@ -162,6 +166,7 @@ func (s *taskState) snapshot() task.State {
 		Awaiting:        slices.Clone(s.awaiting),
 		Grants:          slices.Clone(s.grants),
 		Budget:          s.budget(),
+		BudgetBy:        s.budgetBy,
 		BudgetExhausted: cloneExhausted(s.exhausted),
 		Wait:            s.waitSnapshot(),
 		Attention:       cloneAttention(s.attention),

@@ -63,7 +63,7 @@ func (s *taskState) setHandlers(ctx workflow.Context) error {
 		return fmt.Errorf("setting the %s update handler: %w", task.UpdatePrompt, err)
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, task.UpdateInterrupt, s.interrupt,
-		workflow.UpdateHandlerOptions{Validator: s.validateOpen, Description: "interrupt the running turn"}); err != nil {
+		workflow.UpdateHandlerOptions{Validator: s.validateInterrupt, Description: "interrupt the running turn"}); err != nil {
 		return fmt.Errorf("setting the %s update handler: %w", task.UpdateInterrupt, err)
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, task.UpdateClose, s.close,
