@@ -9,9 +9,10 @@
 //     in the tasks table whenever what it publishes changes (a task no worker has recorded yet
 //     shows running while a turn runs, else idle);
 //   - turns, cost and tokens: the accounting rows of task_turns (cost is what the API billed for
-//     the turns that finished);
+//     the turns that finished), added up on the task's row as they change;
 //   - workspace, model, session and resume point: the recorded state, else the executor row;
-//   - pending requests: permission_requests that are pending with no decision recorded;
+//   - pending requests: permission_requests that are pending with no decision recorded
+//     (their count and the oldest's time kept on the task's row);
 //   - context window: the task's last context_window event;
 //   - events: task_events, gap-free, by sequence number.
 package taskview
@@ -62,6 +63,8 @@ type Filter struct {
 	AwaitingApproval bool        // only tasks with a request waiting for a person
 	Text             string      // only tasks whose id, workspace, model or a prompt contains it
 	Limit            int         // at most this many; 0: all
+	// After is the cursor of a page (its Next): the listing goes on after that page.
+	After string
 }
 
 // Summary is one task in a listing: the HTTP API's Task.
@@ -168,19 +171,10 @@ type RecordedDecision struct {
 	At        time.Time `json:"at"`
 }
 
-// List returns the tasks the filter keeps, newest first.
+// List returns the tasks the filter keeps, newest first: ListPage's tasks.
 func (v *View) List(ctx context.Context, f Filter) ([]Summary, error) {
-	rows, err := store.ListTasks(ctx, v.Pool, store.TaskFilter{Status: f.Status,
-		AwaitingApproval: f.AwaitingApproval, Text: strings.TrimSpace(f.Text), Limit: f.Limit})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Summary, 0, len(rows))
-	for _, r := range rows {
-		s, _ := summarize(r)
-		out = append(out, s)
-	}
-	return out, nil
+	p, err := v.ListPage(ctx, f)
+	return p.Tasks, err
 }
 
 // Show returns one task in full, or a *NotFoundError.

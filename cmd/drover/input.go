@@ -102,6 +102,7 @@ func splitList(values []string) []string {
 
 // flagOf names the flag that sets a field of task's input.
 var flagOf = map[string]string{
+	"after":                   "--after",
 	"id":                      "--id",
 	"workspace":               "--workspace",
 	"profile.permission_mode": "--mode",

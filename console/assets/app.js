@@ -55,6 +55,35 @@ function temporalLink(task) {
   return h("a", { href, target: "_blank", rel: "noopener noreferrer", className: "temporal" }, "workflow ↗");
 }
 
+// ---- listings a page at a time ----
+
+// fetchPages reads the first `pages` pages of a listing (path with its filters in params),
+// each after the cursor the one before it named, and returns their items (under field) and the
+// cursor of the page after them ("" when none is left).
+async function fetchPages(path, params, field, pages) {
+  const items = [];
+  let next = "";
+  for (let i = 0; i < pages; i++) {
+    const p = new URLSearchParams(params);
+    if (i > 0) p.set("after", next);
+    const data = await getJSON(path + (p.toString() ? "?" + p : ""));
+    items.push(...(data[field] || []));
+    next = data.next || "";
+    if (!next) break;
+  }
+  return { items, next };
+}
+
+// moreButton offers the next page of a listing; it loads itself when it scrolls into view.
+function moreButton(label, onMore) {
+  const b = h("button", { type: "button", className: "more", hidden: true }, label);
+  b.addEventListener("click", onMore);
+  if ("IntersectionObserver" in window) {
+    new IntersectionObserver((seen) => { if (seen.some((e) => e.isIntersecting) && !b.hidden) onMore(); }).observe(b);
+  }
+  return b;
+}
+
 // ---- the task list ----
 
 function listPage() {
@@ -67,29 +96,37 @@ function listPage() {
   const table = h("table", { className: "tasks" },
     h("thead", null, h("tr", null, ["task", "status", "mode", "model", "turns", "cost", "waiting", "updated", ""].map((c) => h("th", null, c)))),
     body);
+  // pages is how far the person has scrolled: each poll reads that many pages again, by cursor.
+  let pages = 1;
+  let loads = 0; // numbers the reads: an older one's answer is dropped
+  const more = moreButton("More tasks", () => { pages++; load(); });
   append(main, [h("div", { className: "task-head" }, h("h1", null, "Tasks"), board, h("a", { href: "#/new", className: "button new-task" }, "New task")),
     h("div", { className: "filters" }, statusSel, q, h("label", null, awaiting, " awaiting approval")),
-    err, table]);
+    err, table, more]);
   const load = async () => {
     const params = new URLSearchParams();
     if (statusSel.value) params.set("status", statusSel.value);
     if (q.value.trim()) params.set("q", q.value.trim());
     if (awaiting.checked) params.set("awaiting_approval", "true");
     let data;
+    const mine = ++loads;
     try {
-      data = await getJSON("/api/v1/tasks" + (params.toString() ? "?" + params : ""));
+      data = await fetchPages("/api/v1/tasks", params, "tasks", pages);
+      if (mine !== loads) return;
       errorBox(err, null);
     } catch (e) {
-      errorBox(err, e);
+      if (mine === loads) errorBox(err, e);
       return;
     }
-    const rows = (data.tasks || []).map(taskRow);
+    const rows = data.items.map(taskRow);
     clear(body);
     if (!rows.length) body.append(h("tr", null, h("td", { className: "muted" }, "no tasks")));
     append(body, rows);
+    more.hidden = !data.next;
   };
-  for (const c of [statusSel, awaiting]) c.addEventListener("change", load);
-  q.addEventListener("input", load);
+  const refilter = () => { pages = 1; load(); };
+  for (const c of [statusSel, awaiting]) c.addEventListener("change", refilter);
+  q.addEventListener("input", refilter);
   const poll = poller(load, POLL_MS);
   return { stop: poll.stop, items: () => [...body.querySelectorAll("tr[data-task-id]")] };
 }
@@ -482,21 +519,27 @@ function inboxPage() {
   const empty = h("p", { className: "muted", hidden: true }, "Nothing waits for you.");
   const items = new Map(); // "task/request" → its item
   const attn = h("ul", { className: "attention", id: "attention-list" });
+  let pages = 1; // how many pages of requests the person has scrolled to
+  let loads = 0; // numbers the reads: an older one's answer is dropped
+  const more = moreButton("More requests", () => { pages++; load(); });
   append(main, [h("h1", null, "Inbox"), err,
-    h("h2", null, "Waiting for a decision"), empty, reqs,
+    h("h2", null, "Waiting for a decision"), empty, reqs, more,
     h("h2", null, "Tasks that need a look"), attn]);
   const load = async () => {
     let approvals, tasks;
+    const mine = ++loads;
     try {
-      [approvals, tasks] = await Promise.all([getJSON("/api/v1/approvals"), getJSON("/api/v1/tasks")]);
+      [approvals, tasks] = await Promise.all([fetchPages("/api/v1/approvals", "", "approvals", pages), getJSON("/api/v1/tasks")]);
+      if (mine !== loads) return;
       errorBox(err, null);
     } catch (e) {
-      errorBox(err, e);
+      if (mine === loads) errorBox(err, e);
       return;
     }
+    more.hidden = !approvals.next;
     // Items stay as they are while listed (a reason being typed keeps its text and focus); new
     // requests, the newest, go at the end.
-    const list = approvals.approvals || [];
+    const list = approvals.items;
     const keys = new Set(list.map((p) => (p.task_id || "") + "/" + p.request_id));
     for (const [key, el] of items) if (!keys.has(key)) { el.remove(); items.delete(key); }
     for (const p of list) {
@@ -627,12 +670,14 @@ function setupNotifications() {
   });
   const count = document.getElementById("inbox-count");
   poller(async () => {
-    let list;
+    let list, next;
     try {
-      list = (await getJSON("/api/v1/approvals")).approvals || [];
+      const page = await getJSON("/api/v1/approvals");
+      list = page.approvals || [];
+      next = page.next;
     } catch (_) { return; }
     count.hidden = !list.length;
-    count.textContent = String(list.length);
+    count.textContent = String(list.length) + (next ? "+" : "");
     for (const p of list) {
       const key = (p.task_id || "") + "/" + p.request_id;
       if (known.has(key)) continue;

@@ -251,6 +251,7 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 	defer s.mu.Unlock()
 	status, q := r.URL.Query().Get("status"), r.URL.Query().Get("q")
 	awaiting := r.URL.Query().Get("awaiting_approval") == "true"
+	after, limit := pageOf(r)
 	out := []Task{}
 	for i := len(s.order) - 1; i >= 0; i-- {
 		t := *s.tasks[s.order[i]]
@@ -263,7 +264,35 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 		t.Pending, t.ContextWindow = nil, nil
 		out = append(out, t)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tasks": out})
+	page, next := cut(out, after, limit, func(t Task) string { return "t:" + t.ID })
+	writeJSON(w, http.StatusOK, map[string]any{"tasks": page, "next": next})
+}
+
+// pageOf reads a listing's ?after= and ?limit= (50 when absent), as the real API does.
+func pageOf(r *http.Request) (after string, limit int) {
+	limit = 50
+	if n, err := strconv.Atoi(r.URL.Query().Get("limit")); err == nil && n > 0 {
+		limit = n
+	}
+	return r.URL.Query().Get("after"), limit
+}
+
+// cut returns the page of items after the cursor after (key names each item's cursor) and the
+// next page's cursor, "" when none is left.
+func cut[T any](items []T, after string, limit int, key func(T) string) ([]T, string) {
+	start := 0
+	if after != "" {
+		for i, it := range items {
+			if key(it) == after {
+				start = i + 1
+			}
+		}
+	}
+	items = items[start:]
+	if len(items) <= limit {
+		return items, ""
+	}
+	return items[:limit], key(items[limit-1])
 }
 
 func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
@@ -277,14 +306,16 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, t)
 }
 
-func (s *Server) listApprovals(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := []PendingRequest{}
 	for _, id := range s.order {
 		out = append(out, s.tasks[id].Pending...)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"approvals": out})
+	after, limit := pageOf(r)
+	page, next := cut(out, after, limit, func(p PendingRequest) string { return "r:" + p.TaskID + "/" + p.RequestID })
+	writeJSON(w, http.StatusOK, map[string]any{"approvals": page, "next": next})
 }
 
 func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
