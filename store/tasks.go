@@ -57,6 +57,10 @@ type TaskRow struct {
 	// WaitingSince is when the oldest of them was asked (zero when none waits).
 	PendingApprovals int
 	WaitingSince     time.Time
+	// ArchivedAt is when the task's archive was written (its rows are about to go); ImportedAt
+	// when it was brought back from one. Zero: neither.
+	ArchivedAt time.Time
+	ImportedAt time.Time
 }
 
 // TaskFilter narrows ListTasks. The zero filter lists every task.
@@ -85,7 +89,8 @@ func (r TaskRow) CursorOf() TaskCursor { return TaskCursor{CreatedAt: r.CreatedA
 const taskColumns = `t.task_id, t.status, t.state, t.created_at, t.updated_at,
 	coalesce(x.workspace, ''), coalesce(x.model, ''), coalesce(x.session_id, ''), coalesce(x.last_message_uuid, ''),
 	coalesce(x.host_id, ''), t.turns, t.failed_turns, t.running_turn, t.cost_usd::float8, t.input_tokens,
-	t.output_tokens, t.cache_read_tokens, t.cache_creation_tokens, t.pending_approvals, t.waiting_since`
+	t.output_tokens, t.cache_read_tokens, t.cache_creation_tokens, t.pending_approvals, t.waiting_since,
+	t.archived_at, t.imported_at`
 
 // textCondition keeps the tasks whose id, workspace, model or a prompt contains the text $n. The
 // prompts are read task by task (an aggregate, which Postgres cannot turn into one scan of
@@ -129,13 +134,18 @@ func ListTasksQuery(f TaskFilter) (string, []any) {
 
 func scanTaskRow(row pgx.Row) (TaskRow, error) {
 	var r TaskRow
-	var since *time.Time
+	var since, archived, imported *time.Time
 	err := row.Scan(&r.TaskID, &r.Status, &r.State, &r.CreatedAt, &r.UpdatedAt, &r.Workspace, &r.Model,
 		&r.SessionID, &r.ResumeAt, &r.HostID, &r.Totals.Turns, &r.FailedTurns, &r.RunningTurn,
 		&r.Totals.CostUSD, &r.Totals.InputTokens, &r.Totals.OutputTokens, &r.Totals.CacheReadTokens,
-		&r.Totals.CacheCreationTokens, &r.PendingApprovals, &since)
-	if since != nil {
-		r.WaitingSince = *since
+		&r.Totals.CacheCreationTokens, &r.PendingApprovals, &since, &archived, &imported)
+	for _, t := range []struct {
+		src *time.Time
+		dst *time.Time
+	}{{since, &r.WaitingSince}, {archived, &r.ArchivedAt}, {imported, &r.ImportedAt}} {
+		if t.src != nil {
+			*t.dst = *t.src
+		}
 	}
 	return r, err
 }

@@ -13,6 +13,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
@@ -44,6 +45,9 @@ func (c *Client) queue() string {
 func (c *Client) Start(ctx context.Context, taskID string, p task.Params, prompt task.Prompt, updateID string) (task.PromptAccepted, error) {
 	var out task.PromptAccepted
 	if err := errors.Join(task.ValidateID(taskID), p.WithDefaults().Validate(), task.ValidatePrompt(prompt)); err != nil {
+		return out, fmt.Errorf("starting task %s: %w", taskID, err)
+	}
+	if err := c.refuseArchived(ctx, taskID); err != nil {
 		return out, fmt.Errorf("starting task %s: %w", taskID, err)
 	}
 	if updateID == "" {
@@ -245,4 +249,24 @@ func (c *Client) UpdateBudget(ctx context.Context, taskID string, change task.Bu
 		return out, fmt.Errorf("changing the budget of task %s: %w", taskID, err)
 	}
 	return out, nil
+}
+
+// refuseArchived refuses to run a task that was archived or imported from its archive: such a
+// task is read, never run again (its id would otherwise start a new run over its old rows).
+func (c *Client) refuseArchived(ctx context.Context, taskID string) error {
+	if c.DB == nil {
+		return nil
+	}
+	st, err := store.TaskArchiveState(ctx, c.DB, taskID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	case st.Imported:
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("task %s was imported from its archive: it can be read, not run", taskID), task.ErrTypeTaskClosed, nil)
+	case !st.ArchivedAt.IsZero():
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("task %s is archived: it can be read from its archive, not run", taskID), task.ErrTypeTaskClosed, nil)
+	}
+	return nil
 }

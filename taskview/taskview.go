@@ -88,6 +88,10 @@ type Summary struct {
 	Wait            *task.Wait            `json:"wait,omitempty"`
 	Budget          *task.Budget          `json:"budget,omitempty"`
 	BudgetExhausted *task.BudgetExhausted `json:"budget_exhausted,omitempty"`
+	// ArchivedAt is when the task's archive was written: its rows leave Postgres. ImportedAt is
+	// when it was brought back from an archive: it is read, never run again.
+	ArchivedAt *time.Time `json:"archived_at,omitempty"`
+	ImportedAt *time.Time `json:"imported_at,omitempty"`
 }
 
 // Tokens adds up the tokens of a task's turns.
@@ -246,6 +250,14 @@ func summarize(r store.TaskRow) (Summary, *task.State) {
 	if !r.WaitingSince.IsZero() {
 		since := r.WaitingSince
 		s.WaitingSince = &since
+	}
+	if !r.ArchivedAt.IsZero() {
+		at := r.ArchivedAt
+		s.ArchivedAt = &at
+	}
+	if !r.ImportedAt.IsZero() {
+		at := r.ImportedAt
+		s.ImportedAt = &at
 	}
 	if len(r.State) == 0 {
 		return s, nil

@@ -24,6 +24,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/drover-run/drover/activities"
+	"github.com/drover-run/drover/archive"
 	"github.com/drover-run/drover/engine"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
@@ -80,6 +81,15 @@ type Config struct {
 	// PprofListen, when set, is the address of Go's profiling endpoint (PprofPath). Beyond
 	// loopback it requires MetricsToken, as the metrics endpoint does. Empty: none.
 	PprofListen string
+	// ArchiveDir, when set, runs the archive job on this host: finished tasks past their
+	// retention are written there (one file each) and deleted from Postgres. Empty: the job
+	// does not run here, and finished tasks stay.
+	ArchiveDir string
+	// Retention is the archive job's retention for tasks that set none (task.Params.Retention).
+	// Zero means task.DefaultRetention.
+	Retention time.Duration
+	// ArchiveInterval is the time between the job's passes. Zero means archive.DefaultInterval.
+	ArchiveInterval time.Duration
 }
 
 func (c *Config) withDefaults() {
@@ -163,8 +173,11 @@ type Worker struct {
 	// stopBeat ends the host's liveness loop; beatDone closes when it has.
 	stopBeat context.CancelFunc
 	beatDone chan struct{}
-	metrics  *endpoint
-	pprof    *endpoint
+	// stopArchive ends the archive job; archiveDone closes when it has (nil: no job here).
+	stopArchive context.CancelFunc
+	archiveDone chan struct{}
+	metrics     *endpoint
+	pprof       *endpoint
 }
 
 // Start connects, migrates, kills what CLI processes a previous run of this host left behind,
@@ -188,6 +201,9 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 		}
 	}
 	w.startBeat(ctx)
+	if err := w.startArchive(ctx); err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
 	if cfg.MetricsListen != "" {
 		w.metrics = serveMetrics(cfg.MetricsListen, cfg.MetricsToken, cfg.MetricsHandler, w.log)
 	}
@@ -292,6 +308,29 @@ func (w *Worker) startBeat(ctx context.Context) {
 	}()
 }
 
+// startArchive starts the archive job when the host has an archive folder. It runs in the
+// worker rather than as a Temporal schedule: it needs Postgres and the folder, which every
+// worker has, and nothing of Temporal; a schedule would add a workflow history per pass and
+// still need a host with the folder. Every host may run it: one pass runs at a time.
+func (w *Worker) startArchive(ctx context.Context) error {
+	if w.cfg.ArchiveDir == "" {
+		w.log.Info("no archive folder: finished tasks are kept (set --archive-dir to archive them after their retention)")
+		return nil
+	}
+	job, err := archive.NewJob(w.pool, archive.JobConfig{Dir: w.cfg.ArchiveDir, Retention: w.cfg.Retention,
+		Interval: w.cfg.ArchiveInterval, Logger: w.log.With("job", "archive")})
+	if err != nil {
+		return err
+	}
+	jobCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	w.stopArchive, w.archiveDone = stop, make(chan struct{})
+	go func() {
+		defer close(w.archiveDone)
+		_ = job.Run(jobCtx)
+	}()
+	return nil
+}
+
 // Client is the worker's Temporal client.
 func (w *Worker) Client() client.Client { return w.client }
 
@@ -314,6 +353,10 @@ func (w *Worker) Stop(ctx context.Context) {
 		if n := w.engine.Drain(ctx, w.cfg.DrainTimeout); n > 0 {
 			w.cfg.Logger.Warn("turns stopped at the drain timeout; they continue on another host", "turns", n)
 		}
+	}
+	if w.stopArchive != nil {
+		w.stopArchive()
+		<-w.archiveDone
 	}
 	if w.stopBeat != nil {
 		w.stopBeat()

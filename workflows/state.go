@@ -145,6 +145,7 @@ func (s *taskState) snapshot() task.State {
 		Budget:          s.budget(),
 		BudgetExhausted: cloneExhausted(s.exhausted),
 		Wait:            s.waitSnapshot(),
+		Retention:       s.p.Retention,
 	}
 }
 

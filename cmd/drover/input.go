@@ -109,6 +109,7 @@ var flagOf = map[string]string{
 	"profile.max_turns":       "--max-turns",
 	"profile.model":           "--model",
 	"idle_timeout":            "--idle-timeout",
+	"retention":               "--retention",
 	"profile.after_plan":      "--after-plan",
 	"approval_timeout":        "--approval-timeout",
 	"mode":                    "--mode",

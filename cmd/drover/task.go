@@ -35,6 +35,8 @@ func newTaskCommand(a *app) *cobra.Command {
 		newTaskListCommand(a),
 		newTaskShowCommand(a),
 		newTaskWatchCommand(a),
+		newTaskExportCommand(a),
+		newTaskImportCommand(a),
 		newTaskPendingCommand(a),
 		newTaskDecideCommand(a, true),
 		newTaskDecideCommand(a, false),

@@ -24,7 +24,7 @@ func newTaskStartCommand(a *app) *cobra.Command {
 	var (
 		id, workspace, model, mode, afterPlan, requestID string
 		maxTurns                                         int
-		idle, approvalTimeout                            time.Duration
+		idle, approvalTimeout, retention                 time.Duration
 		budget                                           task.Budget
 		in                                               promptInput
 	)
@@ -54,6 +54,7 @@ same --id) sends it the prompt.
 	f.IntVar(&budget.MaxTurns, "budget-turns", 0, "the task's budget: bound its turns (0: the worker's default)")
 	f.DurationVar(&budget.MaxDuration, "budget-duration", 0, "the task's budget: bound the time its turns run, added up (0: the worker's default)")
 	f.DurationVar(&idle, "idle-timeout", 0, "finish the task after this long without a prompt (0: never)")
+	f.DurationVar(&retention, "retention", 0, "once finished, keep the task's rows this long before they are archived and deleted (0: the workers' --retention)")
 	f.StringVar(&requestID, "request-id", "", "makes the call idempotent: a retry with the same id is answered once and queues nothing")
 	in.addFlags(c)
 	_ = c.RegisterFlagCompletionFunc("mode", completeModes)
@@ -73,6 +74,7 @@ same --id) sends it the prompt.
 				AfterPlan: task.PermissionMode(afterPlan)},
 			IdleTimeout:     idle,
 			ApprovalTimeout: approvalTimeout,
+			Retention:       retention,
 			Budget:          budget,
 		}
 		if err := errors.Join(task.ValidateID(id), p.Validate()); err != nil {

@@ -216,6 +216,14 @@ export class EventStream {
           if (data.length) {
             let parsed = null;
             try { parsed = JSON.parse(data.join("\n")); } catch (_) { parsed = null; }
+            if (type === "archived") {
+              // The task was archived: every event was sent; the stream ends for good.
+              if (batch.length) this.deliver(batch.splice(0));
+              this.stopped = true;
+              this.onState("ended", (parsed && parsed.message) || "the task was archived");
+              this.ctrl.abort();
+              return true;
+            }
             const rec = parsed && normalizeRecord(parsed, Number(id) || 0, type);
             if (rec && rec.seq > 0) batch.push(rec);
           }
