@@ -18,6 +18,7 @@ import (
 	"github.com/drover-run/drover/internal/offlinemodel"
 	"github.com/drover-run/drover/internal/telemetry"
 	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/worker"
 	"github.com/drover-run/drover/workflows"
 )
@@ -50,6 +51,10 @@ type stackOptions struct {
 	fakeResponder   func(*offlinemodel.Request) (offlinemodel.Response, bool)
 	hostID          string
 	keepAlive       time.Duration
+	// archiveDir and retention are the workers' archive job's (worker.Config.ArchiveDir,
+	// Retention); the dev server's namespace keeps closed histories as long.
+	archiveDir string
+	retention  time.Duration
 	// workers is how many hosts run (0 means 1). With more than one, host i (from 1) is
 	// <hostID>-i with the CLI config folder <config folder>-<hostID>-i, and all share the
 	// workspace root, as separate machines with shared workspace storage would.
@@ -75,6 +80,15 @@ func hostConfigs(cfg worker.Config, n int) []worker.Config {
 	return out
 }
 
+// retentionOf is how long the workers of cfg keep a finished task (worker.Config.Retention, or
+// its default): how long Temporal should keep its history too.
+func retentionOf(cfg worker.Config) time.Duration {
+	if cfg.Retention > 0 {
+		return cfg.Retention
+	}
+	return task.DefaultRetention
+}
+
 func startStack(ctx context.Context, e env, o stackOptions, log *slog.Logger) (*stack, error) {
 	s := &stack{}
 	ok := false
@@ -91,6 +105,7 @@ func startStack(ctx context.Context, e env, o stackOptions, log *slog.Logger) (*
 		cfg.HostID = o.hostID
 	}
 	cfg.KeepAlive = o.keepAlive
+	cfg.ArchiveDir, cfg.Retention = o.archiveDir, o.retention
 	cfg.Logger = log
 	if cfg.Claude.Bin == "" {
 		return nil, fmt.Errorf("no claude binary: run scripts/tools.sh (or make tools), or set DROVER_CLAUDE_BIN")
@@ -109,6 +124,7 @@ func startStack(ctx context.Context, e env, o stackOptions, log *slog.Logger) (*
 			DBFile:           filepath.Join(o.stateDir, "temporal.db"),
 			Namespace:        e.namespace,
 			SearchAttributes: devserver.SearchAttributeFlags(workflows.SearchAttributes()),
+			Retention:        retentionOf(cfg),
 			Logger:           log,
 		})
 		if err != nil {
@@ -172,6 +188,8 @@ func newDevCommand(a *app) *cobra.Command {
 		workers             int
 		fake                bool
 		listen              string
+		archiveDir          string
+		retention           time.Duration
 	}
 	c := &cobra.Command{
 		Use:   "dev",
@@ -185,14 +203,20 @@ func newDevCommand(a *app) *cobra.Command {
 			if o.workers < 1 || o.workers > maxDevWorkers {
 				return fmt.Errorf("--workers %d: run between 1 and %d workers", o.workers, maxDevWorkers)
 			}
+			if o.archiveDir == "" {
+				o.archiveDir = filepath.Join(o.state, "archive")
+			}
 			return runDev(c.Context(), a, stackOptions{
 				stateDir: o.state, temporalAddress: o.addr, port: o.port, uiPort: o.uiPort,
 				fakeAPI: o.fake, fakeResponder: offlineModel, hostID: hostID, workers: o.workers,
+				archiveDir: o.archiveDir, retention: o.retention,
 			}, o.listen)
 		},
 	}
 	f := c.Flags()
 	f.StringVar(&o.state, "state", ".drover", "folder for the dev server's database and the CLI's sessions")
+	f.StringVar(&o.archiveDir, "archive-dir", "", "archive finished tasks past their retention into this folder and delete them from Postgres (default: <state>/archive)")
+	f.DurationVar(&o.retention, "retention", 0, fmt.Sprintf("how long a finished task keeps its rows, and Temporal its history, unless the task sets its own (0: %s)", task.DefaultRetention))
 	f.StringVar(&o.addr, "temporal-address", "", "use this Temporal server instead of starting the dev server")
 	f.IntVar(&o.port, "port", worker.DefaultTemporalPort, "dev server gRPC port")
 	f.IntVar(&o.uiPort, "ui-port", 8233, "dev server web UI port")
