@@ -92,16 +92,21 @@ func NewJob(pool *pgxpool.Pool, cfg JobConfig) (*Job, error) {
 	return &Job{pool: pool, cfg: cfg}, nil
 }
 
-// Run runs a pass every Interval until ctx ends; a failed pass is logged and the next one tries
-// again. It returns ctx.Err().
+// Run runs a pass every Interval until ctx ends, and the next pass at once after one that found
+// a full batch of work (a backlog drains in small passes, back to back); a failed pass is logged
+// and the next one tries again. It returns ctx.Err().
 func (j *Job) Run(ctx context.Context) error {
 	t := time.NewTicker(j.cfg.Interval)
 	defer t.Stop()
 	for {
-		if res, err := j.Pass(ctx); err != nil && ctx.Err() == nil {
+		res, err := j.Pass(ctx)
+		if err != nil && ctx.Err() == nil {
 			j.cfg.Logger.WarnContext(ctx, "archive pass failed; the next one tries again", "error", err)
 		} else if len(res.Archived)+len(res.Deleted) > 0 {
 			j.cfg.Logger.InfoContext(ctx, "archive pass", "archived", len(res.Archived), "deleted", len(res.Deleted), "rows_deleted", res.RowsDeleted)
+		}
+		if err == nil && (len(res.Archived) == j.cfg.Batch || len(res.Deleted) == j.cfg.Batch) && ctx.Err() == nil {
+			continue
 		}
 		select {
 		case <-ctx.Done():

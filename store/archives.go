@@ -283,12 +283,15 @@ func ArchivedTasks(ctx context.Context, db DB, before time.Time, limit int) ([]s
 	return ids, nil
 }
 
-// deleteSteps delete an archived task's rows, each a batch at a time (at most $2 rows a
-// statement, each statement its own short transaction), the tasks row last: a deletion cut
-// short goes on at the next pass.
-var deleteSteps = []string{
+// batchDeletes delete an archived task's many rows a batch at a time (at most $2 rows a
+// statement, each statement its own short transaction); rowDeletes then delete the rest in one
+// transaction, the tasks row last: a deletion cut short goes on at the next pass.
+var batchDeletes = []string{
 	`DELETE FROM task_events WHERE (task_id, seq) IN (SELECT task_id, seq FROM task_events WHERE task_id = $1 ORDER BY seq LIMIT $2)`,
 	`DELETE FROM session_chunks WHERE (session_id, path, seq) IN (SELECT session_id, path, seq FROM session_chunks WHERE task_id = $1 LIMIT $2)`,
+}
+
+var rowDeletes = []string{
 	`DELETE FROM task_turns WHERE (task_id, turn) IN (SELECT task_id, turn FROM task_turns WHERE task_id = $1 LIMIT $2)`,
 	`DELETE FROM permission_requests WHERE (task_id, request_id) IN (SELECT task_id, request_id FROM permission_requests WHERE task_id = $1 LIMIT $2)`,
 	`DELETE FROM task_attempt_costs WHERE (task_id, attempt_id) IN (SELECT task_id, attempt_id FROM task_attempt_costs WHERE task_id = $1 LIMIT $2)`,
@@ -304,11 +307,11 @@ var deleteSteps = []string{
 	`DELETE FROM tasks WHERE task_id = $1 AND archived_at IS NOT NULL AND $2 > 0`,
 }
 
-// DeleteArchivedTask deletes the rows of a task marked archived, at most batch rows per
-// statement, and returns how many it deleted.
-func DeleteArchivedTask(ctx context.Context, db DB, taskID string, batch int) (int64, error) {
+// DeleteArchivedTask deletes the rows of a task marked archived, its events and mirror chunks
+// at most batch rows per statement, and returns how many it deleted.
+func DeleteArchivedTask(ctx context.Context, db TxDB, taskID string, batch int) (int64, error) {
 	var total int64
-	for _, step := range deleteSteps {
+	for _, step := range batchDeletes {
 		for {
 			tag, err := db.Exec(ctx, step, taskID, batch)
 			if err != nil {
@@ -319,6 +322,24 @@ func DeleteArchivedTask(ctx context.Context, db DB, taskID string, batch int) (i
 				break
 			}
 		}
+	}
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		for _, step := range rowDeletes {
+			for {
+				tag, err := tx.Exec(ctx, step, taskID, batch)
+				if err != nil {
+					return err
+				}
+				total += tag.RowsAffected()
+				if tag.RowsAffected() < int64(batch) {
+					break
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return total, fmt.Errorf("deleting the rows of archived task %s: %w", taskID, err)
 	}
 	return total, nil
 }
