@@ -153,7 +153,7 @@ func BenchmarkFigureS1(b *testing.B) {
 	var rows []bench.Row
 	for _, name := range []string{"list", "deep", "status", "inbox"} {
 		what := map[string]string{"list": "GET /api/v1/tasks, the first page of 50",
-			"deep": "GET /api/v1/tasks?after=, a page of 50 half-way down the history",
+			"deep":   "GET /api/v1/tasks?after=, a page of 50 half-way down the history",
 			"status": "GET /api/v1/tasks?status=failed, a page of 50", "inbox": "GET /api/v1/approvals, a page of 50"}[name]
 		r := ratioRow("S1 "+name, what+fmt.Sprintf(", p99 with %d finished tasks (baseline: none)", finished),
 			p99[name][0], p99[name][1], "ms", bench.DroverAtMost(s1PageGoal, "ms"))
