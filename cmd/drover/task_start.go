@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
+	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/taskclient"
 )
@@ -86,6 +87,16 @@ same --id) sends it the prompt.
 		}
 		ctx := c.Context()
 		return a.withClient(ctx, func(tc *taskclient.Client) error {
+			if c.Flags().Changed("id") {
+				// A task named by its id may be one archived or imported from its archive, which
+				// is read, never run: Postgres says.
+				pool, err := store.Connect(ctx, a.env.databaseURL)
+				if err != nil {
+					return fmt.Errorf("starting task %s: %w", id, err)
+				}
+				defer pool.Close()
+				tc.DB = pool
+			}
 			acc, err := tc.Start(ctx, id, p, prompt, requestID)
 			if err != nil {
 				return err
