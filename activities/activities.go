@@ -44,6 +44,7 @@ func (a *Activities) RegisterShared(w worker.ActivityRegistry) {
 	w.RegisterActivityWithOptions(a.DeliverDecision, activity.RegisterOptions{Name: task.ActivityDeliverDecision})
 	w.RegisterActivityWithOptions(a.RecordDeadline, activity.RegisterOptions{Name: task.ActivityRecordDeadline})
 	w.RegisterActivityWithOptions(a.RecordState, activity.RegisterOptions{Name: task.ActivityRecordState})
+	w.RegisterActivityWithOptions(a.Rewind, activity.RegisterOptions{Name: task.ActivityRewind})
 }
 
 // RegisterHost registers what runs on this host's own queue.
@@ -103,7 +104,7 @@ func (a *Activities) HostTakesWork(ctx context.Context, queue string) (bool, err
 // interrupt may have raced with the turn's end, or arrive before the turn reaches its CLI (it is
 // then applied as soon as the prompt is sent).
 func (a *Activities) InterruptTurn(ctx context.Context, in task.InterruptTurnInput) error {
-	if err := a.engine.Interrupt(ctx, in.TaskID, in.Turn); err != nil {
+	if err := a.engine.InterruptBy(ctx, in.TaskID, in.Turn, in.By); err != nil {
 		return toTemporal(engine.AsError(err, task.ErrTypeClaudeExited), task.ReassignDetails{})
 	}
 	return nil
@@ -111,6 +112,6 @@ func (a *Activities) InterruptTurn(ctx context.Context, in task.InterruptTurnInp
 
 // StopExecutor stops the task's CLI process on this host, if any.
 func (a *Activities) StopExecutor(ctx context.Context, in task.InterruptTurnInput) error {
-	a.engine.StopTask(ctx, in.TaskID)
+	a.engine.StopEndedTask(ctx, in.TaskID, in.Repo)
 	return nil
 }

@@ -21,6 +21,8 @@ var schemaTypes = map[string]reflect.Type{
 	"CreateTask":     reflect.TypeFor[api.CreateTask](),
 	"Budget":         reflect.TypeFor[api.BudgetJSON](),
 	"BudgetChange":   reflect.TypeFor[api.BudgetChange](),
+	"ResolveRequest": reflect.TypeFor[api.ResolveRequest](),
+	"Resolved":       reflect.TypeFor[api.Resolved](),
 	"PromptRequest":  reflect.TypeFor[api.PromptRequest](),
 	"Accepted":       reflect.TypeFor[api.Accepted](),
 	"Created":        reflect.TypeFor[api.Created](),
@@ -34,6 +36,14 @@ var schemaTypes = map[string]reflect.Type{
 	"Decided":        reflect.TypeFor[api.Decided](),
 	"Event":          reflect.TypeFor[taskview.Event](),
 	"EventPage":      reflect.TypeFor[api.EventPage](),
+	"TaskDiff":       reflect.TypeFor[api.TaskDiff](),
+	"FileChange":     reflect.TypeFor[api.FileChange](),
+	"PublishRequest": reflect.TypeFor[api.PublishRequest](),
+	"Published":      reflect.TypeFor[api.Published](),
+	"RewindRequest":  reflect.TypeFor[api.RewindRequest](),
+	"Rewound":        reflect.TypeFor[api.Rewound](),
+	"ForkRequest":    reflect.TypeFor[api.ForkRequest](),
+	"Forked":         reflect.TypeFor[api.Forked](),
 	"ErrorBody": reflect.TypeFor[struct {
 		Error taskerr.Error `json:"error"`
 	}](),
@@ -248,7 +258,7 @@ func TestOpenAPIComparisonCatchesOneSidedFields(t *testing.T) {
 	t.Parallel()
 	extraSchema := loadSchemas(t, api.OpenAPI())
 	extraSchema["Accepted"].Properties["extra"] = &schema{Type: "string"}
-	if diffs := diffDocument(extraSchema, schemaTypes); !onlyAbout(diffs, "Accepted.extra", "Created.prompt.extra") {
+	if diffs := diffDocument(extraSchema, schemaTypes); !onlyAbout(diffs, "Accepted.extra", "Created.prompt.extra", "Forked.prompt.extra") {
 		t.Errorf("a field only in the schema: %q", diffs)
 	}
 	withExtra := map[string]reflect.Type{"Accepted": reflect.TypeFor[struct {

@@ -77,16 +77,33 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errorf(http.StatusBadRequest, CodeInvalidInput, fmt.Sprintf("q is %d bytes; use at most %d", len(f.Text), MaxQueryBytes)))
 		return
 	}
-	p, err := s.cfg.Reader.ListPage(r.Context(), f)
+	read := func(ctx context.Context) (any, error) {
+		p, err := s.cfg.Reader.ListPage(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		out := TaskPage{Tasks: make([]Task, 0, len(p.Tasks)), Next: p.Next}
+		for _, t := range p.Tasks {
+			out.Tasks = append(out.Tasks, Task{Summary: t, TemporalURL: s.temporalURL(t.ID)})
+		}
+		return out, nil
+	}
+	s.answerList(w, r, "tasks", read)
+}
+
+// answerList answers a list's GET: its JSON, or, with Accept: text/event-stream, a stream of
+// it as it changes (streamSnapshots).
+func (s *Server) answerList(w http.ResponseWriter, r *http.Request, name string, read func(ctx context.Context) (any, error)) {
+	if wantsStream(r) {
+		s.streamSnapshots(w, r, name, "", read)
+		return
+	}
+	v, err := read(r.Context())
 	if err != nil {
 		s.writeError(w, r, fromError(err))
 		return
 	}
-	out := TaskPage{Tasks: make([]Task, 0, len(p.Tasks)), Next: p.Next}
-	for _, t := range p.Tasks {
-		out.Tasks = append(out.Tasks, Task{Summary: t, TemporalURL: s.temporalURL(t.ID)})
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, v)
 }
 
 // pageLimit reads a listing's ?limit= (DefaultListPage when absent); a wrong one is answered
@@ -127,12 +144,23 @@ func (s *Server) showTask(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, e)
 		return
 	}
-	d, err := s.cfg.Reader.Show(r.Context(), id)
+	read := func(ctx context.Context) (any, error) {
+		d, err := s.cfg.Reader.Show(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return TaskDetail{Detail: d, TemporalURL: s.temporalURL(id)}, nil
+	}
+	if wantsStream(r) {
+		s.streamSnapshots(w, r, "task", id, read)
+		return
+	}
+	v, err := read(r.Context())
 	if err != nil {
 		s.writeError(w, r, fromError(err))
 		return
 	}
-	writeJSON(w, http.StatusOK, TaskDetail{Detail: d, TemporalURL: s.temporalURL(id)})
+	writeJSON(w, http.StatusOK, v)
 }
 
 func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
@@ -140,12 +168,9 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	p, err := s.cfg.Reader.PendingPage(r.Context(), r.URL.Query().Get("after"), limit)
-	if err != nil {
-		s.writeError(w, r, fromError(err))
-		return
-	}
-	writeJSON(w, http.StatusOK, p)
+	s.answerList(w, r, "approvals", func(ctx context.Context) (any, error) {
+		return s.cfg.Reader.PendingPage(ctx, r.URL.Query().Get("after"), limit)
+	})
 }
 
 func pathEscape(s string) string { return url.PathEscape(s) }

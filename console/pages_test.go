@@ -40,14 +40,14 @@ func TestListScrollsByCursor(t *testing.T) {
 	if got := eval[string](t, p, `document.querySelector("tr[data-task-id]").dataset.taskId`); got != "task-119" {
 		t.Errorf("the list starts with %s, want the newest, task-119", got)
 	}
-	if eval[bool](t, p, `document.querySelector("button.more").hidden`) {
+	if eval[bool](t, p, `document.querySelector("button.more-pages").hidden`) {
 		t.Fatal("a list with more tasks than a page offers no more")
 	}
 	for _, shown := range []int{100, n} {
-		eval[bool](t, p, `(() => { document.querySelector("button.more").scrollIntoView(); return true; })()`)
+		eval[bool](t, p, `(() => { document.querySelector("button.more-pages").scrollIntoView(); return true; })()`)
 		waitFor(t, p, fmt.Sprintf(`document.querySelectorAll("tr[data-task-id]").length == %d`, shown))
 	}
-	waitFor(t, p, `document.querySelector("button.more").hidden`)
+	waitFor(t, p, `document.querySelector("button.more-pages").hidden`)
 	ids := eval[[]string](t, p, `[...document.querySelectorAll("tr[data-task-id]")].map(e => e.dataset.taskId)`)
 	seen := map[string]bool{}
 	for i, id := range ids {
@@ -77,9 +77,9 @@ func TestInboxScrollsByCursor(t *testing.T) {
 	p := page(t)
 	navigate(t, p, base+"/#/inbox")
 	waitFor(t, p, `document.querySelectorAll(".inbox-item").length == 50`)
-	eval[bool](t, p, `(() => { document.querySelector("button.more").scrollIntoView(); return true; })()`)
+	eval[bool](t, p, `(() => { document.querySelector("button.more-pages").scrollIntoView(); return true; })()`)
 	waitFor(t, p, fmt.Sprintf(`document.querySelectorAll(".inbox-item").length == %d`, n))
-	waitFor(t, p, `document.querySelector("button.more").hidden`)
+	waitFor(t, p, `document.querySelector("button.more-pages").hidden`)
 	if got := afterCalls(api, "/api/v1/approvals"); len(got) == 0 || got[0] != "r:asks-49/r1" {
 		t.Errorf("the inbox's cursors %v, want the first page's next (r:asks-49/r1)", got)
 	}

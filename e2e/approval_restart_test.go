@@ -197,12 +197,15 @@ func TestApprovalSurvivesTemporalRestart(t *testing.T) {
 	r := e.waitAsked(id, "echo ran")
 	cli := cliProcessOf(host)
 
+	// The server is killed right after it recorded a heartbeat of the waiting attempt, so that
+	// the outage starts with the whole heartbeat timeout ahead of it, however slow the machine.
+	e.waitFreshHeartbeat(id)
 	srv.Kill()
 	down := time.Now()
 	cfg.Port = portOf(t, e.temporal)
 	// Down for a moment: the running attempt misses heartbeats. The SDK sends a heartbeat at most
-	// every 8 s of the 10 s heartbeat timeout, so the server may hold one up to 8 s old when it
-	// goes down: a short outage (with the restart's own seconds) stays inside the timeout.
+	// every 8 s of the 10 s heartbeat timeout and the server holds a fresh one when it goes down:
+	// a short outage (with the restart's own seconds) stays inside the timeout.
 	time.Sleep(time.Second)
 	srv, err = devserver.Start(e.ctx, cfg)
 	if err != nil {
@@ -292,4 +295,23 @@ func TestCancelWhileRequestWaits(t *testing.T) {
 	if len(taggedProcesses(host)) != 0 {
 		t.Error("a process of the host came back")
 	}
+}
+
+// waitFreshHeartbeat waits until Temporal records a heartbeat of the task's running RunTurn
+// after the call began: its record is then at most a poll interval old.
+func (e *env) waitFreshHeartbeat(taskID string) {
+	e.t.Helper()
+	since := time.Now()
+	e.waitFor("a fresh heartbeat of the running turn", func() bool {
+		d, err := e.tc.Temporal.DescribeWorkflow(e.ctx, taskID, "")
+		if err != nil || d.RawResponse == nil {
+			return false
+		}
+		for _, a := range d.RawResponse.GetPendingActivities() {
+			if a.GetActivityType().GetName() == task.ActivityRunTurn && a.GetLastHeartbeatTime().AsTime().After(since) {
+				return true
+			}
+		}
+		return false
+	})
 }

@@ -49,6 +49,8 @@ func (e *Engine) RunTurn(ctx context.Context, req Request) (task.RunTurnResult, 
 		return task.RunTurnResult{}, &Error{Type: task.ErrTypeWorkerStopping, Err: errDraining}
 	}
 	defer untrack()
+	// Who asked to interrupt the turn is of no use once its attempt ended.
+	defer e.forgetInterruptAuthor(req.TaskID, req.Turn)
 
 	a := &attempt{e: e, req: req, log: log, meter: e.meterAttempt(ctx, req)}
 	stopHeartbeat := a.heartbeat(ctx)
@@ -96,6 +98,10 @@ type attempt struct {
 	acct accountTurn
 	// spend meters what the API bills the attempt (see budget.go); nil until it may run.
 	spend *budgetMeter
+	// hold keeps a managed turn's complete event from the log until its checkpoint is taken
+	// (nil for an unmanaged task); restored is what restoreWorktree did, for the log.
+	hold     *holdSink
+	restored *events.WorkspaceRestore
 }
 
 // outcome is how an attempt's run ended: exactly one of fail, commit and answered is set.
@@ -139,21 +145,19 @@ func (a *attempt) run(ctx context.Context) (o outcome) {
 	if f := a.refuseCancelled(ctx); f != nil {
 		return failed(f)
 	}
+	if f := a.restoreWorktree(ctx, begun); f != nil {
+		return failed(f)
+	}
+	if in.images, f = a.managedAttachments(in); f != nil {
+		return failed(f)
+	}
 	at := resumePoint{sessionID: begun.Turn.ResumeSessionID, uuid: begun.Turn.ResumeFromUUID, priorCostUSD: begun.PriorCostUSD}
 	a.startLog(ctx, at.sessionID, begun.LostTurns)
+	a.emitRestored(at.sessionID)
 	if f := a.gate(ctx); f != nil {
 		return failed(f)
 	}
-	ex, fresh, f := a.executor(ctx, in.workspace, at)
-	if f != nil {
-		return failed(f)
-	}
-	a.ex = ex
-	ended, f := a.startTurn(ctx, ex, fresh, in.images)
-	if f != nil {
-		return failed(f)
-	}
-	return a.wait(ctx, ex, ended)
+	return a.resumeWithFallback(ctx, in, at)
 }
 
 // prepared is what an attempt's request resolves to before anything is recorded.
@@ -175,13 +179,17 @@ func (a *attempt) prepare(ctx context.Context) (prepared, *Error) {
 	if err := validateRequest(a.req); err != nil {
 		return prepared{}, &Error{Type: task.ErrTypeInvalidInput, Err: err}
 	}
-	workspace, f := resolveWorkspace(a.e.cfg.WorkspaceRoot, a.req.Workspace)
+	workspace, f := a.workspace(ctx)
 	if f != nil {
 		return prepared{}, f
 	}
-	images, err := loadAttachments(workspace, a.req.Prompt.Attachments)
-	if err != nil {
-		return prepared{}, &Error{Type: task.ErrTypeInvalidInput, Err: err}
+	var images []claudecode.Image
+	if !a.managed() {
+		// A managed task's are loaded once its worktree is restored (managedAttachments).
+		var err error
+		if images, err = loadAttachments(workspace, a.req.Prompt.Attachments); err != nil {
+			return prepared{}, &Error{Type: task.ErrTypeInvalidInput, Err: err}
+		}
 	}
 	if a.spend, f = a.startBudget(ctx); f != nil {
 		return prepared{}, f
@@ -205,7 +213,7 @@ func (a *attempt) begin(ctx context.Context, workspace string) (store.AttemptBeg
 		TaskID: req.TaskID, AttemptID: req.AttemptID, AttemptToken: req.AttemptToken, HostID: e.cfg.HostID,
 		Turn: req.Turn, Prompt: req.Prompt.Text, PromptUUID: req.PromptUUID,
 		Workspace: workspace, Model: req.Profile.Model, PID: warmPID,
-		FallbackSessionID: req.SessionID, FallbackMessageUUID: req.LastMessageUUID,
+		FallbackSessionID: req.SessionID, FallbackMessageUUID: req.LastMessageUUID, NewSession: req.NewSession,
 		LostTurnError: "the turn's last attempt was lost with its worker; it was not completed",
 	})
 	switch {
@@ -266,12 +274,24 @@ func (a *attempt) startLog(ctx context.Context, sessionID string, lostTurns int6
 		TurnRetry: &events.TurnRetry{Attempt: req.Attempt - 1, Reason: reason}})
 }
 
+// emitRestored says in the log what restoreWorktree did, after the retry's turn_retry.
+func (a *attempt) emitRestored(sessionID string) {
+	if a.restored != nil {
+		a.emit(events.AgentEvent{Type: events.TypeWorkspaceRestored, SessionID: sessionID, Workspace: a.restored})
+	}
+}
+
 // startTurn starts the turn on ex: it attaches the attempt's sink, approvals and budget, sets the
 // turn's permission mode, sends the prompt, records a fresh process on the executor row, and
 // interrupts at once a turn that was asked to stop before it started.
 func (a *attempt) startTurn(ctx context.Context, ex *executor, fresh bool, images []claudecode.Image) (<-chan turnEnd, *Error) {
 	e, req := a.e, a.req
-	a.sink = newTracingSink(ctx, e.cfg.Tracer, a.meter.watch(a.logSink()))
+	var logSink streamjson.Sink = a.authorSink(a.logSink())
+	if a.managed() {
+		a.hold = &holdSink{next: logSink}
+		logSink = a.hold
+	}
+	a.sink = newTracingSink(ctx, e.cfg.Tracer, a.meter.watch(logSink))
 	ended, err := ex.beginTurn(req.Turn, a.sink)
 	if err != nil {
 		return nil, &Error{Type: task.ErrTypeInternal, Err: err}
@@ -328,8 +348,11 @@ func (a *attempt) wait(ctx context.Context, ex *executor, ended <-chan turnEnd) 
 	e := a.e
 	stall := time.NewTicker(min(e.cfg.StallTimeout/4, time.Minute))
 	defer stall.Stop()
+	limited := ex.retryLimits()
 	for {
 		select {
+		case d := <-limited:
+			return a.stopForLimit(ctx, ex, ended, d)
 		case <-stall.C:
 			if quiet := ex.quietFor(); quiet >= e.cfg.StallTimeout {
 				return failed(failure(task.ErrTypeClaudeStalled, "claude printed nothing for %s; stopped it", quiet.Round(time.Second)))
@@ -429,7 +452,7 @@ func (e *Engine) settle(ctx context.Context, a *attempt, o outcome) (task.RunTur
 	e.accountEnded(ctx, a, o)
 	if o.fail == nil {
 		a.closeLeftRequests(ctx)
-		if o.fail = e.commit(ctx, a, *o.commit); o.fail == nil {
+		if o.fail = e.commit(ctx, a, *o.commit, &o.result); o.fail == nil {
 			e.holdIfQueued(ctx, a.ex)
 			a.ex.endTurn(o.commit.SessionID, o.commit.LastMessageUUID, a.req.AttemptID)
 			e.keepOrStop(ctx, a.ex)
@@ -489,11 +512,15 @@ func (a *attempt) closeLeftRequests(ctx context.Context) {
 	}
 }
 
-// commit stores the turn's events, then commits the turn, riding out database failures for
-// CommitRetry.
-func (e *Engine) commit(ctx context.Context, a *attempt, c store.TurnCommit) *Error {
+// commit records a managed task's worktree as the turn's checkpoint, stores the turn's events,
+// mirrors the session, then commits the turn (with its checkpoint), riding out database failures
+// for CommitRetry. The turn is not committed without its checkpoint.
+func (e *Engine) commit(ctx context.Context, a *attempt, c store.TurnCommit, res *task.RunTurnResult) *Error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.CommitRetry)
 	defer cancel()
+	if f := a.checkpoint(ctx, &c, res); f != nil {
+		return f
+	}
 	l := a.elog.Load()
 	if err := l.Flush(ctx); err != nil {
 		return &Error{Type: task.ErrTypeStoreUnavailable, Err: fmt.Errorf("storing the turn's events: %w", err)}
@@ -534,8 +561,8 @@ func (e *Engine) commit(ctx context.Context, a *attempt, c store.TurnCommit) *Er
 }
 
 // endAttempt records a failed attempt on the executor row: failed (or stopped, when it was
-// stopped on purpose), its pid gone, the session forgotten when the CLI refused it, and the
-// turn closed when no attempt follows. It retries briefly through database failures; what it
+// stopped on purpose), its pid gone, and the turn closed when no attempt follows. The session
+// stands even when the CLI refused to resume it: only a person starts a new one. It retries briefly through database failures; what it
 // cannot record, the next attempt's claim overwrites.
 func (e *Engine) endAttempt(ctx context.Context, req Request, f *Error) {
 	final := lastAttempt(req, f)
@@ -545,7 +572,7 @@ func (e *Engine) endAttempt(ctx context.Context, req Request, f *Error) {
 	}
 	end := store.AttemptEnd{
 		TaskID: req.TaskID, AttemptID: req.AttemptID, Status: status,
-		Error: f.Type + ": " + f.Error(), ForgetSession: f.Type == task.ErrTypeResumeRejected,
+		Error: f.Type + ": " + f.Error(),
 	}
 	if final {
 		end.AbandonTurn = req.Turn
@@ -575,16 +602,16 @@ func (e *Engine) endAttempt(ctx context.Context, req Request, f *Error) {
 // executor returns a process for the task standing exactly at the resume point: the kept one
 // when it qualifies, else a fresh one started with --resume/--resume-session-at (or a new
 // session). fresh reports a process started for this attempt.
-func (a *attempt) executor(ctx context.Context, workspace string, at resumePoint) (ex *executor, fresh bool, f *Error) {
+func (a *attempt) executor(ctx context.Context, workspace string, at resumePoint, step resumeStep) (ex *executor, fresh bool, f *Error) {
 	e := a.e
 	if ex := e.pool.get(a.req.TaskID); ex != nil {
-		if ex.reusableAt(at.sessionID, at.uuid) && (ex.supervisable || !a.hooked()) {
+		if step == resumeExact && ex.reusableAt(at.sessionID, at.uuid) && (ex.supervisable || !a.hooked()) {
 			a.log.Debug("reusing the running claude process", "pid", ex.pid())
 			return ex, false, nil
 		}
 		e.drop(ctx, ex, "not at the committed resume point")
 	}
-	spec, f := a.spec(ctx, workspace, at)
+	spec, f := a.spec(ctx, workspace, at, step)
 	if f != nil {
 		return nil, false, f
 	}
@@ -596,7 +623,7 @@ func (a *attempt) executor(ctx context.Context, workspace string, at resumePoint
 
 // spec is how to start the task's CLI at the resume point: the command, the session to resume
 // (restored from its mirror first) or a new one, and the debug capture when configured.
-func (a *attempt) spec(ctx context.Context, workspace string, at resumePoint) (executorSpec, *Error) {
+func (a *attempt) spec(ctx context.Context, workspace string, at resumePoint, step resumeStep) (executorSpec, *Error) {
 	e, req := a.e, a.req
 	spec := executorSpec{hostID: e.cfg.HostID, stopTimeout: e.cfg.StopTimeout, backgroundWait: e.cfg.BackgroundWait,
 		supervisable: a.hooked(), windows: &e.windows}
@@ -616,9 +643,20 @@ func (a *attempt) spec(ctx context.Context, workspace string, at resumePoint) (e
 			a.log.Info("restored the session from its mirror", "session_id", at.sessionID, "files", n, "took", time.Since(start).Round(time.Millisecond))
 		}
 	}
+	if f := a.rebuildChain(at, step); f != nil {
+		return spec, f
+	}
 	if at.sessionID != "" && at.uuid != "" {
 		spec.cmd.Resume, spec.cmd.ResumeSessionAt = at.sessionID, at.uuid
+		if step == resumePlain {
+			spec.cmd.ResumeSessionAt = "" // the rebuilt transcript ends at the committed message
+		}
 		spec.sessionID, spec.resumeSessionID, spec.resumeAt = at.sessionID, at.sessionID, at.uuid
+		if a.forksSession(at) {
+			if f := a.forkSession(&spec, workspace); f != nil {
+				return spec, f
+			}
+		}
 		// The CLI's running cost continues across --resume from what the session cost so far;
 		// the adapter subtracts it when a result lacks per-turn usage.
 		spec.priorTotalCostUSD = at.priorCostUSD
@@ -722,6 +760,8 @@ func (a *attempt) emit(ev events.AgentEvent) {
 // close ends the attempt's spans and stores whatever its log still holds (frames that follow
 // the result, the last events of a failed attempt).
 func (a *attempt) close(ctx context.Context) {
+	// A turn that failed before its checkpoint still logs its complete event, without one.
+	a.hold.release("")
 	if a.sink != nil {
 		a.sink.close()
 	}
@@ -814,7 +854,7 @@ func resultFromRecord(b store.AttemptBegun, attempt int) task.RunTurnResult {
 	out := task.RunTurnResult{
 		Attempt: attempt, SessionID: b.SessionID, LastMessageUUID: rec.LastMessageUUID, ResultUUID: rec.ResultUUID,
 		CostUSD: rec.CostUSD, InputTokens: rec.InputTokens, OutputTokens: rec.OutputTokens,
-		DurationMS: rec.DurationMS, NumTurns: rec.NumTurns, Error: rec.Error, Status: rec.Status,
+		DurationMS: rec.DurationMS, NumTurns: rec.NumTurns, Error: rec.Error, Status: rec.Status, Checkpoint: rec.Checkpoint,
 	}
 	return out
 }

@@ -29,6 +29,9 @@ const (
 	TypeWait                Type = "wait"
 	// TypeBudgetExhausted: the turn spent what was left of its task's budget (Budget says how).
 	TypeBudgetExhausted Type = "budget_exhausted"
+	// TypeWorkspaceRestored: a managed task's worktree was put back at its last committed
+	// checkpoint before the attempt ran (Workspace says why, and where what it held is kept).
+	TypeWorkspaceRestored Type = "workspace_restored"
 )
 
 // SessionStatus tells whether a session started fresh or continued an earlier one.
@@ -71,6 +74,10 @@ type AgentEvent struct {
 	MessageID string `json:"message_id,omitempty"`
 	// UUID is the transcript entry of a user_message.
 	UUID string `json:"uuid,omitempty"`
+	// By names the person (an API token's name, a user of the command line) who sent a
+	// user_message's prompt, or who asked for the interrupt an interrupted event (or an error of
+	// kind interrupted) reports; empty when unknown.
+	By string `json:"by,omitempty"`
 
 	ToolCallID string             `json:"tool_call_id,omitempty"`
 	ToolName   string             `json:"tool_name,omitempty"`
@@ -100,6 +107,7 @@ type AgentEvent struct {
 	TurnRetry  *TurnRetry        `json:"turn_retry,omitempty"`
 	Wait       *Wait             `json:"wait,omitempty"`
 	Budget     *BudgetSpent      `json:"budget,omitempty"`
+	Workspace  *WorkspaceRestore `json:"workspace,omitempty"`
 	Data       *Data             `json:"data,omitempty"`
 }
 

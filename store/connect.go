@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -65,4 +67,18 @@ func EnsureDatabase(ctx context.Context, databaseURL string) error {
 		return fmt.Errorf("creating database %s: %w", name, err)
 	}
 	return nil
+}
+
+// ConnectionLost reports whether err says that the connection to Postgres failed (refused, reset,
+// closed, timed out) rather than that Postgres refused the statement: what failed so may succeed
+// when tried again on another connection.
+func ConnectionLost(err error) bool {
+	var pgErr *pgconn.PgError
+	if err == nil || errors.As(err, &pgErr) {
+		return false
+	}
+	var netErr net.Error
+	var connectErr *pgconn.ConnectError
+	return errors.As(err, &netErr) || errors.As(err, &connectErr) || pgconn.SafeToRetry(err) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
 }

@@ -21,8 +21,9 @@ func RecordTaskState(ctx context.Context, db DB, taskID string, status task.Stat
 		return fmt.Errorf("recording the state of task %q: the task id, its status and its state are required", taskID)
 	}
 	_, err := db.Exec(ctx, `
-		INSERT INTO tasks (task_id, status, state, recorded_at, recorded_seq, updated_at) VALUES ($1, $2, $3, $4, $5, $4)
-		ON CONFLICT (task_id) DO UPDATE SET status = EXCLUDED.status, state = EXCLUDED.state,
+		INSERT INTO tasks (task_id, status, state, title, recorded_at, recorded_seq, updated_at)
+		VALUES ($1, $2, $3, coalesce($3::jsonb->>'title', ''), $4, $5, $4)
+		ON CONFLICT (task_id) DO UPDATE SET status = EXCLUDED.status, state = EXCLUDED.state, title = EXCLUDED.title,
 			recorded_at = EXCLUDED.recorded_at, recorded_seq = EXCLUDED.recorded_seq,
 			updated_at = greatest(tasks.updated_at, EXCLUDED.recorded_at)
 		WHERE (tasks.recorded_at, tasks.recorded_seq) <= (EXCLUDED.recorded_at, EXCLUDED.recorded_seq)`,
@@ -37,6 +38,9 @@ func RecordTaskState(ctx context.Context, db DB, taskID string, status task.Stat
 // records one), the totals of its turns and requests kept on its row, and its executor row.
 type TaskRow struct {
 	TaskID string
+	// Title is the recorded title; for a task recorded without one, its first turn's prompt
+	// (task.TitleOf makes a title of it).
+	Title string
 	// Status is the recorded status; without a record, running while a turn runs, else idle.
 	Status task.Status
 	// State is the task.State the workflow recorded last, as JSON; nil when none was.
@@ -67,7 +71,7 @@ type TaskRow struct {
 type TaskFilter struct {
 	Status           task.Status // only tasks with this status
 	AwaitingApproval bool        // only tasks with a request waiting for a decision
-	// Text keeps the tasks whose id, workspace, model or a prompt contains it (any case).
+	// Text keeps the tasks whose id, title, workspace, model or a prompt contains it (any case).
 	Text  string
 	Limit int // at most this many; 0: all
 	// After, when set, starts the list after this task: the next page of a listing in the
@@ -86,16 +90,23 @@ type TaskCursor struct {
 func (r TaskRow) CursorOf() TaskCursor { return TaskCursor{CreatedAt: r.CreatedAt, TaskID: r.TaskID} }
 
 // taskColumns are the tasks row's columns a TaskRow reads, and the executor row's (x).
-const taskColumns = `t.task_id, t.status, t.state, t.created_at, t.updated_at,
-	coalesce(x.workspace, ''), coalesce(x.model, ''), coalesce(x.session_id, ''), coalesce(x.last_message_uuid, ''),
+const taskColumns = `t.task_id,
+	coalesce(nullif(t.title, ''), (SELECT p.prompt FROM task_turns p WHERE p.task_id = t.task_id ORDER BY p.turn LIMIT 1),
+		t.state->'pending'->0->'prompt'->>'text', ''),
+	t.status, t.state, t.created_at, t.updated_at, coalesce(x.workspace, ''),
+	coalesce(nullif(x.model, ''), (SELECT e.payload->>'context_window_model' FROM task_events e
+		WHERE e.task_id = t.task_id AND e.type = 'context_window' ORDER BY e.seq DESC LIMIT 1), ''),
+	coalesce(x.session_id, ''), coalesce(x.last_message_uuid, ''),
 	coalesce(x.host_id, ''), t.turns, t.failed_turns, t.running_turn, t.cost_usd::float8, t.input_tokens,
 	t.output_tokens, t.cache_read_tokens, t.cache_creation_tokens, t.pending_approvals, t.waiting_since,
 	t.archived_at, t.imported_at`
 
-// textCondition keeps the tasks whose id, workspace, model or a prompt contains the text $n. The
+// textCondition keeps the tasks whose id, title, workspace, model or a prompt contains the text
+// $n. The
 // prompts are read task by task (an aggregate, which Postgres cannot turn into one scan of
 // every turn), so that a page reads only the turns of the tasks it passes.
 const textCondition = `(strpos(lower(t.task_id), lower($%[1]d)) > 0
+	OR strpos(lower(t.title), lower($%[1]d)) > 0
 	OR strpos(lower(coalesce(x.workspace, '')), lower($%[1]d)) > 0
 	OR strpos(lower(coalesce(t.state->>'workspace', '')), lower($%[1]d)) > 0
 	OR strpos(lower(coalesce(x.model, '')), lower($%[1]d)) > 0
@@ -135,7 +146,7 @@ func ListTasksQuery(f TaskFilter) (string, []any) {
 func scanTaskRow(row pgx.Row) (TaskRow, error) {
 	var r TaskRow
 	var since, archived, imported *time.Time
-	err := row.Scan(&r.TaskID, &r.Status, &r.State, &r.CreatedAt, &r.UpdatedAt, &r.Workspace, &r.Model,
+	err := row.Scan(&r.TaskID, &r.Title, &r.Status, &r.State, &r.CreatedAt, &r.UpdatedAt, &r.Workspace, &r.Model,
 		&r.SessionID, &r.ResumeAt, &r.HostID, &r.Totals.Turns, &r.FailedTurns, &r.RunningTurn,
 		&r.Totals.CostUSD, &r.Totals.InputTokens, &r.Totals.OutputTokens, &r.Totals.CacheReadTokens,
 		&r.Totals.CacheCreationTokens, &r.PendingApprovals, &since, &archived, &imported)
@@ -209,4 +220,33 @@ func QueuedPrompts(ctx context.Context, db DB, taskID string) (int, error) {
 		return 0, fmt.Errorf("reading the queued prompts of task %s: %w", taskID, err)
 	}
 	return n, nil
+}
+
+// TaskTitles returns the title of each task of ids that has one: the recorded title, else its
+// first turn's prompt, else the prompt its recorded state queues first (task.TitleOf makes a
+// title of a prompt).
+func TaskTitles(ctx context.Context, db DB, ids []string) (map[string]string, error) {
+	out := map[string]string{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := db.Query(ctx, `
+		SELECT i.id, coalesce(nullif(t.title, ''),
+			(SELECT p.prompt FROM task_turns p WHERE p.task_id = i.id ORDER BY p.turn LIMIT 1),
+			t.state->'pending'->0->'prompt'->>'text', '')
+		FROM unnest($1::text[]) AS i(id) LEFT JOIN tasks t ON t.task_id = i.id`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("reading the titles of %d tasks: %w", len(ids), err)
+	}
+	var id, title string
+	_, err = pgx.ForEachRow(rows, []any{&id, &title}, func() error {
+		if title != "" {
+			out[id] = title
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the titles of %d tasks: %w", len(ids), err)
+	}
+	return out, nil
 }

@@ -96,13 +96,14 @@ type Hub struct {
 
 	mu      sync.Mutex
 	subs    map[string]map[*subscriber]struct{}
+	rowSubs map[*subscriber]struct{} // the watches of task rows (WatchTasks)
 	watches int
 	gen     *generation // the running listener, nil while no watch runs
 }
 
 // subscriber is one watch as the hub sees it.
 type subscriber struct {
-	taskID    string
+	taskID    string        // the task watched; for a watch of task rows, "" means every task
 	wake      chan struct{} // capacity 1: a pending wake-up
 	announced atomic.Int64  // the highest seq a notification announced
 	force     atomic.Bool   // read whatever was announced: the listener (re)connected
@@ -134,7 +135,7 @@ func NewHub(pool *pgxpool.Pool, cfg HubConfig) *Hub {
 		cc := pool.Config().ConnConfig
 		cfg.Connect = func(ctx context.Context) (*pgx.Conn, error) { return pgx.ConnectConfig(ctx, cc.Copy()) }
 	}
-	return &Hub{pool: pool, cfg: cfg, subs: map[string]map[*subscriber]struct{}{}}
+	return &Hub{pool: pool, cfg: cfg, subs: map[string]map[*subscriber]struct{}{}, rowSubs: map[*subscriber]struct{}{}}
 }
 
 // Watches is the number of watches running on the hub.
@@ -146,15 +147,19 @@ func (h *Hub) Watches() int {
 
 // subscribe adds s and starts the listener if none runs; the channel it returns is closed once
 // the listener listens.
-func (h *Hub) subscribe(s *subscriber) <-chan struct{} {
+func (h *Hub) subscribe(s *subscriber, rows bool) <-chan struct{} {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	set := h.subs[s.taskID]
-	if set == nil {
-		set = map[*subscriber]struct{}{}
-		h.subs[s.taskID] = set
+	if rows {
+		h.rowSubs[s] = struct{}{}
+	} else {
+		set := h.subs[s.taskID]
+		if set == nil {
+			set = map[*subscriber]struct{}{}
+			h.subs[s.taskID] = set
+		}
+		set[s] = struct{}{}
 	}
-	set[s] = struct{}{}
 	h.watches++
 	if h.gen == nil {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -165,12 +170,16 @@ func (h *Hub) subscribe(s *subscriber) <-chan struct{} {
 }
 
 // unsubscribe removes s and stops the listener when s was the last watch.
-func (h *Hub) unsubscribe(s *subscriber) {
+func (h *Hub) unsubscribe(s *subscriber, rows bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	delete(h.subs[s.taskID], s)
-	if len(h.subs[s.taskID]) == 0 {
-		delete(h.subs, s.taskID)
+	if rows {
+		delete(h.rowSubs, s)
+	} else {
+		delete(h.subs[s.taskID], s)
+		if len(h.subs[s.taskID]) == 0 {
+			delete(h.subs, s.taskID)
+		}
 	}
 	h.watches--
 	if h.watches == 0 && h.gen != nil {
@@ -214,7 +223,7 @@ func (h *Hub) listenOnce(ctx context.Context, listening func()) error {
 		_ = conn.Close(cctx)
 		cancel()
 	}()
-	if _, err := conn.Exec(ctx, "LISTEN "+EventsChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+EventsChannel+"; LISTEN "+TasksChannel); err != nil {
 		return fmt.Errorf("listening: %w", err)
 	}
 	listening()
@@ -230,6 +239,16 @@ func (h *Hub) listenOnce(ctx context.Context, listening func()) error {
 // dispatch wakes the watches of the task a notification names, or every watch when it cannot
 // be parsed.
 func (h *Hub) dispatch(n *pgconn.Notification) {
+	if n.Channel == TasksChannel {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		for s := range h.rowSubs {
+			if s.taskID == "" || s.taskID == n.Payload {
+				s.poke()
+			}
+		}
+		return
+	}
 	if n.Channel != EventsChannel {
 		return
 	}
@@ -263,26 +282,30 @@ func (h *Hub) wakeAll() {
 			s.poke()
 		}
 	}
+	for s := range h.rowSubs {
+		s.poke()
+	}
 }
 
 // Watch calls fn with every event of cfg.TaskID after cfg.AfterSeq, in order, each exactly once,
 // now and as they are appended, until ctx is done (it returns ctx.Err()) or fn returns an error
-// (it returns that error, wrapped). A failed read ends the watch with its error.
+// (it returns that error, wrapped).
 //
 // The hub listens on EventsChannel before the watch first reads from its cursor, so nothing
 // committed in between is missed; then the watch reads after its cursor whenever a notification
 // announces events of its task past it, whenever the hub reconnects, and every
 // cfg.PollInterval. Events of a task become visible in sequence order (see AppendEvents), so
 // reading after the cursor never skips one. Each read borrows a connection of the pool for its
-// own length.
+// own length. A read that loses its connection is tried again after the hub's ReconnectDelay
+// until the log can be read or ctx ends; a read the server refuses ends the watch with its error.
 func (h *Hub) Watch(ctx context.Context, cfg WatchConfig, fn func(Event) error) error {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return fmt.Errorf("watching events: %w", err)
 	}
 	s := &subscriber{taskID: cfg.TaskID, wake: make(chan struct{}, 1)}
-	ready := h.subscribe(s)
-	defer h.unsubscribe(s)
+	ready := h.subscribe(s, false)
+	defer h.unsubscribe(s, false)
 	select {
 	case <-ready:
 	case <-ctx.Done():
@@ -291,17 +314,39 @@ func (h *Hub) Watch(ctx context.Context, cfg WatchConfig, fn func(Event) error) 
 	w := &watcher{cfg: cfg, fn: fn, cursor: cfg.AfterSeq}
 	poll := time.NewTimer(cfg.PollInterval)
 	defer poll.Stop()
-	s.archived.Store(true) // a watch that starts looks once whether its task is archived
+	// A watch that starts looks once whether its task is archived, before it reads: then it
+	// reads what is left and ends.
+	if err := w.archived(ctx, h.pool); err != nil {
+		var ae *ArchivedError
+		if errors.As(err, &ae) || ctx.Err() != nil {
+			return err
+		}
+		s.archived.Store(true) // the look failed: look again after the first read
+	}
 	for {
 		if err := w.catchUp(ctx, h.pool); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			return fmt.Errorf("watching events of task %s: %w", cfg.TaskID, err)
+			var de *deliveryError
+			if errors.As(err, &de) || !ConnectionLost(err) {
+				return fmt.Errorf("watching events of task %s: %w", cfg.TaskID, err)
+			}
+			h.cfg.Logger.WarnContext(ctx, "reading events lost its connection; reading again",
+				"task_id", cfg.TaskID, "error", err, "delay", h.cfg.ReconnectDelay)
+			if !sleepCtx(ctx, h.cfg.ReconnectDelay) {
+				return ctx.Err()
+			}
+			continue
 		}
 		if s.archived.Swap(false) {
-			if err := w.archived(ctx, h.pool); err != nil {
+			var ae *ArchivedError
+			if err := w.archived(ctx, h.pool); errors.As(err, &ae) || ctx.Err() != nil {
 				return err
+			} else if err != nil {
+				// The look failed (a lost connection): the next wake looks again.
+				h.cfg.Logger.WarnContext(ctx, "looking whether a watched task is archived failed", "task_id", cfg.TaskID, "error", err)
+				s.archived.Store(true)
 			}
 		}
 		for waiting := true; waiting; {
@@ -353,6 +398,52 @@ func (w *watcher) archived(ctx context.Context, db DB) error {
 		return fmt.Errorf("watching events of task %s: %w", w.cfg.TaskID, err)
 	}
 	return &ArchivedError{TaskID: w.cfg.TaskID, Path: st.Path, Delivered: w.cursor, LastSeq: st.LastSeq}
+}
+
+// sleepCtx waits for d; false when ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// TasksChannel is the Postgres notification channel on which every change of what a task's
+// listing shows is announced (its recorded state, a turn's accounting, a permission request),
+// with the task's id as payload. Triggers send it (migration 0014).
+const TasksChannel = "drover_tasks"
+
+// WatchTasks calls look once the hub listens on TasksChannel, then again after every change of
+// the row of task taskID ("": of any task) it announces and after every reconnect (what changed
+// meanwhile was not announced), until ctx is done (it returns ctx.Err()) or look fails (it
+// returns that error). Changes announced while look runs make one more call, not one each, so a
+// slow reader is never behind by more than one read.
+func (h *Hub) WatchTasks(ctx context.Context, taskID string, look func(ctx context.Context) error) error {
+	s := &subscriber{taskID: taskID, wake: make(chan struct{}, 1)}
+	ready := h.subscribe(s, true)
+	defer h.unsubscribe(s, true)
+	select {
+	case <-ready:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	for {
+		if err := look(ctx); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("watching tasks: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.wake:
+		}
+	}
 }
 
 // watcher is the state of one Watch.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/drover-run/drover/internal/testkit/faultproxy"
 	"github.com/drover-run/drover/internal/testkit/pgtest"
 	"github.com/drover-run/drover/store"
 )
@@ -314,4 +317,33 @@ func TestWatchEndsOnDatabaseError(t *testing.T) {
 	if want := `relation "task_events" does not exist`; err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("WatchEvents on a database without the schema = %v, want an error mentioning %q", err, want)
 	}
+}
+
+// A watch whose read loses its connection (a reset between the process and Postgres) reads
+// again on a new one and goes on delivering, each event once, in order; it does not end.
+func TestWatchOutlivesAConnectionReset(t *testing.T) {
+	t.Parallel()
+	db := pgtest.NewPool(t)
+	proxy := faultproxy.New(t, pgtest.AdminAddr())
+	cfg := db.Config().Copy()
+	host, port, err := net.SplitHostPort(proxy.Addr())
+	must(t, err)
+	p, err := strconv.Atoi(port)
+	must(t, err)
+	cfg.ConnConfig.Host, cfg.ConnConfig.Port = host, uint16(p)
+	cfg.MaxConns = 1
+	proxied, err := pgxpool.NewWithConfig(t.Context(), cfg)
+	must(t, err)
+	t.Cleanup(proxied.Close)
+	hub := store.NewHub(proxied, store.HubConfig{ReconnectDelay: 20 * time.Millisecond})
+	w := startHubWatch(t, hub, store.WatchConfig{TaskID: "t", PollInterval: 50 * time.Millisecond})
+	for i := range 3 {
+		appendEvents(t, db, "t", ev("before", ""), ev("before", ""))
+		w.expect(t, int64(2*i+1), int64(2*i+2))
+		if n := proxy.Reset(); n == 0 {
+			t.Fatal("no connection to reset")
+		}
+	}
+	appendEvents(t, db, "t", ev("after", ""))
+	w.expect(t, 7, 7)
 }

@@ -122,9 +122,23 @@ type Profile struct {
 
 // Params start a task. They travel with every continue-as-new, so keep them small.
 type Params struct {
-	// Workspace is the directory the CLI runs in, on the executor's host.
-	Workspace string  `json:"workspace"`
-	Profile   Profile `json:"profile"`
+	// Title names the task for a person (lists, its page, the Temporal UI); WithTitle makes
+	// one from the first prompt when none is given.
+	Title string `json:"title,omitempty"`
+	// Workspace is the directory the CLI runs in, on the executor's host: an unmanaged folder
+	// (no isolation, checkpoint or move to another host). Empty when Repo is set.
+	Workspace string `json:"workspace"`
+	// Repo makes the task managed: a git repository (URL or path, as the workers' hosts reach
+	// it) that the task works on in a worktree of its own, on branch drover/<task id>,
+	// checkpointed every turn. Empty when Workspace is set.
+	Repo string `json:"repo,omitempty"`
+	// Base is the branch, tag or commit of Repo the task starts from; empty means the
+	// repository's default branch.
+	Base string `json:"base,omitempty"`
+	// Fork, set on a task forked from another's turn, is where its worktree and conversation
+	// start (see ForkPoint); Repo is the other task's.
+	Fork    *ForkPoint `json:"fork,omitempty"`
+	Profile Profile    `json:"profile"`
 	// IdleTimeout ends the task when no prompt arrives for this long after its
 	// last turn. Zero means the task waits for prompts until it is closed.
 	IdleTimeout time.Duration `json:"idle_timeout,omitempty"`
@@ -163,6 +177,8 @@ type FirstPrompt struct {
 // Prompt is one user prompt.
 type Prompt struct {
 	Text string `json:"text"`
+	// By names who sent it (an API token's name, a user of the command line), for the record.
+	By string `json:"by,omitempty"`
 	// Attachments are workspace-relative paths of files (images) to attach.
 	Attachments []string `json:"attachments,omitempty"`
 	// Mode, when set, is the permission mode the task runs in from this prompt's turn on.
@@ -229,6 +245,10 @@ type Carry struct {
 	HostBudget Budget `json:"host_budget,omitzero"`
 	// BudgetExhausted is set while the task's budget is spent.
 	BudgetExhausted *BudgetExhausted `json:"budget_exhausted,omitempty"`
+	// Attention is set while the task needs a person (its session could not be resumed).
+	Attention *Attention `json:"attention,omitempty"`
+	// NewSessionTurn is the turn a person chose to start in a new session, until it runs.
+	NewSessionTurn int `json:"new_session_turn,omitempty"`
 }
 
 // RecentPrompt is one accepted prompt Update and the answer it got.
@@ -259,8 +279,12 @@ func (t Totals) BilledCostUSD() float64 { return t.CostUSD + t.FailedAttemptsCos
 
 // State is the answer to QueryState.
 type State struct {
-	Status          Status         `json:"status"`
-	Workspace       string         `json:"workspace"`
+	Status    Status `json:"status"`
+	Title     string `json:"title,omitempty"`
+	Workspace string `json:"workspace"`
+	// Repo and Base are a managed task's repository and base (see Params).
+	Repo            string         `json:"repo,omitempty"`
+	Base            string         `json:"base,omitempty"`
 	Model           string         `json:"model,omitempty"`
 	PermissionMode  PermissionMode `json:"permission_mode"`
 	Turn            int            `json:"turn"`
@@ -278,23 +302,36 @@ type State struct {
 	// Wait says why and until when the task waits for its account, while its status is
 	// waiting_for_limit, waiting_for_spend_cap or queued_for_account.
 	Wait *Wait `json:"wait,omitempty"`
-	// Budget is the task's budget as it now stands.
-	Budget Budget `json:"budget,omitzero"`
+	// Budget is the task's budget as it now stands; BudgetBy names who changed it last (empty:
+	// as the task was started).
+	Budget   Budget `json:"budget,omitzero"`
+	BudgetBy string `json:"budget_by,omitempty"`
 	// BudgetExhausted says which bound the task reached, while its status is budget_exhausted.
 	BudgetExhausted *BudgetExhausted `json:"budget_exhausted,omitempty"`
 	// Retention is the task's own (Params.Retention), zero when it has none: the archive job
 	// reads it from the recorded state.
 	Retention time.Duration `json:"retention,omitempty"`
+	// Attention says why the task waits for a person, while its status is needs_attention.
+	Attention *Attention `json:"attention,omitempty"`
 }
 
 // RunTurnInput is the input of the RunTurn activity.
 type RunTurnInput struct {
-	TaskID     string  `json:"task_id"`
-	Turn       int     `json:"turn"`
-	Prompt     Prompt  `json:"prompt"`
-	PromptUUID string  `json:"prompt_uuid"`
-	Workspace  string  `json:"workspace"`
-	Profile    Profile `json:"profile"`
+	TaskID     string `json:"task_id"`
+	Turn       int    `json:"turn"`
+	Prompt     Prompt `json:"prompt"`
+	PromptUUID string `json:"prompt_uuid"`
+	Workspace  string `json:"workspace"`
+	// Repo and Base make the turn run in the task's managed worktree (see Params).
+	Repo string `json:"repo,omitempty"`
+	Base string `json:"base,omitempty"`
+	// Fork is the task's Params.Fork: the turn's first attempt on a host with no worktree of
+	// the task forks it from there.
+	Fork *ForkPoint `json:"fork,omitempty"`
+	// Rewound: the task was rewound since its last turn (UpdateRewind); the worktree goes back
+	// to the rewound turn's checkpoint, and the event says why.
+	Rewound bool    `json:"rewound,omitempty"`
+	Profile Profile `json:"profile"`
 	// SessionID and LastMessageUUID are the workflow's view of the resume point
 	// before this turn. The executor row in Postgres is the source of truth; these
 	// are used only when it has none.
@@ -312,6 +349,9 @@ type RunTurnInput struct {
 	// from Postgres, which also knows the attempts the workflow never heard of).
 	Budget Budget  `json:"budget,omitzero"`
 	Spent  *Totals `json:"spent,omitempty"`
+	// NewSession starts the turn in a new session, whatever the task's committed resume point:
+	// a person chose so when the old session could not be resumed (ResolveNewSession).
+	NewSession bool `json:"new_session,omitempty"`
 }
 
 // TurnStatus is where a turn stands: running, or how it ended. The same names are the status
@@ -350,6 +390,8 @@ type RunTurnResult struct {
 	Attempt         int        `json:"attempt"`
 	// Error describes a turn that ended with is_error (for example --max-turns).
 	Error string `json:"error,omitempty"`
+	// Checkpoint is the commit that recorded a managed task's worktree when the turn committed.
+	Checkpoint string `json:"checkpoint,omitempty"`
 	// FailedAttemptsCostUSD is what the API billed the task's attempts that did not commit their
 	// turn, all turns so far, as Postgres records it (Totals.FailedAttemptsCostUSD).
 	FailedAttemptsCostUSD float64 `json:"failed_attempts_cost_usd,omitempty"`
@@ -364,6 +406,17 @@ type RunTurnResult struct {
 type InterruptTurnInput struct {
 	TaskID string `json:"task_id"`
 	Turn   int    `json:"turn"`
+	// Repo is a managed task's repository, given to StopExecutor when the task ends: its
+	// worktree is removed with its process.
+	Repo string `json:"repo,omitempty"`
+	// By names who asked for the interrupt (InterruptRequest.By).
+	By string `json:"by,omitempty"`
+}
+
+// InterruptRequest is the argument of UpdateInterrupt (a task from before it takes none).
+type InterruptRequest struct {
+	// By names who asks, for the record: the turn's interrupted event names them.
+	By string `json:"by,omitempty"`
 }
 
 // Search attribute names shown in the Temporal UI.
@@ -373,6 +426,8 @@ const (
 	SearchTurns     = "DroverTurns"
 	SearchModel     = "DroverModel"
 	SearchWorkspace = "DroverWorkspace"
+	// SearchTitle is the task's title (Text), set when the task starts.
+	SearchTitle = "DroverTitle"
 	// SearchAwaitingApproval is true while a permission request of the task waits for a
 	// person; SearchAwaitingSince is when the oldest of them was asked (unset when none waits).
 	// The Temporal UI's list of waiting tasks is the query

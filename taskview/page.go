@@ -113,5 +113,5 @@ func (v *View) PendingPage(ctx context.Context, after string, limit int) (Pendin
 	for _, r := range rows {
 		p.Requests = append(p.Requests, pendingOf(r))
 	}
-	return p, nil
+	return p, v.addTitles(ctx, p.Requests)
 }

@@ -22,6 +22,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -61,7 +62,7 @@ func (e *NotFoundError) Is(target error) bool { return target == store.ErrNotFou
 type Filter struct {
 	Status           task.Status // only tasks with this status
 	AwaitingApproval bool        // only tasks with a request waiting for a person
-	Text             string      // only tasks whose id, workspace, model or a prompt contains it
+	Text             string      // only tasks whose id, title, workspace, model or a prompt contains it
 	Limit            int         // at most this many; 0: all
 	// After is the cursor of a page (its Next): the listing goes on after that page.
 	After string
@@ -69,13 +70,19 @@ type Filter struct {
 
 // Summary is one task in a listing: the HTTP API's Task.
 type Summary struct {
-	ID        string              `json:"id"`
+	ID string `json:"id"`
+	// Title names the task: the one it was given, else the first line of its first prompt.
+	Title     string              `json:"title,omitempty"`
 	Status    task.Status         `json:"status"`
 	Mode      task.PermissionMode `json:"mode,omitempty"`
 	Model     string              `json:"model,omitempty"`
 	Workspace string              `json:"workspace,omitempty"`
-	CreatedAt time.Time           `json:"created_at"`
-	UpdatedAt time.Time           `json:"updated_at"`
+	// Repo and Base are a managed task's repository and base; its Workspace is its worktree on
+	// the host that last ran it.
+	Repo      string    `json:"repo,omitempty"`
+	Base      string    `json:"base,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 	// Turns counts the turns begun; CostUSD adds up what the finished ones cost.
 	Turns   int     `json:"turns"`
 	CostUSD float64 `json:"cost_usd"`
@@ -85,13 +92,18 @@ type Summary struct {
 	WaitingSince     *time.Time `json:"waiting_since,omitempty"`
 	LastError        string     `json:"last_error,omitempty"`
 	// Wait says why and until when the task waits for its account (a waiting status).
-	Wait            *task.Wait            `json:"wait,omitempty"`
-	Budget          *task.Budget          `json:"budget,omitempty"`
+	Wait   *task.Wait   `json:"wait,omitempty"`
+	Budget *task.Budget `json:"budget,omitempty"`
+	// BudgetBy names who changed the budget last; empty: as the task was started.
+	BudgetBy        string                `json:"budget_by,omitempty"`
 	BudgetExhausted *task.BudgetExhausted `json:"budget_exhausted,omitempty"`
 	// ArchivedAt is when the task's archive was written: its rows leave Postgres. ImportedAt is
 	// when it was brought back from an archive: it is read, never run again.
 	ArchivedAt *time.Time `json:"archived_at,omitempty"`
 	ImportedAt *time.Time `json:"imported_at,omitempty"`
+	// Attention says why the task waits for a person (status needs_attention): its session
+	// could not be resumed. Answer with POST /api/v1/tasks/{id}/resolve (drover task resolve).
+	Attention *task.Attention `json:"attention,omitempty"`
 }
 
 // Tokens adds up the tokens of a task's turns.
@@ -118,8 +130,10 @@ type Turn struct {
 	Tokens     Tokens          `json:"tokens"`
 	DurationMS int64           `json:"duration_ms"`
 	Error      string          `json:"error,omitempty"`
-	StartedAt  time.Time       `json:"started_at"`
-	FinishedAt *time.Time      `json:"finished_at,omitempty"`
+	// Checkpoint is the commit that recorded a managed task's worktree when the turn committed.
+	Checkpoint string     `json:"checkpoint,omitempty"`
+	StartedAt  time.Time  `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
 }
 
 // Detail is one task in full: the HTTP API's TaskDetail. Its Turns (the list) hides
@@ -144,11 +158,17 @@ type Detail struct {
 	// Totals are the workflow's own, as it recorded them: with the cost of failed attempts and
 	// the time turns ran (nil until a state is recorded).
 	Totals *task.Totals `json:"totals,omitempty"`
+	// CancelledBy names who asked for the task's cancel, and CancelledAt when; both empty when
+	// nobody did.
+	CancelledBy string     `json:"cancelled_by,omitempty"`
+	CancelledAt *time.Time `json:"cancelled_at,omitempty"`
 }
 
 // PendingRequest is a permission request waiting for a person.
 type PendingRequest struct {
-	TaskID    string           `json:"task_id"`
+	TaskID string `json:"task_id"`
+	// TaskTitle is the title of the request's task (Summary.Title).
+	TaskTitle string           `json:"task_title,omitempty"`
 	RequestID string           `json:"request_id"`
 	Turn      int              `json:"turn"`
 	Kind      task.RequestKind `json:"kind"`
@@ -209,7 +229,7 @@ func (v *View) Show(ctx context.Context, taskID string) (Detail, error) {
 	for _, t := range turns {
 		tv := Turn{Turn: t.Turn, Status: t.Status, Attempts: t.Attempts, Prompt: t.Prompt, CostUSD: t.CostUSD,
 			Tokens: Tokens{Input: t.InputTokens, Output: t.OutputTokens, CacheRead: t.CacheReadTokens,
-				CacheCreation: t.CacheCreationTokens}, DurationMS: t.DurationMS, Error: t.Error, StartedAt: t.StartedAt}
+				CacheCreation: t.CacheCreationTokens}, DurationMS: t.DurationMS, Error: t.Error, Checkpoint: t.Checkpoint, StartedAt: t.StartedAt}
 		if !t.FinishedAt.IsZero() {
 			at := t.FinishedAt
 			tv.FinishedAt = &at
@@ -226,6 +246,11 @@ func (v *View) Show(ctx context.Context, taskID string) (Detail, error) {
 	}
 	if d.Pending, err = v.Pending(ctx, taskID, 0); err != nil {
 		return Detail{}, err
+	}
+	if by, at, found, err := store.CancelOf(ctx, v.Pool, taskID); err != nil {
+		return Detail{}, err
+	} else if found {
+		d.CancelledBy, d.CancelledAt = by, &at
 	}
 	reqs, err := store.ListTaskPermissions(ctx, v.Pool, taskID)
 	if err != nil {
@@ -244,7 +269,7 @@ func (v *View) Show(ctx context.Context, taskID string) (Detail, error) {
 
 // summarize makes a row's Summary, and returns the recorded state it read (nil when none).
 func summarize(r store.TaskRow) (Summary, *task.State) {
-	s := Summary{ID: r.TaskID, Status: r.Status, Model: r.Model, Workspace: r.Workspace,
+	s := Summary{ID: r.TaskID, Title: task.TitleOf(r.Title), Status: r.Status, Model: r.Model, Workspace: r.Workspace,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Turns: r.Totals.Turns, CostUSD: r.Totals.CostUSD,
 		PendingApprovals: r.PendingApprovals}
 	if !r.WaitingSince.IsZero() {
@@ -268,7 +293,8 @@ func summarize(r store.TaskRow) (Summary, *task.State) {
 	}
 	s.Mode, s.LastError = st.PermissionMode, st.LastError
 	s.Model, s.Workspace = first(st.Model, s.Model), first(st.Workspace, s.Workspace)
-	s.Wait, s.BudgetExhausted = st.Wait, st.BudgetExhausted
+	s.Repo, s.Base = st.Repo, st.Base
+	s.Wait, s.BudgetExhausted, s.Attention, s.BudgetBy = st.Wait, st.BudgetExhausted, st.Attention, st.BudgetBy
 	if !st.Budget.IsZero() {
 		b := st.Budget
 		s.Budget = &b
@@ -297,7 +323,25 @@ func (v *View) Pending(ctx context.Context, taskID string, limit int) ([]Pending
 	for _, r := range rows {
 		out = append(out, pendingOf(r))
 	}
-	return out, nil
+	return out, v.addTitles(ctx, out)
+}
+
+// addTitles sets each request's TaskTitle.
+func (v *View) addTitles(ctx context.Context, out []PendingRequest) error {
+	var ids []string
+	for _, r := range out {
+		if !slices.Contains(ids, r.TaskID) {
+			ids = append(ids, r.TaskID)
+		}
+	}
+	titles, err := store.TaskTitles(ctx, v.Pool, ids)
+	if err != nil {
+		return err
+	}
+	for i := range out {
+		out[i].TaskTitle = task.TitleOf(titles[out[i].TaskID])
+	}
+	return nil
 }
 
 // Request returns one of a task's permission requests as it stands, whatever its status, or a

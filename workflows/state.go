@@ -35,6 +35,10 @@ type taskState struct {
 	turnsThisRun int
 	// closing: no more prompts are accepted; the task ends once the queue drains.
 	closing bool
+	// rewinding: a rewind is under way (UpdateRewind); queued prompts wait for it.
+	rewinding bool
+	// rewound: the task was rewound since its last turn ran; the next turn says so to its host.
+	rewound bool
 	// final is the status the task ended with, empty while it lives.
 	final task.Status
 
@@ -68,7 +72,15 @@ type taskState struct {
 	// budgetChangeID).
 	hostBudget task.Budget
 	exhausted  *task.BudgetExhausted
-	budgeted   bool
+	// budgetBy names who changed the budget last (BudgetChange.By); a run that continued as
+	// new starts without it.
+	budgetBy string
+	budgeted bool
+
+	// attention is set while the task needs a person (see resumeRefused); newSessionTurn is the
+	// turn a person chose to start in a new session.
+	attention      *task.Attention
+	newSessionTurn int
 
 	published published
 
@@ -81,6 +93,10 @@ type taskState struct {
 
 func newTaskState(p task.Params, lim limits, taskID, firstRunID string) *taskState {
 	s := &taskState{p: p, lim: lim, taskID: taskID, firstRunID: firstRunID}
+	if f := p.Fork; f != nil && p.Carry == nil {
+		// A fork's first turn resumes the other task's conversation at the turn forked from.
+		s.sessionID, s.lastUUID = f.SessionID, f.LastMessageUUID
+	}
 	if c := p.Carry; c != nil {
 		s.turn = c.Turn
 		s.sessionID = c.SessionID
@@ -99,6 +115,8 @@ func newTaskState(p task.Params, lim limits, taskID, firstRunID string) *taskSta
 			x := *c.BudgetExhausted
 			s.exhausted = &x
 		}
+		s.attention = cloneAttention(c.Attention)
+		s.newSessionTurn = c.NewSessionTurn
 		for _, q := range s.pending {
 			s.queuedBytes += task.PromptSize(q.Prompt)
 		}
@@ -119,6 +137,8 @@ func (s *taskState) status() task.Status {
 		return task.StatusRunning
 	case s.exhausted != nil:
 		return task.StatusBudgetExhausted
+	case s.attention != nil:
+		return task.StatusNeedsAttention
 	case s.closing:
 		return task.StatusClosing
 	}
@@ -129,7 +149,10 @@ func (s *taskState) status() task.Status {
 func (s *taskState) snapshot() task.State {
 	return task.State{
 		Status:          s.status(),
+		Title:           s.p.Title,
 		Workspace:       s.p.Workspace,
+		Repo:            s.p.Repo,
+		Base:            s.p.Base,
 		Model:           s.p.Profile.Model,
 		PermissionMode:  s.p.Profile.PermissionMode,
 		Turn:            s.turn,
@@ -143,9 +166,11 @@ func (s *taskState) snapshot() task.State {
 		Awaiting:        slices.Clone(s.awaiting),
 		Grants:          slices.Clone(s.grants),
 		Budget:          s.budget(),
+		BudgetBy:        s.budgetBy,
 		BudgetExhausted: cloneExhausted(s.exhausted),
 		Wait:            s.waitSnapshot(),
 		Retention:       s.p.Retention,
+		Attention:       cloneAttention(s.attention),
 	}
 }
 
@@ -175,6 +200,8 @@ func (s *taskState) carry() *task.Carry {
 		Decided:         slices.Clone(s.decided),
 		HostBudget:      s.hostBudget,
 		BudgetExhausted: cloneExhausted(s.exhausted),
+		Attention:       cloneAttention(s.attention),
+		NewSessionTurn:  s.newSessionTurn,
 	}
 }
 

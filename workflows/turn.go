@@ -28,6 +28,7 @@ func (s *taskState) runNext(ctx workflow.Context) error {
 	failed := s.totals.FailedTurns
 	err := s.runTurn(ctx, q)
 	s.running = 0
+	s.rewound = false
 	if err == nil {
 		// Whatever the turn still had waiting, nothing will ask for again.
 		s.closeTurnRequests(ctx, q.Turn, "the turn ended")
@@ -142,6 +143,8 @@ func (s *taskState) afterTry(ctx workflow.Context, t *turnTries, res task.RunTur
 		s.turnErrored(q.Turn, err)
 		return false, nil
 	case s.budgeted && s.refusedForBudget(ctx, q, err):
+		return false, nil
+	case s.resumeRefused(ctx, q, err):
 		return false, nil
 	default:
 		s.turnErrored(q.Turn, err)
@@ -267,6 +270,10 @@ func (s *taskState) executeRunTurn(ctx workflow.Context, q task.QueuedPrompt, at
 		Prompt:          q.Prompt,
 		PromptUUID:      q.PromptUUID,
 		Workspace:       s.p.Workspace,
+		Repo:            s.p.Repo,
+		Base:            s.p.Base,
+		Fork:            s.p.Fork,
+		Rewound:         s.rewound,
 		Profile:         s.p.Profile,
 		SessionID:       s.sessionID,
 		LastMessageUUID: s.lastUUID,
@@ -275,6 +282,7 @@ func (s *taskState) executeRunTurn(ctx workflow.Context, q task.QueuedPrompt, at
 		AttemptsBefore:  attemptsBefore,
 	}
 	s.budgetInput(&in)
+	in.NewSession = s.newSessionTurn == q.Turn
 	var res task.RunTurnResult
 	actx, s.cancelTurn = workflow.WithCancel(actx)
 	defer func() { s.cancelTurn = nil }()
@@ -323,6 +331,9 @@ func (s *taskState) cancelAtOnce(ctx workflow.Context, fut workflow.Future, turn
 
 // turnEnded records the result of a turn that ran to its end.
 func (s *taskState) turnEnded(turn int, res task.RunTurnResult) {
+	if turn == s.newSessionTurn {
+		s.newSessionTurn = 0
+	}
 	if res.SessionID != "" {
 		s.sessionID = res.SessionID
 	}

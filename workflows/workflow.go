@@ -63,7 +63,7 @@ func (s *taskState) setHandlers(ctx workflow.Context) error {
 		return fmt.Errorf("setting the %s update handler: %w", task.UpdatePrompt, err)
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, task.UpdateInterrupt, s.interrupt,
-		workflow.UpdateHandlerOptions{Validator: s.validateOpen, Description: "interrupt the running turn"}); err != nil {
+		workflow.UpdateHandlerOptions{Validator: s.validateInterrupt, Description: "interrupt the running turn"}); err != nil {
 		return fmt.Errorf("setting the %s update handler: %w", task.UpdateInterrupt, err)
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, task.UpdateClose, s.close,
@@ -71,6 +71,12 @@ func (s *taskState) setHandlers(ctx workflow.Context) error {
 		return fmt.Errorf("setting the %s update handler: %w", task.UpdateClose, err)
 	}
 	if err := s.setBudgetHandler(ctx); err != nil {
+		return err
+	}
+	if err := s.setRewindHandler(ctx); err != nil {
+		return err
+	}
+	if err := s.setAttentionHandler(ctx); err != nil {
 		return err
 	}
 	return s.setApprovalHandlers(ctx)
@@ -98,7 +104,11 @@ func (s *taskState) loop(ctx workflow.Context) (task.State, error) {
 			if err := s.waitForBudget(ctx); err != nil {
 				return s.cancelled(ctx, err)
 			}
-		case len(s.pending) > 0:
+		case len(s.pending) > 0 && s.attention != nil:
+			if err := s.waitForAttention(ctx); err != nil {
+				return s.cancelled(ctx, err)
+			}
+		case len(s.pending) > 0 && !s.rewinding:
 			if err := s.runNext(ctx); err != nil {
 				return s.cancelled(ctx, err)
 			}
@@ -122,7 +132,7 @@ func (s *taskState) loop(ctx workflow.Context) (task.State, error) {
 // idle timeout that passes first closes the task.
 func (s *taskState) waitForWork(ctx workflow.Context) error {
 	s.publish(ctx)
-	ready := func() bool { return len(s.pending) > 0 || s.closing || s.wantContinueAsNew(ctx) }
+	ready := func() bool { return (len(s.pending) > 0 && !s.rewinding) || s.closing || s.wantContinueAsNew(ctx) }
 	if s.p.IdleTimeout <= 0 {
 		return workflow.Await(ctx, ready)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/worker"
 	"github.com/drover-run/drover/workflows"
+	"github.com/drover-run/drover/workspace"
 )
 
 // stack is what dev and demo run in one process: a Temporal dev server
@@ -51,9 +52,13 @@ type stackOptions struct {
 	fakeResponder   func(*offlinemodel.Request) (offlinemodel.Response, bool)
 	hostID          string
 	keepAlive       time.Duration
-	// archiveDir and retention are the workers' archive job's (worker.Config.ArchiveDir,
+	// archiveDir and taskRetention are the workers' archive job's (worker.Config.ArchiveDir,
 	// Retention); the dev server's namespace keeps closed histories as long.
-	archiveDir string
+	archiveDir    string
+	taskRetention time.Duration
+	// workspaces and retention override the managed workspaces' configuration, field by field;
+	// what they leave empty defaults to the environment's, then to folders under stateDir.
+	workspaces workspace.Config
 	retention  time.Duration
 	// workers is how many hosts run (0 means 1). With more than one, host i (from 1) is
 	// <hostID>-i with the CLI config folder <config folder>-<hostID>-i, and all share the
@@ -89,6 +94,16 @@ func retentionOf(cfg worker.Config) time.Duration {
 	return task.DefaultRetention
 }
 
+// devWorkspaces is c with the fields flags set replaced.
+func devWorkspaces(c, flags workspace.Config) workspace.Config {
+	for _, f := range []struct{ to, from *string }{{&c.Root, &flags.Root}, {&c.StateDir, &flags.StateDir}, {&c.Remote, &flags.Remote}} {
+		if *f.from != "" {
+			*f.to = *f.from
+		}
+	}
+	return c
+}
+
 func startStack(ctx context.Context, e env, o stackOptions, log *slog.Logger) (*stack, error) {
 	s := &stack{}
 	ok := false
@@ -105,7 +120,7 @@ func startStack(ctx context.Context, e env, o stackOptions, log *slog.Logger) (*
 		cfg.HostID = o.hostID
 	}
 	cfg.KeepAlive = o.keepAlive
-	cfg.ArchiveDir, cfg.Retention = o.archiveDir, o.retention
+	cfg.ArchiveDir, cfg.Retention = o.archiveDir, o.taskRetention
 	cfg.Logger = log
 	if cfg.Claude.Bin == "" {
 		return nil, fmt.Errorf("no claude binary: run scripts/tools.sh (or make tools), or set DROVER_CLAUDE_BIN")
@@ -113,6 +128,12 @@ func startStack(ctx context.Context, e env, o stackOptions, log *slog.Logger) (*
 	if e.claudeConfigDir == "" {
 		cfg.Claude.ConfigDir = filepath.Join(o.stateDir, "claude")
 	}
+	ws, err := absWorkspaces(devWorkspaces(e.workspaceConfig(o.stateDir), o.workspaces))
+	if err != nil {
+		return nil, err
+	}
+	cfg.Workspaces = ws
+	cfg.WorkspaceRetention = o.retention
 	cfg.Claude.Env = append(cfg.Claude.Env, claudecode.OfflineEnv()...)
 
 	if o.temporalAddress == "" {
@@ -189,6 +210,8 @@ func newDevCommand(a *app) *cobra.Command {
 		fake                bool
 		listen              string
 		archiveDir          string
+		taskRetention       time.Duration
+		workspaces          workspace.Config
 		retention           time.Duration
 	}
 	c := &cobra.Command{
@@ -209,14 +232,15 @@ func newDevCommand(a *app) *cobra.Command {
 			return runDev(c.Context(), a, stackOptions{
 				stateDir: o.state, temporalAddress: o.addr, port: o.port, uiPort: o.uiPort,
 				fakeAPI: o.fake, fakeResponder: offlineModel, hostID: hostID, workers: o.workers,
-				archiveDir: o.archiveDir, retention: o.retention,
+				archiveDir: o.archiveDir, taskRetention: o.taskRetention,
+				workspaces: o.workspaces, retention: o.retention,
 			}, o.listen)
 		},
 	}
 	f := c.Flags()
 	f.StringVar(&o.state, "state", ".drover", "folder for the dev server's database and the CLI's sessions")
 	f.StringVar(&o.archiveDir, "archive-dir", "", "archive finished tasks past their retention into this folder and delete them from Postgres (default: <state>/archive)")
-	f.DurationVar(&o.retention, "retention", 0, fmt.Sprintf("how long a finished task keeps its rows, and Temporal its history, unless the task sets its own (0: %s)", task.DefaultRetention))
+	f.DurationVar(&o.taskRetention, "retention", 0, fmt.Sprintf("how long a finished task keeps its rows, and Temporal its history, unless the task sets its own (0: %s)", task.DefaultRetention))
 	f.StringVar(&o.addr, "temporal-address", "", "use this Temporal server instead of starting the dev server")
 	f.IntVar(&o.port, "port", worker.DefaultTemporalPort, "dev server gRPC port")
 	f.IntVar(&o.uiPort, "ui-port", 8233, "dev server web UI port")
@@ -224,6 +248,7 @@ func newDevCommand(a *app) *cobra.Command {
 		"answer the CLI from drover's offline fake Messages API (default when ANTHROPIC_API_KEY is unset)")
 	f.StringVar(&o.hostID, "host-id", devHostID, "this worker host's stable identity (DROVER_HOST_ID wins over the default)")
 	f.StringVar(&o.listen, "listen", api.DefaultListen, "address of the HTTP API and the console (empty: none); beyond loopback, tokens are required")
+	addWorkspaceFlags(f, &o.workspaces, &o.retention)
 	f.IntVar(&o.workers, "workers", 1, "worker hosts to run, to try several hosts: with 2, hosts <host-id>-1 and <host-id>-2, "+
 		"each with its own CLI config folder, sharing the workspaces")
 	return c
@@ -258,7 +283,8 @@ func runDev(ctx context.Context, a *app, o stackOptions, listen string) error {
 	if listen != "" {
 		actx, stopAPI := context.WithCancel(ctx)
 		defer stopAPI()
-		o := apiOptions{listen: listen, temporalAddress: s.cfg.TemporalAddress, databaseURL: s.cfg.DatabaseURL}
+		o := apiOptions{listen: listen, temporalAddress: s.cfg.TemporalAddress, databaseURL: s.cfg.DatabaseURL,
+			view: devView(s.cfg.Workspaces)}
 		if s.temporal != nil {
 			o.temporalUI = s.temporal.UIAddress()
 		}
@@ -326,4 +352,12 @@ func redactURL(u string) string {
 		}
 	}
 	return u
+}
+
+// devView reads the checkpoints the dev stack's hosts push, for the API's diffs.
+func devView(c workspace.Config) *workspaceViewOptions {
+	if c.Remote == "" && c.StateDir != "" {
+		c.Remote = workspace.DefaultRemote(c.StateDir)
+	}
+	return &workspaceViewOptions{remote: c.Remote}
 }

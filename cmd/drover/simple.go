@@ -61,6 +61,9 @@ func newWorkerCommand(a *app) *cobra.Command {
 				return err
 			}
 			cfg.Logger = a.log
+			if cfg.Workspaces, err = absWorkspaces(cfg.Workspaces); err != nil {
+				return err
+			}
 			return worker.Run(ctx, cfg)
 		},
 	}
@@ -84,6 +87,7 @@ func newWorkerCommand(a *app) *cobra.Command {
 	f.StringVar(&cfg.ArchiveDir, "archive-dir", "", "archive finished tasks past their retention into this folder (one compressed file each) and delete them from Postgres (empty: keep them)")
 	f.DurationVar(&cfg.Retention, "retention", 0, fmt.Sprintf("how long a finished task keeps its rows after its last activity, unless the task sets its own (0: %s)", task.DefaultRetention))
 	f.DurationVar(&cfg.ArchiveInterval, "archive-interval", 0, fmt.Sprintf("time between two passes of the archive job (0: %s)", archive.DefaultInterval))
+	addWorkspaceFlags(f, &cfg.Workspaces, &cfg.WorkspaceRetention)
 	f.DurationVar(&cfg.DrainTimeout, "drain-timeout", cfg.DrainTimeout, fmt.Sprintf("on SIGTERM, how long running turns may finish before they are stopped and continue on another host (0: %s)", worker.DefaultDrainTimeout))
 	return c
 }

@@ -29,12 +29,16 @@ func newTaskControlCommand(a *app, verb string) *cobra.Command {
 	if verb == "interrupt" {
 		out = addOutputFlags(c, false)
 	}
+	var pub *publishOptions
+	if verb == "close" {
+		pub = addPublishFlags(c, a)
+	}
 	c.RunE = func(c *cobra.Command, args []string) error {
 		id, ctx := args[0], c.Context()
 		return a.withClient(ctx, func(tc *taskclient.Client) error {
 			switch verb {
 			case "interrupt":
-				r, err := tc.Interrupt(ctx, id)
+				r, err := tc.InterruptBy(ctx, id, currentUser())
 				if err != nil {
 					return err
 				}
@@ -54,6 +58,9 @@ func newTaskControlCommand(a *app, verb string) *cobra.Command {
 					return err
 				}
 				fmt.Fprintf(a.stdout, "task %s: closing after its queued prompts\n", id)
+				if pub.remote != "" {
+					return a.publishAfterClose(ctx, id, args[1], pub)
+				}
 			case "cancel":
 				if err := a.cancelTask(ctx, tc, id); err != nil {
 					return err
@@ -76,5 +83,5 @@ func (a *app) cancelTask(ctx context.Context, tc *taskclient.Client, id string) 
 	defer pool.Close()
 	withDB := *tc
 	withDB.DB = pool
-	return withDB.Cancel(ctx, id)
+	return withDB.CancelBy(ctx, id, currentUser())
 }

@@ -30,7 +30,7 @@ The status is what each task's workflow last recorded; turns and cost add up its
 turns' accounting. A page that has more after it ends by naming the next page's cursor
 (on stderr): pass it to --after.`,
 		Example: `  drover task list
-  drover task list --status idle --text refactor
+  drover task list --status idle --search refactor
   drover task list --awaiting-approval -o json
   drover task list --after eyJrIjoidCIsImMiOjE3...`,
 		Args: noArgs,
@@ -38,7 +38,8 @@ turns' accounting. A page that has more after it ends by naming the next page's 
 	out := addOutputFlags(c, false)
 	c.Flags().StringVar(&status, "status", "", "only tasks with this status ("+statusNames()+")")
 	c.Flags().BoolVar(&awaiting, "awaiting-approval", false, "only tasks with a request waiting for a decision")
-	c.Flags().StringVarP(&text, "text", "q", "", "only tasks whose id, workspace, model or a prompt contains this text")
+	c.Flags().StringVarP(&text, "search", "q", "", "only tasks whose id, title, workspace, model or a prompt contains this text (any case)")
+	c.Flags().StringVar(&text, "text", "", "another name for --search")
 	c.Flags().IntVar(&limit, "limit", 50, "at most this many tasks (0: all)")
 	c.Flags().StringVar(&after, "after", "", "start after this cursor: the next page of a listing with the same filters")
 	c.RunE = func(c *cobra.Command, _ []string) error {
@@ -63,10 +64,10 @@ turns' accounting. A page that has more after it ends by naming the next page's 
 				return writeJSON(a.stdout, list)
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "TASK\tSTATUS\tWAITING\tTURNS\tCOST USD\tMODEL\tCREATED\tWORKSPACE")
+			fmt.Fprintln(tw, "TASK\tTITLE\tSTATUS\tWAITING\tTURNS\tCOST USD\tMODEL\tCREATED\tWORKSPACE")
 			for _, s := range list {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.4f\t%s\t%s\t%s\n", s.ID, s.Status, s.PendingApprovals, s.Turns, s.CostUSD,
-					dash(s.Model), s.CreatedAt.Local().Format(time.DateTime), s.Workspace)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%.4f\t%s\t%s\t%s\n", s.ID, dash(listTitle(s.Title)), s.Status, s.PendingApprovals,
+					s.Turns, s.CostUSD, dash(s.Model), s.CreatedAt.Local().Format(time.DateTime), s.Workspace)
 			}
 			return tw.Flush()
 		})
@@ -81,6 +82,17 @@ func listError(err error) error {
 		return inputError(err)
 	}
 	return err
+}
+
+// listTitleRunes bounds a title in the table, so that a row stays on one line of a terminal.
+const listTitleRunes = 40
+
+// listTitle is title cut to listTitleRunes characters for the table (the JSON form has it whole).
+func listTitle(title string) string {
+	if r := []rune(title); len(r) > listTitleRunes {
+		return strings.TrimSpace(string(r[:listTitleRunes-1])) + "…"
+	}
+	return title
 }
 
 func statusNames() string {

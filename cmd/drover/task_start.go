@@ -1,7 +1,7 @@
 package main
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -23,11 +23,11 @@ type promptAccepted struct {
 
 func newTaskStartCommand(a *app) *cobra.Command {
 	var (
-		id, workspace, model, mode, afterPlan, requestID string
-		maxTurns                                         int
-		idle, approvalTimeout, retention                 time.Duration
-		budget                                           task.Budget
-		in                                               promptInput
+		id, title, workspace, repo, base, model, mode, afterPlan, requestID string
+		maxTurns                                                            int
+		idle, approvalTimeout, retention                                    time.Duration
+		budget                                                              task.Budget
+		in                                                                  promptInput
 	)
 	c := &cobra.Command{
 		Use:   "start PROMPT...",
@@ -37,15 +37,17 @@ same --id) sends it the prompt.
 
 ` + promptHelp,
 		Example: `  drover task start --id hello --workspace . "Say hello"
+  drover task start --id fix --repo https://github.com/me/app.git --base main "Fix the failing test"
   drover task start "Fix the failing test" --max-turns 20 --idle-timeout 1h
-  drover task start --id docs --prompt-file brief.md
+  drover task start --id docs --title "Docs for the API" --prompt-file brief.md
   git diff | drover task start --id review -`,
 		Args: cobra.ArbitraryArgs,
 	}
 	out := addOutputFlags(c, false)
 	f := c.Flags()
 	f.StringVar(&id, "id", "", "task id (default: a new uuid); starting an existing task sends it the prompt")
-	f.StringVar(&workspace, "workspace", ".", "the folder the agent works in, on the worker's host")
+	f.StringVar(&title, "title", "", "the task's name in lists and the Temporal UI (default: the first line of the prompt)")
+	addFolderFlags(c, &workspace, &repo, &base)
 	f.StringVar(&model, "model", "", "model for the CLI's --model (default: the CLI's)")
 	f.StringVar(&mode, "mode", string(task.Autonomous), "permission mode: "+modesHelp())
 	f.StringVar(&afterPlan, "after-plan", "", "for --mode plan: the mode the task continues in once its plan is approved (autonomous, the default, or supervised)")
@@ -59,18 +61,18 @@ same --id) sends it the prompt.
 	f.StringVar(&requestID, "request-id", "", "makes the call idempotent: a retry with the same id is answered once and queues nothing")
 	in.addFlags(c)
 	_ = c.RegisterFlagCompletionFunc("mode", completeModes)
-	_ = c.MarkFlagDirname("workspace")
 
 	c.RunE = func(c *cobra.Command, args []string) error {
 		if !c.Flags().Changed("id") {
 			id = uuid.NewString()
 		}
-		ws, err := filepath.Abs(workspace)
+		ws, rp, err := startFolder(c, workspace, repo)
 		if err != nil {
-			return fmt.Errorf("--workspace: %w", err)
+			return err
 		}
 		p := task.Params{
-			Workspace: ws,
+			Title:     strings.TrimSpace(title),
+			Workspace: ws, Repo: rp, Base: base,
 			Profile: task.Profile{Model: model, PermissionMode: task.PermissionMode(mode), MaxTurns: maxTurns,
 				AfterPlan: task.PermissionMode(afterPlan)},
 			IdleTimeout:     idle,
@@ -78,38 +80,84 @@ same --id) sends it the prompt.
 			Retention:       retention,
 			Budget:          budget,
 		}
-		if err := errors.Join(task.ValidateID(id), p.Validate()); err != nil {
+		if err := task.ValidateStart(id, p); err != nil {
 			return inputError(err)
 		}
 		prompt, err := in.prompt(args, a.stdin)
 		if err != nil {
 			return err
 		}
-		ctx := c.Context()
-		return a.withClient(ctx, func(tc *taskclient.Client) error {
-			if c.Flags().Changed("id") {
-				// A task named by its id may be one archived or imported from its archive, which
-				// is read, never run: Postgres says.
-				pool, err := store.Connect(ctx, a.env.databaseURL)
-				if err != nil {
-					return fmt.Errorf("starting task %s: %w", id, err)
-				}
+		acc, err := a.startTask(c.Context(), c.Flags().Changed("id"), id, p, prompt, requestID)
+		if err != nil {
+			return err
+		}
+		if out.isJSON() {
+			return writeJSON(a.stdout, promptAccepted{TaskID: id, PromptAccepted: acc})
+		}
+		fmt.Fprintf(a.stdout, "task %s: prompt accepted as turn %d (uuid %s)\n", id, acc.Turn, acc.PromptUUID)
+		fmt.Fprintf(a.stdout, "follow it with: drover task watch %s\n", id)
+		return nil
+	}
+	return c
+}
+
+// startTask starts the task (taskclient.Client.Start). A task named by its id (named) may be
+// one archived or imported from its archive, which is read, never run: Postgres is asked first,
+// when it answers (a start needs only Temporal, and a database that does not answer holds no
+// task to refuse that a worker could run meanwhile).
+func (a *app) startTask(ctx context.Context, named bool, id string, p task.Params, prompt task.Prompt, requestID string) (task.PromptAccepted, error) {
+	var acc task.PromptAccepted
+	err := a.withClient(ctx, func(tc *taskclient.Client) error {
+		if named {
+			if pool, err := store.Connect(ctx, a.env.databaseURL); err == nil {
 				defer pool.Close()
 				tc.DB = pool
 			}
-			acc, err := tc.Start(ctx, id, p, prompt, requestID)
-			if err != nil {
-				return err
-			}
-			if out.isJSON() {
-				return writeJSON(a.stdout, promptAccepted{TaskID: id, PromptAccepted: acc})
-			}
-			fmt.Fprintf(a.stdout, "task %s: prompt accepted as turn %d (uuid %s)\n", id, acc.Turn, acc.PromptUUID)
-			fmt.Fprintf(a.stdout, "follow it with: drover task watch %s\n", id)
-			return nil
-		})
+		}
+		var err error
+		acc, err = tc.Start(ctx, id, p, prompt, requestID)
+		return err
+	})
+	return acc, err
+}
+
+// addFolderFlags adds the flags of where a task runs: --workspace, or --repo and --base.
+func addFolderFlags(c *cobra.Command, workspace, repo, base *string) {
+	f := c.Flags()
+	f.StringVar(workspace, "workspace", ".", "the folder the agent works in, on the worker's host: unmanaged (no isolation, checkpoint or move to another host)")
+	f.StringVar(repo, "repo", "", "a git repository (URL, or path on the workers' hosts) the task works on in a worktree and branch of its own, checkpointed every turn; instead of --workspace")
+	f.StringVar(base, "base", "", "with --repo: the branch, tag or commit the task starts from (default: the repository's default branch)")
+	_ = c.MarkFlagDirname("workspace")
+}
+
+// startFolder is where a task runs: an unmanaged --workspace (made absolute) or a managed
+// --repo, never both.
+func startFolder(c *cobra.Command, workspace, repo string) (ws, rp string, err error) {
+	switch {
+	case repo != "" && c.Flags().Changed("workspace"):
+		return "", "", inputError(&task.InvalidError{Field: "repo", Reason: "is given with --workspace; give one: --repo for a managed worktree of the repository, --workspace for a folder of your own"})
+	case repo != "":
+		if rp, err = repoArg(repo); err != nil {
+			return "", "", fmt.Errorf("--repo: %w", err)
+		}
+		return "", rp, nil
 	}
-	return c
+	if ws, err = filepath.Abs(workspace); err != nil {
+		return "", "", fmt.Errorf("--workspace: %w", err)
+	}
+	return ws, "", nil
+}
+
+// repoArg is a repository as the workers' hosts reach it: a URL (scheme://… or the scp-like
+// host:path) as given, a local path made absolute.
+func repoArg(repo string) (string, error) {
+	if strings.Contains(repo, "://") {
+		return repo, nil
+	}
+	if colon := strings.Index(repo, ":"); colon > 0 && !strings.Contains(repo[:colon], "/") {
+		return repo, nil
+	}
+	return filepath.Abs(repo)
 }
 
 // modesHelp lists the permission modes for --mode's help.

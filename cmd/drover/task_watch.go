@@ -249,6 +249,9 @@ func describe(a events.AgentEvent) string {
 	case events.TypeAvailableCommands:
 		return fmt.Sprintf("%d slash commands", len(a.AvailableCommands))
 	case events.TypeUserMessage:
+		if a.By != "" {
+			return "> " + oneLine(a.Text, 120) + "  (by " + a.By + ")"
+		}
 		return "> " + oneLine(a.Text, 120)
 	case events.TypeMessageChunk:
 		return sub + oneLine(a.Text, 160)
@@ -263,7 +266,15 @@ func describe(a events.AgentEvent) string {
 	case events.TypeComplete:
 		if a.Data != nil && a.Data.Completion != nil {
 			c := a.Data.Completion
-			return fmt.Sprintf("cost $%.6f, %d in / %d out tokens, %d ms, resume at %s", c.CostUSD, c.InputTokens, c.OutputTokens, c.DurationMS, c.LastMessageUUID)
+			line := fmt.Sprintf("cost $%.6f, %d in / %d out tokens, %d ms, resume at %s", c.CostUSD, c.InputTokens, c.OutputTokens, c.DurationMS, c.LastMessageUUID)
+			if c.Checkpoint != "" {
+				line += ", checkpoint " + c.Checkpoint
+			}
+			return line
+		}
+	case events.TypeWorkspaceRestored:
+		if w := a.Workspace; w != nil {
+			return w.Message
 		}
 	case events.TypeError:
 		if a.Error != nil {
