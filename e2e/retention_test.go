@@ -123,7 +123,7 @@ func TestRetentionArchivesAWatchedTask(t *testing.T) {
 	if len(printed) < len(stored) || strings.Join(printed, ",") != strings.Join(inArchive, ",") {
 		t.Fatalf("the watcher printed %d events %v,\nthe archive holds %d %v", len(printed), printed, len(inArchive), inArchive)
 	}
-	if !strings.Contains(e.mustDrover("task", "watch", "--follow=false", kept), "this one stays") {
+	if !strings.Contains(e.mustDrover("task", "watch", "--follow=false", "--json", kept), `"text":"stay"`) {
 		t.Error("the task with the default retention lost its events")
 	}
 
