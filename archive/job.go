@@ -45,7 +45,11 @@ type JobConfig struct {
 	// DeleteBatch is how many rows one delete statement removes (its own short transaction).
 	// Defaults to DefaultDeleteBatch.
 	DeleteBatch int
-	Logger      *slog.Logger
+	// Rest is how long the job rests after each task it archived or deleted, as a share of the
+	// time that task took: 1 (the default) works half the time, so that the appends of running
+	// tasks keep the disk and the processors; negative means no rest.
+	Rest   float64
+	Logger *slog.Logger
 }
 
 func (c JobConfig) withDefaults() JobConfig {
@@ -63,6 +67,9 @@ func (c JobConfig) withDefaults() JobConfig {
 	}
 	if c.DeleteBatch <= 0 {
 		c.DeleteBatch = DefaultDeleteBatch
+	}
+	if c.Rest == 0 {
+		c.Rest = 1
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -160,12 +167,14 @@ func (j *Job) deleteArchived(ctx context.Context, res *PassResult) error {
 		return err
 	}
 	for _, id := range ids {
+		start := time.Now()
 		n, err := store.DeleteArchivedTask(ctx, j.pool, id, j.cfg.DeleteBatch)
 		res.RowsDeleted += n
 		if err != nil {
 			return err
 		}
 		res.Deleted = append(res.Deleted, id)
+		j.rest(ctx, start)
 	}
 	return nil
 }
@@ -176,6 +185,7 @@ func (j *Job) archiveExpired(ctx context.Context, res *PassResult) error {
 		return err
 	}
 	for _, e := range exp {
+		start := time.Now()
 		path := ""
 		if !e.Imported {
 			if path, err = j.write(ctx, e.TaskID); err != nil {
@@ -189,8 +199,22 @@ func (j *Job) archiveExpired(ctx context.Context, res *PassResult) error {
 		if ok {
 			res.Archived = append(res.Archived, e.TaskID)
 		}
+		j.rest(ctx, start)
 	}
 	return nil
+}
+
+// rest waits Rest times as long as the work begun at start took, or until ctx ends.
+func (j *Job) rest(ctx context.Context, start time.Time) {
+	if j.cfg.Rest <= 0 {
+		return
+	}
+	t := time.NewTimer(time.Duration(float64(time.Since(start)) * j.cfg.Rest))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }
 
 // write writes the task's archive into the folder, durably, and returns its path.
