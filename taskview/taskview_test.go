@@ -299,3 +299,23 @@ func TestTitleAndModel(t *testing.T) {
 		t.Errorf("named: title %q", d.Title)
 	}
 }
+
+// Who changed a task's budget (its recorded state says) and who cancelled it (the cancel's
+// record says) are shown with the task.
+func TestWhoChangedBudgetAndCancelled(t *testing.T) {
+	t.Parallel()
+	ctx, db := t.Context(), pgtest.NewPool(t)
+	v := taskview.New(db)
+	record(t, db, "t1", task.State{Status: task.StatusIdle, Workspace: "/w", Budget: task.Budget{MaxTurns: 3}, BudgetBy: "ana"}, time.Now(), 1)
+	must(t, store.RecordCancel(ctx, db, "t1", "run-1", "ben"))
+	d, err := v.Show(ctx, "t1")
+	must(t, err)
+	if d.BudgetBy != "ana" || d.CancelledBy != "ben" || d.CancelledAt == nil {
+		t.Errorf("budget by %q, cancelled by %q at %v", d.BudgetBy, d.CancelledBy, d.CancelledAt)
+	}
+	list, err := v.List(ctx, taskview.Filter{})
+	must(t, err)
+	if len(list) != 1 || list[0].BudgetBy != "ana" {
+		t.Errorf("the list: %+v", list)
+	}
+}

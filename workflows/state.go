@@ -23,6 +23,8 @@ type taskState struct {
 
 	// turn is the highest turn number given out.
 	turn int
+	// idle is the run's idle timer, kept across its waits for work (idleTimerVersion).
+	idle idleTimer
 	// pending are the accepted prompts that wait for their turn, in order;
 	// queuedBytes is the sum of their encoded sizes.
 	pending     []task.QueuedPrompt

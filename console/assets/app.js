@@ -125,8 +125,7 @@ function listPage() {
   // person scrolls (morePages), and shown below it.
   let first = { tasks: [] }, older = [];
   const draw = () => {
-    const focused = document.activeElement && document.activeElement.closest("tr[data-task-id]");
-    const keep = focused && focused.dataset.taskId;
+    const keep = keptItem(body);
     const seen = new Set((first.tasks || []).map((t) => t.id));
     const rows = (first.tasks || []).concat(older.filter((t) => !seen.has(t.id))).map(taskRow);
     clear(body);
@@ -164,11 +163,22 @@ function liveTasks(query, show, err) {
   return { restart: start, stop() { feed.stop(); clearInterval(clock); } };
 }
 
-// refocus puts the focus back on the item of the task that had it before a list was drawn again.
-function refocus(root, taskID) {
-  if (!taskID) return;
-  const again = root.querySelector('[data-task-id="' + CSS.escape(taskID) + '"] a');
-  if (again) again.focus();
+// keptItem is what a list drawn again must keep of its items: the task whose item has the focus,
+// and the one chosen with j/k.
+function keptItem(root) {
+  const focused = document.activeElement && root.contains(document.activeElement) && document.activeElement.closest("[data-task-id]");
+  const chosen = root.querySelector(".selected[data-task-id]");
+  return { focused: focused && focused.dataset.taskId, chosen: chosen && chosen.dataset.taskId };
+}
+
+// refocus gives the items of a list drawn again what keptItem kept: the focus and the choice.
+function refocus(root, keep) {
+  const item = (id) => id && root.querySelector('[data-task-id="' + CSS.escape(id) + '"]');
+  const chosen = item(keep.chosen);
+  if (chosen) chosen.classList.add("selected");
+  const focused = item(keep.focused);
+  const link = focused && focused.querySelector("a");
+  if (link) link.focus();
 }
 
 // ---- the board: tasks grouped by what they wait for ----
@@ -201,8 +211,7 @@ function boardPage() {
     h("a", { href: "#/new", className: "button new-task" }, "New task")),
   h("div", { className: "filters" }, q), err, h("div", { className: "board" }, [...cols.values()].map((c) => c.col))]);
   const show = (data) => {
-    const focused = document.activeElement && document.activeElement.closest("[data-task-id]");
-    const keep = focused && focused.dataset.taskId;
+    const keep = keptItem(main.querySelector(".board"));
     for (const c of cols.values()) clear(c.list);
     for (const t of data.tasks || []) cols.get(columnOf(t)).list.append(boardCard(t));
     for (const c of cols.values()) c.count.textContent = String(c.list.children.length);
