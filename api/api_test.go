@@ -129,8 +129,13 @@ func (r *recorder) Decide(ctx context.Context, id string, d task.Decision, _ tim
 // reader knows one task, "known", with one pending request "req-1" offering one suggestion.
 type reader struct{}
 
-func (reader) List(context.Context, taskview.Filter) ([]taskview.Summary, error) {
-	return []taskview.Summary{{ID: "known", Status: task.StatusIdle}}, nil
+func (reader) ListPage(context.Context, taskview.Filter) (taskview.Page, error) {
+	return taskview.Page{Tasks: []taskview.Summary{{ID: "known", Status: task.StatusIdle}}}, nil
+}
+
+func (r reader) PendingPage(ctx context.Context, _ string, _ int) (taskview.PendingPage, error) {
+	ps, err := r.Pending(ctx, "", 0)
+	return taskview.PendingPage{Requests: ps}, err
 }
 
 func (reader) Show(_ context.Context, id string) (taskview.Detail, error) {

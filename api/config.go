@@ -40,6 +40,9 @@ const (
 	// DefaultDecideWait is how long a decision waits to reach the waiting agent before the
 	// answer says it is recorded but not delivered yet.
 	DefaultDecideWait = 10 * time.Second
+	// DefaultListPage and MaxListPage bound one page of a listing (tasks, approvals).
+	DefaultListPage = 50
+	MaxListPage     = 500
 	// DefaultEventsPage and MaxEventsPage bound one page of events read as JSON.
 	DefaultEventsPage = 500
 	MaxEventsPage     = 5000

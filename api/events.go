@@ -236,6 +236,14 @@ func (s *Server) followEvents(ctx context.Context, id string, after int64, write
 			return
 		case err := <-watchErr:
 			watchErr <- err // for the deferred wait
+			var archived *store.ArchivedError
+			if errors.As(err, &archived) {
+				// Every stored event was sent; the task's rows leave Postgres.
+				_ = write("event: archived\ndata: %s\n\n", mustJSON(map[string]any{"task_id": id,
+					"archive": archived.Path, "last_seq": archived.LastSeq, "delivered": archived.Delivered,
+					"message": archived.Error()}))
+				return
+			}
 			if ctx.Err() == nil {
 				s.cfg.Logger.ErrorContext(ctx, "watching events failed", "task_id", id, "error", err)
 				_ = write("event: error\ndata: %s\n\n", mustJSON(map[string]string{"code": taskerr.CodeUnavailable,

@@ -29,6 +29,8 @@ var schemaTypes = map[string]reflect.Type{
 	"Control":        reflect.TypeFor[api.Control](),
 	"Task":           reflect.TypeFor[api.Task](),
 	"TaskDetail":     reflect.TypeFor[api.TaskDetail](),
+	"TaskPage":       reflect.TypeFor[api.TaskPage](),
+	"ApprovalPage":   reflect.TypeFor[taskview.PendingPage](),
 	"PendingRequest": reflect.TypeFor[taskview.PendingRequest](),
 	"DecideRequest":  reflect.TypeFor[api.DecideRequest](),
 	"Decided":        reflect.TypeFor[api.Decided](),

@@ -15,9 +15,10 @@ import (
 // Reader is the read side the API lists and shows tasks and their requests from: a
 // *taskview.View.
 type Reader interface {
-	List(ctx context.Context, f taskview.Filter) ([]taskview.Summary, error)
+	ListPage(ctx context.Context, f taskview.Filter) (taskview.Page, error)
 	Show(ctx context.Context, taskID string) (taskview.Detail, error)
 	Pending(ctx context.Context, taskID string, limit int) ([]taskview.PendingRequest, error)
+	PendingPage(ctx context.Context, after string, limit int) (taskview.PendingPage, error)
 }
 
 // Task is one task as the API shows it: the read side's summary, with the task's page in the
@@ -25,6 +26,13 @@ type Reader interface {
 type Task struct {
 	taskview.Summary
 	TemporalURL string `json:"temporal_url,omitempty"`
+}
+
+// TaskPage is one page of a listing of tasks, newest first. Next, when set, is the ?after= of
+// the page after it.
+type TaskPage struct {
+	Tasks []Task `json:"tasks"`
+	Next  string `json:"next,omitempty"`
 }
 
 // TaskDetail is one task shown whole.
@@ -47,7 +55,11 @@ func (s *Server) temporalURL(taskID string) string {
 
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := taskview.Filter{Status: task.Status(q.Get("status")), Text: q.Get("q")}
+	f := taskview.Filter{Status: task.Status(q.Get("status")), Text: q.Get("q"), After: q.Get("after")}
+	var ok bool
+	if f.Limit, ok = s.pageLimit(w, r); !ok {
+		return
+	}
 	if f.Status != "" && !knownStatus(f.Status) {
 		s.writeError(w, r, errorf(http.StatusBadRequest, CodeInvalidInput,
 			fmt.Sprintf("status %q is unknown; use one of %s", f.Status, statusList())))
@@ -66,15 +78,15 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	read := func(ctx context.Context) (any, error) {
-		ts, err := s.cfg.Reader.List(ctx, f)
+		p, err := s.cfg.Reader.ListPage(ctx, f)
 		if err != nil {
 			return nil, err
 		}
-		out := make([]Task, 0, len(ts))
-		for _, t := range ts {
-			out = append(out, Task{Summary: t, TemporalURL: s.temporalURL(t.ID)})
+		out := TaskPage{Tasks: make([]Task, 0, len(p.Tasks)), Next: p.Next}
+		for _, t := range p.Tasks {
+			out.Tasks = append(out.Tasks, Task{Summary: t, TemporalURL: s.temporalURL(t.ID)})
 		}
-		return map[string]any{"tasks": out}, nil
+		return out, nil
 	}
 	s.answerList(w, r, "tasks", read)
 }
@@ -92,6 +104,21 @@ func (s *Server) answerList(w http.ResponseWriter, r *http.Request, name string,
 		return
 	}
 	writeJSON(w, http.StatusOK, v)
+}
+
+// pageLimit reads a listing's ?limit= (DefaultListPage when absent); a wrong one is answered
+// with a 400 and ok false.
+func (s *Server) pageLimit(w http.ResponseWriter, r *http.Request) (limit int, ok bool) {
+	v := r.URL.Query().Get("limit")
+	if v == "" {
+		return DefaultListPage, true
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > MaxListPage {
+		s.writeError(w, r, errorf(http.StatusBadRequest, CodeInvalidInput, fmt.Sprintf("limit %q is not a number from 1 to %d", v, MaxListPage)))
+		return 0, false
+	}
+	return n, true
 }
 
 func knownStatus(st task.Status) bool {
@@ -137,15 +164,12 @@ func (s *Server) showTask(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
+	limit, ok := s.pageLimit(w, r)
+	if !ok {
+		return
+	}
 	s.answerList(w, r, "approvals", func(ctx context.Context) (any, error) {
-		ps, err := s.cfg.Reader.Pending(ctx, "", 0)
-		if err != nil {
-			return nil, err
-		}
-		if ps == nil {
-			ps = []taskview.PendingRequest{}
-		}
-		return map[string]any{"approvals": ps}, nil
+		return s.cfg.Reader.PendingPage(ctx, r.URL.Query().Get("after"), limit)
 	})
 }
 

@@ -64,6 +64,9 @@ type CreateTask struct {
 	IdleTimeout     Duration    `json:"idle_timeout,omitempty"`
 	ApprovalTimeout Duration    `json:"approval_timeout,omitempty"`
 	Budget          *BudgetJSON `json:"budget,omitempty"`
+	// Retention is how long the finished task's rows stay before they are archived and
+	// deleted; zero: the workers' --retention.
+	Retention Duration `json:"retention,omitempty"`
 }
 
 // BudgetJSON is a task's budget in the API: task.Budget with its duration as a string.
@@ -101,6 +104,7 @@ func (c CreateTask) params() (task.Params, task.Prompt, *taskerr.Error) {
 			MaxTurns: c.MaxTurns, AppendSystemPrompt: c.SystemPrompt},
 		IdleTimeout:     time.Duration(c.IdleTimeout),
 		ApprovalTimeout: time.Duration(c.ApprovalTimeout),
+		Retention:       time.Duration(c.Retention),
 	}
 	if c.Budget != nil {
 		p.Budget = task.Budget{MaxCostUSD: c.Budget.MaxCostUSD, MaxTurns: c.Budget.MaxTurns, MaxDuration: time.Duration(c.Budget.MaxDuration)}

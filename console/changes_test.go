@@ -93,8 +93,12 @@ func managedTask(t *testing.T, id string) string {
 // oneTask is the read side of the test's API: one managed task.
 type oneTask struct{ id string }
 
-func (o oneTask) List(context.Context, taskview.Filter) ([]taskview.Summary, error) {
-	return []taskview.Summary{{ID: o.id, Status: task.StatusIdle}}, nil
+func (o oneTask) ListPage(context.Context, taskview.Filter) (taskview.Page, error) {
+	return taskview.Page{Tasks: []taskview.Summary{{ID: o.id, Status: task.StatusIdle}}}, nil
+}
+
+func (o oneTask) PendingPage(context.Context, string, int) (taskview.PendingPage, error) {
+	return taskview.PendingPage{Requests: []taskview.PendingRequest{}}, nil
 }
 
 func (o oneTask) Show(_ context.Context, id string) (taskview.Detail, error) {

@@ -20,6 +20,8 @@ type EventNotice struct {
 	TaskID   string `json:"task_id"`
 	FirstSeq int64  `json:"first_seq"`
 	LastSeq  int64  `json:"last_seq"`
+	// Archived says that the task was archived (MarkArchived): its rows are about to go.
+	Archived bool `json:"archived,omitempty"`
 }
 
 // EventInput is one event to append.

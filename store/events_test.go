@@ -160,7 +160,7 @@ func TestAppendEventsNotifiesOncePerBatchWithIDsOnly(t *testing.T) {
 
 	// Notices from one session arrive in commit order, so the batch of three sent exactly
 	// one if the next notice is the transaction's first batch.
-	want := []store.EventNotice{{"t", 1, 3}, {"t", 4, 4}, {"t", 5, 6}, {"u", 1, 1}}
+	want := []store.EventNotice{{TaskID: "t", FirstSeq: 1, LastSeq: 3}, {TaskID: "t", FirstSeq: 4, LastSeq: 4}, {TaskID: "t", FirstSeq: 5, LastSeq: 6}, {TaskID: "u", FirstSeq: 1, LastSeq: 1}}
 	for i, w := range want {
 		got, raw := nextNotice(t, conn)
 		if got != w {

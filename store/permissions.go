@@ -274,13 +274,54 @@ func GetPermission(ctx context.Context, db DB, taskID, requestID string) (Permis
 // or of one task, oldest first, at most limit (0: all). A request with a recorded decision
 // that its task has not applied yet waits for no person and is left out.
 func ListPendingPermissions(ctx context.Context, db DB, taskID string, limit int) ([]PermissionRequest, error) {
-	var lim *int
-	if limit > 0 {
-		lim = &limit
+	return ListWaiting(ctx, db, WaitingFilter{TaskID: taskID, Limit: limit})
+}
+
+// WaitingFilter narrows ListWaiting: the inbox of requests that wait for a person.
+type WaitingFilter struct {
+	TaskID string // one task's; "": every task's
+	Limit  int    // at most this many; 0: all
+	// After, when set, starts after this request: the next page in the same order.
+	After *WaitingCursor
+}
+
+// WaitingCursor is a request's place in the inbox's order: oldest first, ties by task and
+// request id.
+type WaitingCursor struct {
+	CreatedAt time.Time
+	TaskID    string
+	RequestID string
+}
+
+// CursorOf is the request's place in the inbox.
+func (r PermissionRequest) CursorOf() WaitingCursor {
+	return WaitingCursor{CreatedAt: r.CreatedAt, TaskID: r.TaskID, RequestID: r.RequestID}
+}
+
+// ListWaitingQuery is the SQL and arguments ListWaiting runs for the filter (tests EXPLAIN it).
+func ListWaitingQuery(f WaitingFilter) (string, []any) {
+	var args []any
+	arg := func(v any) int { args = append(args, v); return len(args) }
+	q := `SELECT ` + permissionColumns + ` FROM permission_requests
+		WHERE status = 'pending' AND requested_at IS NULL`
+	if f.TaskID != "" {
+		q += fmt.Sprintf(" AND task_id = $%d", arg(f.TaskID))
 	}
-	rows, err := db.Query(ctx, `SELECT `+permissionColumns+` FROM permission_requests
-		WHERE status = 'pending' AND requested_at IS NULL AND ($1 = '' OR task_id = $1)
-		ORDER BY created_at, task_id, request_id LIMIT $2`, taskID, lim)
+	if f.After != nil {
+		q += fmt.Sprintf(" AND (created_at, task_id, request_id) > ($%d, $%d, $%d)",
+			arg(f.After.CreatedAt), arg(f.After.TaskID), arg(f.After.RequestID))
+	}
+	q += " ORDER BY created_at, task_id, request_id"
+	if f.Limit > 0 {
+		q += fmt.Sprintf(" LIMIT $%d", arg(f.Limit))
+	}
+	return q, args
+}
+
+// ListWaiting returns the requests the filter keeps that wait for a person, oldest first.
+func ListWaiting(ctx context.Context, db DB, f WaitingFilter) ([]PermissionRequest, error) {
+	q, args := ListWaitingQuery(f)
+	rows, err := db.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("listing pending permission requests: %w", err)
 	}

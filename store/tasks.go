@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -20,10 +21,11 @@ func RecordTaskState(ctx context.Context, db DB, taskID string, status task.Stat
 		return fmt.Errorf("recording the state of task %q: the task id, its status and its state are required", taskID)
 	}
 	_, err := db.Exec(ctx, `
-		INSERT INTO tasks (task_id, status, state, title, recorded_at, recorded_seq)
-		VALUES ($1, $2, $3, coalesce($3::jsonb->>'title', ''), $4, $5)
+		INSERT INTO tasks (task_id, status, state, title, recorded_at, recorded_seq, updated_at)
+		VALUES ($1, $2, $3, coalesce($3::jsonb->>'title', ''), $4, $5, $4)
 		ON CONFLICT (task_id) DO UPDATE SET status = EXCLUDED.status, state = EXCLUDED.state, title = EXCLUDED.title,
-			recorded_at = EXCLUDED.recorded_at, recorded_seq = EXCLUDED.recorded_seq
+			recorded_at = EXCLUDED.recorded_at, recorded_seq = EXCLUDED.recorded_seq,
+			updated_at = greatest(tasks.updated_at, EXCLUDED.recorded_at)
 		WHERE (tasks.recorded_at, tasks.recorded_seq) <= (EXCLUDED.recorded_at, EXCLUDED.recorded_seq)`,
 		taskID, status, state, at, seq)
 	if err != nil {
@@ -33,7 +35,7 @@ func RecordTaskState(ctx context.Context, db DB, taskID string, status task.Stat
 }
 
 // TaskRow is what Postgres knows of one task: its recorded state (nil until the workflow
-// records one) and what its turns, requests and executor row add up to.
+// records one), the totals of its turns and requests kept on its row, and its executor row.
 type TaskRow struct {
 	TaskID string
 	// Title is the recorded title; for a task recorded without one, its first turn's prompt
@@ -51,7 +53,7 @@ type TaskRow struct {
 	SessionID string
 	ResumeAt  string // the committed resume point: the last message's uuid
 	HostID    string
-	// Totals sums the task's turns in task_turns.
+	// Totals sums the task's turns in task_turns, as kept on the task's row.
 	Totals      Totals
 	FailedTurns int
 	RunningTurn int // the running turn's number; 0 when none runs
@@ -59,6 +61,10 @@ type TaskRow struct {
 	// WaitingSince is when the oldest of them was asked (zero when none waits).
 	PendingApprovals int
 	WaitingSince     time.Time
+	// ArchivedAt is when the task's archive was written (its rows are about to go); ImportedAt
+	// when it was brought back from one. Zero: neither.
+	ArchivedAt time.Time
+	ImportedAt time.Time
 }
 
 // TaskFilter narrows ListTasks. The zero filter lists every task.
@@ -68,79 +74,98 @@ type TaskFilter struct {
 	// Text keeps the tasks whose id, title, workspace, model or a prompt contains it (any case).
 	Text  string
 	Limit int // at most this many; 0: all
+	// After, when set, starts the list after this task: the next page of a listing in the
+	// same order.
+	After *TaskCursor
 }
 
-const taskRowsSQL = `
-WITH ids AS (
-	SELECT task_id FROM tasks
-	UNION SELECT task_id FROM task_turns
-	UNION SELECT task_id FROM permission_requests
-), rows AS (
-	SELECT i.task_id,
-		coalesce(t.status, CASE WHEN tt.running > 0 THEN 'running' ELSE 'idle' END) AS status,
-		t.state,
-		least(t.created_at, tt.first_at, pr.first_at, x.created_at) AS created_at,
-		greatest(t.recorded_at, tt.last_at, pr.last_at, x.updated_at) AS updated_at,
-		coalesce(nullif(t.title, ''), (SELECT p.prompt FROM task_turns p WHERE p.task_id = i.task_id ORDER BY p.turn LIMIT 1),
-			t.state->'pending'->0->'prompt'->>'text', '') AS title,
-		coalesce(x.workspace, '') AS workspace,
-		coalesce(nullif(x.model, ''), (SELECT e.payload->>'context_window_model' FROM task_events e
-			WHERE e.task_id = i.task_id AND e.type = 'context_window' ORDER BY e.seq DESC LIMIT 1), '') AS model,
-		coalesce(x.session_id, '') AS session_id, coalesce(x.last_message_uuid, '') AS resume_at,
-		coalesce(x.host_id, '') AS host_id,
-		tt.turns, tt.failed, tt.running_turn, tt.cost, tt.input, tt.output, tt.cache_read, tt.cache_creation,
-		pr.pending, pr.since
-	FROM ids i
-	LEFT JOIN tasks t ON t.task_id = i.task_id
-	LEFT JOIN executors_running x ON x.task_id = i.task_id
-	CROSS JOIN LATERAL (
-		SELECT count(*)::int AS turns, (count(*) FILTER (WHERE status = 'failed'))::int AS failed,
-			(count(*) FILTER (WHERE status = 'running'))::int AS running,
-			coalesce(max(turn) FILTER (WHERE status = 'running'), 0) AS running_turn,
-			coalesce(sum(cost_usd), 0)::float8 AS cost, coalesce(sum(input_tokens), 0) AS input,
-			coalesce(sum(output_tokens), 0) AS output, coalesce(sum(cache_read_tokens), 0) AS cache_read,
-			coalesce(sum(cache_creation_tokens), 0) AS cache_creation,
-			min(started_at) AS first_at, max(coalesce(finished_at, started_at)) AS last_at
-		FROM task_turns WHERE task_id = i.task_id) tt
-	CROSS JOIN LATERAL (
-		SELECT (count(*) FILTER (WHERE status = 'pending' AND requested_at IS NULL))::int AS pending,
-			min(created_at) FILTER (WHERE status = 'pending' AND requested_at IS NULL) AS since,
-			min(created_at) AS first_at, max(updated_at) AS last_at
-		FROM permission_requests WHERE task_id = i.task_id) pr
-	WHERE ($1 = '' OR i.task_id = $1)
-)
-SELECT task_id, title, status, state, created_at, updated_at, workspace, model, session_id, resume_at, host_id,
-	turns, failed, running_turn, cost, input, output, cache_read, cache_creation, pending, since
-FROM rows
-WHERE ($2 = '' OR status = $2) AND (NOT $3 OR pending > 0)
-	AND ($4 = '' OR strpos(lower(task_id), lower($4)) > 0 OR strpos(lower(title), lower($4)) > 0
-		OR strpos(lower(workspace), lower($4)) > 0
-		OR strpos(lower(coalesce(state->>'workspace', '')), lower($4)) > 0
-		OR strpos(lower(model), lower($4)) > 0 OR strpos(lower(coalesce(state->>'model', '')), lower($4)) > 0
-		OR EXISTS (SELECT 1 FROM task_turns p WHERE p.task_id = rows.task_id AND strpos(lower(p.prompt), lower($4)) > 0))
-ORDER BY created_at DESC, task_id
-LIMIT $5`
+// TaskCursor is a task's place in a listing's order: newest first (CreatedAt descending),
+// ties by TaskID descending.
+type TaskCursor struct {
+	CreatedAt time.Time
+	TaskID    string
+}
+
+// CursorOf is the place of the row in a listing.
+func (r TaskRow) CursorOf() TaskCursor { return TaskCursor{CreatedAt: r.CreatedAt, TaskID: r.TaskID} }
+
+// taskColumns are the tasks row's columns a TaskRow reads, and the executor row's (x).
+const taskColumns = `t.task_id,
+	coalesce(nullif(t.title, ''), (SELECT p.prompt FROM task_turns p WHERE p.task_id = t.task_id ORDER BY p.turn LIMIT 1),
+		t.state->'pending'->0->'prompt'->>'text', ''),
+	t.status, t.state, t.created_at, t.updated_at, coalesce(x.workspace, ''),
+	coalesce(nullif(x.model, ''), (SELECT e.payload->>'context_window_model' FROM task_events e
+		WHERE e.task_id = t.task_id AND e.type = 'context_window' ORDER BY e.seq DESC LIMIT 1), ''),
+	coalesce(x.session_id, ''), coalesce(x.last_message_uuid, ''),
+	coalesce(x.host_id, ''), t.turns, t.failed_turns, t.running_turn, t.cost_usd::float8, t.input_tokens,
+	t.output_tokens, t.cache_read_tokens, t.cache_creation_tokens, t.pending_approvals, t.waiting_since,
+	t.archived_at, t.imported_at`
+
+// textCondition keeps the tasks whose id, title, workspace, model or a prompt contains the text
+// $n. The
+// prompts are read task by task (an aggregate, which Postgres cannot turn into one scan of
+// every turn), so that a page reads only the turns of the tasks it passes.
+const textCondition = `(strpos(lower(t.task_id), lower($%[1]d)) > 0
+	OR strpos(lower(t.title), lower($%[1]d)) > 0
+	OR strpos(lower(coalesce(x.workspace, '')), lower($%[1]d)) > 0
+	OR strpos(lower(coalesce(t.state->>'workspace', '')), lower($%[1]d)) > 0
+	OR strpos(lower(coalesce(x.model, '')), lower($%[1]d)) > 0
+	OR strpos(lower(coalesce(t.state->>'model', '')), lower($%[1]d)) > 0
+	OR (SELECT coalesce(bool_or(strpos(lower(p.prompt), lower($%[1]d)) > 0), false)
+		FROM task_turns p WHERE p.task_id = t.task_id))`
+
+// ListTasksQuery is the SQL and arguments ListTasks runs for the filter: only the conditions
+// the filter sets, so that Postgres picks the filter's index (tests EXPLAIN it).
+func ListTasksQuery(f TaskFilter) (string, []any) {
+	var where []string
+	var args []any
+	arg := func(v any) int { args = append(args, v); return len(args) }
+	if f.Status != "" {
+		where = append(where, fmt.Sprintf("t.status = $%d", arg(string(f.Status))))
+	}
+	if f.AwaitingApproval {
+		where = append(where, "t.pending_approvals > 0")
+	}
+	if f.Text != "" {
+		where = append(where, fmt.Sprintf(textCondition, arg(f.Text)))
+	}
+	if f.After != nil {
+		where = append(where, fmt.Sprintf("(t.created_at, t.task_id) < ($%d, $%d)", arg(f.After.CreatedAt), arg(f.After.TaskID)))
+	}
+	q := "SELECT " + taskColumns + "\nFROM tasks t LEFT JOIN executors_running x ON x.task_id = t.task_id"
+	if len(where) > 0 {
+		q += "\nWHERE " + strings.Join(where, " AND ")
+	}
+	q += "\nORDER BY t.created_at DESC, t.task_id DESC"
+	if f.Limit > 0 {
+		q += fmt.Sprintf("\nLIMIT $%d", arg(f.Limit))
+	}
+	return q, args
+}
 
 func scanTaskRow(row pgx.Row) (TaskRow, error) {
 	var r TaskRow
-	var since *time.Time
+	var since, archived, imported *time.Time
 	err := row.Scan(&r.TaskID, &r.Title, &r.Status, &r.State, &r.CreatedAt, &r.UpdatedAt, &r.Workspace, &r.Model,
 		&r.SessionID, &r.ResumeAt, &r.HostID, &r.Totals.Turns, &r.FailedTurns, &r.RunningTurn,
 		&r.Totals.CostUSD, &r.Totals.InputTokens, &r.Totals.OutputTokens, &r.Totals.CacheReadTokens,
-		&r.Totals.CacheCreationTokens, &r.PendingApprovals, &since)
-	if since != nil {
-		r.WaitingSince = *since
+		&r.Totals.CacheCreationTokens, &r.PendingApprovals, &since, &archived, &imported)
+	for _, t := range []struct {
+		src *time.Time
+		dst *time.Time
+	}{{since, &r.WaitingSince}, {archived, &r.ArchivedAt}, {imported, &r.ImportedAt}} {
+		if t.src != nil {
+			*t.dst = *t.src
+		}
 	}
 	return r, err
 }
 
-// ListTasks returns the tasks the filter keeps, newest first.
+// ListTasks returns the tasks the filter keeps, newest first (ties by id, descending), from
+// the totals kept on each task's row: a page costs its rows, not the database's size.
 func ListTasks(ctx context.Context, db DB, f TaskFilter) ([]TaskRow, error) {
-	var lim *int
-	if f.Limit > 0 {
-		lim = &f.Limit
-	}
-	rows, err := db.Query(ctx, taskRowsSQL, "", f.Status, f.AwaitingApproval, f.Text, lim)
+	q, args := ListTasksQuery(f)
+	rows, err := db.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("listing tasks: %w", err)
 	}
@@ -156,7 +181,8 @@ func GetTask(ctx context.Context, db DB, taskID string) (TaskRow, error) {
 	if taskID == "" {
 		return TaskRow{}, fmt.Errorf("reading a task: no task id: %w", ErrNotFound)
 	}
-	r, err := scanTaskRow(db.QueryRow(ctx, taskRowsSQL, taskID, "", false, "", nil))
+	r, err := scanTaskRow(db.QueryRow(ctx, "SELECT "+taskColumns+`
+		FROM tasks t LEFT JOIN executors_running x ON x.task_id = t.task_id WHERE t.task_id = $1`, taskID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, fmt.Errorf("reading task %s: %w", taskID, ErrNotFound)
 	}

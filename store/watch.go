@@ -107,6 +107,7 @@ type subscriber struct {
 	wake      chan struct{} // capacity 1: a pending wake-up
 	announced atomic.Int64  // the highest seq a notification announced
 	force     atomic.Bool   // read whatever was announced: the listener (re)connected
+	archived  atomic.Bool   // the task was archived: read what is left, then end
 }
 
 func (s *subscriber) poke() {
@@ -259,6 +260,9 @@ func (h *Hub) dispatch(n *pgconn.Notification) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for s := range h.subs[notice.TaskID] {
+		if notice.Archived {
+			s.archived.Store(true)
+		}
 		for {
 			old := s.announced.Load()
 			if notice.LastSeq <= old || s.announced.CompareAndSwap(old, notice.LastSeq) {
@@ -310,6 +314,15 @@ func (h *Hub) Watch(ctx context.Context, cfg WatchConfig, fn func(Event) error) 
 	w := &watcher{cfg: cfg, fn: fn, cursor: cfg.AfterSeq}
 	poll := time.NewTimer(cfg.PollInterval)
 	defer poll.Stop()
+	// A watch that starts looks once whether its task is archived, before it reads: then it
+	// reads what is left and ends.
+	if err := w.archived(ctx, h.pool); err != nil {
+		var ae *ArchivedError
+		if errors.As(err, &ae) || ctx.Err() != nil {
+			return err
+		}
+		s.archived.Store(true) // the look failed: look again after the first read
+	}
 	for {
 		if err := w.catchUp(ctx, h.pool); err != nil {
 			if ctx.Err() != nil {
@@ -326,6 +339,16 @@ func (h *Hub) Watch(ctx context.Context, cfg WatchConfig, fn func(Event) error) 
 			}
 			continue
 		}
+		if s.archived.Swap(false) {
+			var ae *ArchivedError
+			if err := w.archived(ctx, h.pool); errors.As(err, &ae) || ctx.Err() != nil {
+				return err
+			} else if err != nil {
+				// The look failed (a lost connection): the next wake looks again.
+				h.cfg.Logger.WarnContext(ctx, "looking whether a watched task is archived failed", "task_id", cfg.TaskID, "error", err)
+				s.archived.Store(true)
+			}
+		}
 		for waiting := true; waiting; {
 			select {
 			case <-ctx.Done():
@@ -333,11 +356,48 @@ func (h *Hub) Watch(ctx context.Context, cfg WatchConfig, fn func(Event) error) 
 			case <-poll.C:
 				waiting = false
 			case <-s.wake:
-				waiting = !s.force.Swap(false) && s.announced.Load() <= w.cursor
+				waiting = !s.force.Swap(false) && s.announced.Load() <= w.cursor && !s.archived.Load()
 			}
 		}
 		poll.Reset(cfg.PollInterval)
 	}
+}
+
+// ArchivedError ends a watch whose task was archived: its rows leave Postgres, and the archive
+// at Path holds its events. Delivered is the last event the watch delivered; LastSeq the task's
+// last.
+type ArchivedError struct {
+	TaskID    string
+	Path      string
+	Delivered int64
+	LastSeq   int64
+}
+
+func (e *ArchivedError) Error() string {
+	where := "its archive"
+	if e.Path != "" {
+		where = "its archive " + e.Path
+	}
+	if e.Delivered >= e.LastSeq {
+		return fmt.Sprintf("task %s was archived to %s: every event (through %d) was delivered; drover task import reads it back", e.TaskID, where, e.LastSeq)
+	}
+	return fmt.Sprintf("task %s was archived to %s and its events %d to %d have left Postgres: they are in the archive; drover task import reads it back", e.TaskID, where, e.Delivered+1, e.LastSeq)
+}
+
+// archived ends the watch with an *ArchivedError when its task is archived, after delivering
+// every event still stored; nil when it is not.
+func (w *watcher) archived(ctx context.Context, db DB) error {
+	st, err := TaskArchiveState(ctx, db, w.cfg.TaskID)
+	if errors.Is(err, ErrNotFound) || (err == nil && st.ArchivedAt.IsZero()) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("watching events of task %s: %w", w.cfg.TaskID, err)
+	}
+	if err := w.catchUp(ctx, db); err != nil {
+		return fmt.Errorf("watching events of task %s: %w", w.cfg.TaskID, err)
+	}
+	return &ArchivedError{TaskID: w.cfg.TaskID, Path: st.Path, Delivered: w.cursor, LastSeq: st.LastSeq}
 }
 
 // sleepCtx waits for d; false when ctx ended first.

@@ -153,6 +153,10 @@ type Params struct {
 	// Budget bounds what the task may spend (see Budget); zero bounds nothing but what its
 	// host's default budget bounds.
 	Budget Budget `json:"budget,omitzero"`
+	// Retention is how long the task's rows stay in Postgres once it is finished (after its
+	// last activity) before they are archived and deleted; zero means the archive job's own
+	// (--retention, DefaultRetention).
+	Retention time.Duration `json:"retention,omitempty"`
 	// Carry is the state handed over by continue-as-new; nil on a new task.
 	Carry *Carry `json:"carry,omitempty"`
 	// First is the prompt the task was started with, queued as turn 1 when its first run
@@ -306,6 +310,9 @@ type State struct {
 	BudgetBy string `json:"budget_by,omitempty"`
 	// BudgetExhausted says which bound the task reached, while its status is budget_exhausted.
 	BudgetExhausted *BudgetExhausted `json:"budget_exhausted,omitempty"`
+	// Retention is the task's own (Params.Retention), zero when it has none: the archive job
+	// reads it from the recorded state.
+	Retention time.Duration `json:"retention,omitempty"`
 	// Attention says why the task waits for a person, while its status is needs_attention.
 	Attention *Attention `json:"attention,omitempty"`
 }

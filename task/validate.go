@@ -122,6 +122,9 @@ func (p Params) Validate() error {
 	if p.Profile.MaxTurns < 0 {
 		errs = append(errs, invalid("profile.max_turns", "%d is negative; use 0 (no bound) or more", p.Profile.MaxTurns))
 	}
+	if p.Retention < 0 {
+		errs = append(errs, invalid("retention", "%s is negative; use 0 (the host's default, %s) or a positive duration", p.Retention, DefaultRetention))
+	}
 	if p.IdleTimeout < 0 {
 		errs = append(errs, invalid("idle_timeout", "%s is negative; use 0 (never) or a positive duration", p.IdleTimeout))
 	}

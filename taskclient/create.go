@@ -30,6 +30,9 @@ func (c *Client) Create(ctx context.Context, taskID string, p task.Params, promp
 	if err := errors.Join(task.ValidateID(taskID), p.WithDefaults().Validate(), task.ValidatePrompt(prompt)); err != nil {
 		return out, fmt.Errorf("creating task %s: %w", taskID, err)
 	}
+	if err := c.refuseArchived(ctx, taskID); err != nil {
+		return out, fmt.Errorf("creating task %s: %w", taskID, err)
+	}
 	if updateID == "" {
 		updateID = uuid.NewString()
 	}

@@ -49,6 +49,9 @@ func (c *Client) Start(ctx context.Context, taskID string, p task.Params, prompt
 	if err := errors.Join(task.ValidateID(taskID), p.WithDefaults().Validate(), task.ValidatePrompt(prompt)); err != nil {
 		return out, fmt.Errorf("starting task %s: %w", taskID, err)
 	}
+	if err := c.refuseArchived(ctx, taskID); err != nil {
+		return out, fmt.Errorf("starting task %s: %w", taskID, err)
+	}
 	if updateID == "" {
 		updateID = uuid.NewString() // one id for every send below
 	}
@@ -266,6 +269,26 @@ func (c *Client) UpdateBudget(ctx context.Context, taskID string, change task.Bu
 		return out, fmt.Errorf("changing the budget of task %s: %w", taskID, err)
 	}
 	return out, nil
+}
+
+// refuseArchived refuses to run a task that was archived or imported from its archive: such a
+// task is read, never run again (its id would otherwise start a new run over its old rows).
+func (c *Client) refuseArchived(ctx context.Context, taskID string) error {
+	if c.DB == nil {
+		return nil
+	}
+	st, err := store.TaskArchiveState(ctx, c.DB, taskID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	case st.Imported:
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("task %s was imported from its archive: it can be read, not run", taskID), task.ErrTypeTaskClosed, nil)
+	case !st.ArchivedAt.IsZero():
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("task %s is archived: it can be read from its archive, not run", taskID), task.ErrTypeTaskClosed, nil)
+	}
+	return nil
 }
 
 // Resolve answers a task that needs attention (task.UpdateResolve): retry resumes its session

@@ -9,9 +9,10 @@
 //     in the tasks table whenever what it publishes changes (a task no worker has recorded yet
 //     shows running while a turn runs, else idle);
 //   - turns, cost and tokens: the accounting rows of task_turns (cost is what the API billed for
-//     the turns that finished);
+//     the turns that finished), added up on the task's row as they change;
 //   - workspace, model, session and resume point: the recorded state, else the executor row;
-//   - pending requests: permission_requests that are pending with no decision recorded;
+//   - pending requests: permission_requests that are pending with no decision recorded
+//     (their count and the oldest's time kept on the task's row);
 //   - context window: the task's last context_window event;
 //   - events: task_events, gap-free, by sequence number.
 package taskview
@@ -63,6 +64,8 @@ type Filter struct {
 	AwaitingApproval bool        // only tasks with a request waiting for a person
 	Text             string      // only tasks whose id, title, workspace, model or a prompt contains it
 	Limit            int         // at most this many; 0: all
+	// After is the cursor of a page (its Next): the listing goes on after that page.
+	After string
 }
 
 // Summary is one task in a listing: the HTTP API's Task.
@@ -94,6 +97,10 @@ type Summary struct {
 	// BudgetBy names who changed the budget last; empty: as the task was started.
 	BudgetBy        string                `json:"budget_by,omitempty"`
 	BudgetExhausted *task.BudgetExhausted `json:"budget_exhausted,omitempty"`
+	// ArchivedAt is when the task's archive was written: its rows leave Postgres. ImportedAt is
+	// when it was brought back from an archive: it is read, never run again.
+	ArchivedAt *time.Time `json:"archived_at,omitempty"`
+	ImportedAt *time.Time `json:"imported_at,omitempty"`
 	// Attention says why the task waits for a person (status needs_attention): its session
 	// could not be resumed. Answer with POST /api/v1/tasks/{id}/resolve (drover task resolve).
 	Attention *task.Attention `json:"attention,omitempty"`
@@ -188,19 +195,10 @@ type RecordedDecision struct {
 	At        time.Time `json:"at"`
 }
 
-// List returns the tasks the filter keeps, newest first.
+// List returns the tasks the filter keeps, newest first: ListPage's tasks.
 func (v *View) List(ctx context.Context, f Filter) ([]Summary, error) {
-	rows, err := store.ListTasks(ctx, v.Pool, store.TaskFilter{Status: f.Status,
-		AwaitingApproval: f.AwaitingApproval, Text: strings.TrimSpace(f.Text), Limit: f.Limit})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Summary, 0, len(rows))
-	for _, r := range rows {
-		s, _ := summarize(r)
-		out = append(out, s)
-	}
-	return out, nil
+	p, err := v.ListPage(ctx, f)
+	return p.Tasks, err
 }
 
 // Show returns one task in full, or a *NotFoundError.
@@ -278,6 +276,14 @@ func summarize(r store.TaskRow) (Summary, *task.State) {
 		since := r.WaitingSince
 		s.WaitingSince = &since
 	}
+	if !r.ArchivedAt.IsZero() {
+		at := r.ArchivedAt
+		s.ArchivedAt = &at
+	}
+	if !r.ImportedAt.IsZero() {
+		at := r.ImportedAt
+		s.ImportedAt = &at
+	}
 	if len(r.State) == 0 {
 		return s, nil
 	}
@@ -314,21 +320,28 @@ func (v *View) Pending(ctx context.Context, taskID string, limit int) ([]Pending
 		return nil, err
 	}
 	out := make([]PendingRequest, 0, len(rows))
-	var ids []string
 	for _, r := range rows {
 		out = append(out, pendingOf(r))
+	}
+	return out, v.addTitles(ctx, out)
+}
+
+// addTitles sets each request's TaskTitle.
+func (v *View) addTitles(ctx context.Context, out []PendingRequest) error {
+	var ids []string
+	for _, r := range out {
 		if !slices.Contains(ids, r.TaskID) {
 			ids = append(ids, r.TaskID)
 		}
 	}
 	titles, err := store.TaskTitles(ctx, v.Pool, ids)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for i := range out {
 		out[i].TaskTitle = task.TitleOf(titles[out[i].TaskID])
 	}
-	return out, nil
+	return nil
 }
 
 // Request returns one of a task's permission requests as it stands, whatever its status, or a

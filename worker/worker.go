@@ -24,6 +24,7 @@ import (
 	sdkworker "go.temporal.io/sdk/worker"
 
 	"github.com/drover-run/drover/activities"
+	"github.com/drover-run/drover/archive"
 	"github.com/drover-run/drover/engine"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
@@ -81,6 +82,15 @@ type Config struct {
 	// PprofListen, when set, is the address of Go's profiling endpoint (PprofPath). Beyond
 	// loopback it requires MetricsToken, as the metrics endpoint does. Empty: none.
 	PprofListen string
+	// ArchiveDir, when set, runs the archive job on this host: finished tasks past their
+	// retention are written there (one file each) and deleted from Postgres. Empty: the job
+	// does not run here, and finished tasks stay.
+	ArchiveDir string
+	// Retention is the archive job's retention for tasks that set none (task.Params.Retention).
+	// Zero means task.DefaultRetention.
+	Retention time.Duration
+	// ArchiveInterval is the time between the job's passes. Zero means archive.DefaultInterval.
+	ArchiveInterval time.Duration
 	// Workspaces configures the host's managed workspaces (see package workspace): the worktree
 	// root, the state folder (mirrors, the default remote) and the durable remote. With no Root
 	// the host manages none and refuses managed tasks; a Manager already set in
@@ -181,6 +191,9 @@ type Worker struct {
 	// stopBeat ends the host's liveness loop; beatDone closes when it has.
 	stopBeat context.CancelFunc
 	beatDone chan struct{}
+	// stopArchive ends the archive job; archiveDone closes when it has (nil: no job here).
+	stopArchive context.CancelFunc
+	archiveDone chan struct{}
 	// stopPrune ends the pruning of old checkpoints (see prunes); nil without workspaces.
 	stopPrune func()
 	metrics   *endpoint
@@ -208,6 +221,9 @@ func Start(ctx context.Context, cfg Config) (*Worker, error) {
 		}
 	}
 	w.startBeat(ctx)
+	if err := w.startArchive(ctx); err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
 	if cfg.MetricsListen != "" {
 		w.metrics = serveMetrics(cfg.MetricsListen, cfg.MetricsToken, cfg.MetricsHandler, w.log)
 	}
@@ -326,6 +342,29 @@ func (w *Worker) startBeat(ctx context.Context) {
 	}()
 }
 
+// startArchive starts the archive job when the host has an archive folder. It runs in the
+// worker rather than as a Temporal schedule: it needs Postgres and the folder, which every
+// worker has, and nothing of Temporal; a schedule would add a workflow history per pass and
+// still need a host with the folder. Every host may run it: one pass runs at a time.
+func (w *Worker) startArchive(ctx context.Context) error {
+	if w.cfg.ArchiveDir == "" {
+		w.log.Info("no archive folder: finished tasks are kept (set --archive-dir to archive them after their retention)")
+		return nil
+	}
+	job, err := archive.NewJob(w.pool, archive.JobConfig{Dir: w.cfg.ArchiveDir, Retention: w.cfg.Retention,
+		Interval: w.cfg.ArchiveInterval, Logger: w.log.With("job", "archive")})
+	if err != nil {
+		return err
+	}
+	jobCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	w.stopArchive, w.archiveDone = stop, make(chan struct{})
+	go func() {
+		defer close(w.archiveDone)
+		_ = job.Run(jobCtx)
+	}()
+	return nil
+}
+
 // Client is the worker's Temporal client.
 func (w *Worker) Client() client.Client { return w.client }
 
@@ -348,6 +387,10 @@ func (w *Worker) Stop(ctx context.Context) {
 		if n := w.engine.Drain(ctx, w.cfg.DrainTimeout); n > 0 {
 			w.cfg.Logger.Warn("turns stopped at the drain timeout; they continue on another host", "turns", n)
 		}
+	}
+	if w.stopArchive != nil {
+		w.stopArchive()
+		<-w.archiveDone
 	}
 	if w.stopBeat != nil {
 		w.stopBeat()

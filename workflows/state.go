@@ -175,6 +175,7 @@ func (s *taskState) snapshot() task.State {
 		BudgetBy:        s.budgetBy,
 		BudgetExhausted: cloneExhausted(s.exhausted),
 		Wait:            s.waitSnapshot(),
+		Retention:       s.p.Retention,
 		Attention:       cloneAttention(s.attention),
 	}
 }

@@ -12,3 +12,14 @@ func apiFigures(stack *stackRunner) []bench.Figure {
 			bench.DroverAtMost(1000, "ms"), "BenchmarkFigureA2"),
 	}
 }
+
+// historyFigures are the figures of a database with a long history: listings that cost a page
+// and retention by the archive job (package e2e, figure_history_test.go).
+func historyFigures(stack *stackRunner) []bench.Figure {
+	return []bench.Figure{
+		stack.figure("S1", "a page of GET /api/v1/tasks (and by cursor, by status, the inbox) with 1,000,000 finished tasks, p99",
+			bench.DroverAtMost(50, "ms"), "BenchmarkFigureS1"),
+		stack.figure("S2", "database bytes per finished task after archival; event appends while the archive job runs",
+			bench.DroverAtMost(1024, "B"), "BenchmarkFigureS2"),
+	}
+}

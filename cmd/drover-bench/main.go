@@ -41,6 +41,7 @@ func figures(stack *stackRunner) []bench.Figure {
 	}
 	all = append(all, wFigures()...)
 	all = append(all, p5Figures(stack)...)
+	all = append(all, historyFigures(stack)...)
 	return append(all, apiFigures(stack)...)
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/drover-run/drover/internal/offlinemodel"
 	"github.com/drover-run/drover/internal/telemetry"
 	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/worker"
 	"github.com/drover-run/drover/workflows"
 	"github.com/drover-run/drover/workspace"
@@ -51,6 +52,10 @@ type stackOptions struct {
 	fakeResponder   func(*offlinemodel.Request) (offlinemodel.Response, bool)
 	hostID          string
 	keepAlive       time.Duration
+	// archiveDir and taskRetention are the workers' archive job's (worker.Config.ArchiveDir,
+	// Retention); the dev server's namespace keeps closed histories as long.
+	archiveDir    string
+	taskRetention time.Duration
 	// workspaces and retention override the managed workspaces' configuration, field by field;
 	// what they leave empty defaults to the environment's, then to folders under stateDir.
 	workspaces workspace.Config
@@ -80,6 +85,15 @@ func hostConfigs(cfg worker.Config, n int) []worker.Config {
 	return out
 }
 
+// retentionOf is how long the workers of cfg keep a finished task (worker.Config.Retention, or
+// its default): how long Temporal should keep its history too.
+func retentionOf(cfg worker.Config) time.Duration {
+	if cfg.Retention > 0 {
+		return cfg.Retention
+	}
+	return task.DefaultRetention
+}
+
 // devWorkspaces is c with the fields flags set replaced.
 func devWorkspaces(c, flags workspace.Config) workspace.Config {
 	for _, f := range []struct{ to, from *string }{{&c.Root, &flags.Root}, {&c.StateDir, &flags.StateDir}, {&c.Remote, &flags.Remote}} {
@@ -106,6 +120,7 @@ func startStack(ctx context.Context, e env, o stackOptions, log *slog.Logger) (*
 		cfg.HostID = o.hostID
 	}
 	cfg.KeepAlive = o.keepAlive
+	cfg.ArchiveDir, cfg.Retention = o.archiveDir, o.taskRetention
 	cfg.Logger = log
 	if cfg.Claude.Bin == "" {
 		return nil, fmt.Errorf("no claude binary: run scripts/tools.sh (or make tools), or set DROVER_CLAUDE_BIN")
@@ -130,6 +145,7 @@ func startStack(ctx context.Context, e env, o stackOptions, log *slog.Logger) (*
 			DBFile:           filepath.Join(o.stateDir, "temporal.db"),
 			Namespace:        e.namespace,
 			SearchAttributes: devserver.SearchAttributeFlags(workflows.SearchAttributes()),
+			Retention:        retentionOf(cfg),
 			Logger:           log,
 		})
 		if err != nil {
@@ -193,6 +209,8 @@ func newDevCommand(a *app) *cobra.Command {
 		workers             int
 		fake                bool
 		listen              string
+		archiveDir          string
+		taskRetention       time.Duration
 		workspaces          workspace.Config
 		retention           time.Duration
 	}
@@ -208,15 +226,21 @@ func newDevCommand(a *app) *cobra.Command {
 			if o.workers < 1 || o.workers > maxDevWorkers {
 				return fmt.Errorf("--workers %d: run between 1 and %d workers", o.workers, maxDevWorkers)
 			}
+			if o.archiveDir == "" {
+				o.archiveDir = filepath.Join(o.state, "archive")
+			}
 			return runDev(c.Context(), a, stackOptions{
 				stateDir: o.state, temporalAddress: o.addr, port: o.port, uiPort: o.uiPort,
 				fakeAPI: o.fake, fakeResponder: offlineModel, hostID: hostID, workers: o.workers,
+				archiveDir: o.archiveDir, taskRetention: o.taskRetention,
 				workspaces: o.workspaces, retention: o.retention,
 			}, o.listen)
 		},
 	}
 	f := c.Flags()
 	f.StringVar(&o.state, "state", ".drover", "folder for the dev server's database and the CLI's sessions")
+	f.StringVar(&o.archiveDir, "archive-dir", "", "archive finished tasks past their retention into this folder and delete them from Postgres (default: <state>/archive)")
+	f.DurationVar(&o.taskRetention, "retention", 0, fmt.Sprintf("how long a finished task keeps its rows, and Temporal its history, unless the task sets its own (0: %s)", task.DefaultRetention))
 	f.StringVar(&o.addr, "temporal-address", "", "use this Temporal server instead of starting the dev server")
 	f.IntVar(&o.port, "port", worker.DefaultTemporalPort, "dev server gRPC port")
 	f.IntVar(&o.uiPort, "ui-port", 8233, "dev server web UI port")

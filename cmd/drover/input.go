@@ -102,6 +102,7 @@ func splitList(values []string) []string {
 
 // flagOf names the flag that sets a field of task's input.
 var flagOf = map[string]string{
+	"after":                   "--after",
 	"id":                      "--id",
 	"workspace":               "--workspace",
 	"repo":                    "--repo",
@@ -110,6 +111,7 @@ var flagOf = map[string]string{
 	"profile.max_turns":       "--max-turns",
 	"profile.model":           "--model",
 	"idle_timeout":            "--idle-timeout",
+	"retention":               "--retention",
 	"profile.after_plan":      "--after-plan",
 	"approval_timeout":        "--approval-timeout",
 	"mode":                    "--mode",

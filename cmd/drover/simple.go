@@ -8,10 +8,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/drover-run/drover/archive"
 	"github.com/drover-run/drover/engine"
 	"github.com/drover-run/drover/internal/telemetry"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/streamjson"
+	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/worker"
 )
 
@@ -82,6 +84,9 @@ func newWorkerCommand(a *app) *cobra.Command {
 	f.Float64Var(&cfg.DefaultBudget.MaxCostUSD, "default-budget-cost", 0, "bound what the API bills each task, failed attempts included, in US dollars, unless the task's budget sets it (0: none)")
 	f.IntVar(&cfg.DefaultBudget.MaxTurns, "default-budget-turns", 0, "bound each task's turns, unless the task's budget sets it (0: none)")
 	f.DurationVar(&cfg.DefaultBudget.MaxDuration, "default-budget-duration", 0, "bound the time each task's turns run, added up, unless the task's budget sets it (0: none)")
+	f.StringVar(&cfg.ArchiveDir, "archive-dir", "", "archive finished tasks past their retention into this folder (one compressed file each) and delete them from Postgres (empty: keep them)")
+	f.DurationVar(&cfg.Retention, "retention", 0, fmt.Sprintf("how long a finished task keeps its rows after its last activity, unless the task sets its own (0: %s)", task.DefaultRetention))
+	f.DurationVar(&cfg.ArchiveInterval, "archive-interval", 0, fmt.Sprintf("time between two passes of the archive job (0: %s)", archive.DefaultInterval))
 	addWorkspaceFlags(f, &cfg.Workspaces, &cfg.WorkspaceRetention)
 	f.DurationVar(&cfg.DrainTimeout, "drain-timeout", cfg.DrainTimeout, fmt.Sprintf("on SIGTERM, how long running turns may finish before they are stopped and continue on another host (0: %s)", worker.DefaultDrainTimeout))
 	return c

@@ -39,6 +39,8 @@ func newTaskCommand(a *app) *cobra.Command {
 		newTaskRewindCommand(a),
 		newTaskForkCommand(a),
 		newTaskWatchCommand(a),
+		newTaskExportCommand(a),
+		newTaskImportCommand(a),
 		newTaskPendingCommand(a),
 		newTaskDecideCommand(a, true),
 		newTaskDecideCommand(a, false),

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -19,16 +20,19 @@ func newTaskListCommand(a *app) *cobra.Command {
 		awaiting bool
 		text     string
 		limit    int
+		after    string
 	)
 	c := &cobra.Command{
 		Use:   "list",
 		Short: "List the most recent tasks, newest first",
 		Long: `List the most recent tasks, newest first, from Postgres: no worker needs to run.
 The status is what each task's workflow last recorded; turns and cost add up its
-turns' accounting.`,
+turns' accounting. A page that has more after it ends by naming the next page's cursor
+(on stderr): pass it to --after.`,
 		Example: `  drover task list
   drover task list --status idle --search refactor
-  drover task list --awaiting-approval -o json`,
+  drover task list --awaiting-approval -o json
+  drover task list --after eyJrIjoidCIsImMiOjE3...`,
 		Args: noArgs,
 	}
 	out := addOutputFlags(c, false)
@@ -37,6 +41,7 @@ turns' accounting.`,
 	c.Flags().StringVarP(&text, "search", "q", "", "only tasks whose id, title, workspace, model or a prompt contains this text (any case)")
 	c.Flags().StringVar(&text, "text", "", "another name for --search")
 	c.Flags().IntVar(&limit, "limit", 50, "at most this many tasks (0: all)")
+	c.Flags().StringVar(&after, "after", "", "start after this cursor: the next page of a listing with the same filters")
 	c.RunE = func(c *cobra.Command, _ []string) error {
 		if limit < 0 {
 			return inputError(fmt.Errorf("--limit: %d is negative; use 0 (all) or more", limit))
@@ -46,10 +51,15 @@ turns' accounting.`,
 		}
 		ctx := c.Context()
 		return a.withView(ctx, func(v *taskview.View) error {
-			list, err := v.List(ctx, taskview.Filter{Status: task.Status(status), AwaitingApproval: awaiting, Text: text, Limit: limit})
+			page, err := v.ListPage(ctx, taskview.Filter{Status: task.Status(status), AwaitingApproval: awaiting,
+				Text: text, Limit: limit, After: after})
 			if err != nil {
-				return err
+				return listError(err)
 			}
+			if page.Next != "" {
+				defer fmt.Fprintf(a.stderr, "more: drover task list --after %s\n", page.Next)
+			}
+			list := page.Tasks
 			if out.isJSON() {
 				return writeJSON(a.stdout, list)
 			}
@@ -63,6 +73,15 @@ turns' accounting.`,
 		})
 	}
 	return c
+}
+
+// listError makes a refused cursor an input error; others stay as they are.
+func listError(err error) error {
+	var ie *task.InvalidError
+	if errors.As(err, &ie) {
+		return inputError(err)
+	}
+	return err
 }
 
 // listTitleRunes bounds a title in the table, so that a row stays on one line of a terminal.

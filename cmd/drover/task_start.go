@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/spf13/cobra"
 
+	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/taskclient"
 )
@@ -23,7 +25,7 @@ func newTaskStartCommand(a *app) *cobra.Command {
 	var (
 		id, title, workspace, repo, base, model, mode, afterPlan, requestID string
 		maxTurns                                                            int
-		idle, approvalTimeout                                               time.Duration
+		idle, approvalTimeout, retention                                    time.Duration
 		budget                                                              task.Budget
 		in                                                                  promptInput
 	)
@@ -55,6 +57,7 @@ same --id) sends it the prompt.
 	f.IntVar(&budget.MaxTurns, "budget-turns", 0, "the task's budget: bound its turns (0: the worker's default)")
 	f.DurationVar(&budget.MaxDuration, "budget-duration", 0, "the task's budget: bound the time its turns run, added up (0: the worker's default)")
 	f.DurationVar(&idle, "idle-timeout", 0, "finish the task after this long without a prompt (0: never)")
+	f.DurationVar(&retention, "retention", 0, "once finished, keep the task's rows this long before they are archived and deleted (0: the workers' --retention)")
 	f.StringVar(&requestID, "request-id", "", "makes the call idempotent: a retry with the same id is answered once and queues nothing")
 	in.addFlags(c)
 	_ = c.RegisterFlagCompletionFunc("mode", completeModes)
@@ -74,6 +77,7 @@ same --id) sends it the prompt.
 				AfterPlan: task.PermissionMode(afterPlan)},
 			IdleTimeout:     idle,
 			ApprovalTimeout: approvalTimeout,
+			Retention:       retention,
 			Budget:          budget,
 		}
 		if err := task.ValidateStart(id, p); err != nil {
@@ -83,21 +87,38 @@ same --id) sends it the prompt.
 		if err != nil {
 			return err
 		}
-		ctx := c.Context()
-		return a.withClient(ctx, func(tc *taskclient.Client) error {
-			acc, err := tc.Start(ctx, id, p, prompt, requestID)
-			if err != nil {
-				return err
-			}
-			if out.isJSON() {
-				return writeJSON(a.stdout, promptAccepted{TaskID: id, PromptAccepted: acc})
-			}
-			fmt.Fprintf(a.stdout, "task %s: prompt accepted as turn %d (uuid %s)\n", id, acc.Turn, acc.PromptUUID)
-			fmt.Fprintf(a.stdout, "follow it with: drover task watch %s\n", id)
-			return nil
-		})
+		acc, err := a.startTask(c.Context(), c.Flags().Changed("id"), id, p, prompt, requestID)
+		if err != nil {
+			return err
+		}
+		if out.isJSON() {
+			return writeJSON(a.stdout, promptAccepted{TaskID: id, PromptAccepted: acc})
+		}
+		fmt.Fprintf(a.stdout, "task %s: prompt accepted as turn %d (uuid %s)\n", id, acc.Turn, acc.PromptUUID)
+		fmt.Fprintf(a.stdout, "follow it with: drover task watch %s\n", id)
+		return nil
 	}
 	return c
+}
+
+// startTask starts the task (taskclient.Client.Start). A task named by its id (named) may be
+// one archived or imported from its archive, which is read, never run: Postgres is asked first,
+// when it answers (a start needs only Temporal, and a database that does not answer holds no
+// task to refuse that a worker could run meanwhile).
+func (a *app) startTask(ctx context.Context, named bool, id string, p task.Params, prompt task.Prompt, requestID string) (task.PromptAccepted, error) {
+	var acc task.PromptAccepted
+	err := a.withClient(ctx, func(tc *taskclient.Client) error {
+		if named {
+			if pool, err := store.Connect(ctx, a.env.databaseURL); err == nil {
+				defer pool.Close()
+				tc.DB = pool
+			}
+		}
+		var err error
+		acc, err = tc.Start(ctx, id, p, prompt, requestID)
+		return err
+	})
+	return acc, err
 }
 
 // addFolderFlags adds the flags of where a task runs: --workspace, or --repo and --base.

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-run/drover/events"
+	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/taskview"
 )
 
@@ -75,6 +76,12 @@ func watchTask(ctx context.Context, a *app, id string, after int64, follow, asJS
 		}
 		err := v.Watch(ctx, id, after, print)
 		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+			return nil
+		}
+		var archived *store.ArchivedError
+		if errors.As(err, &archived) {
+			// A clean end: what was stored was printed, and the message says where the rest is.
+			fmt.Fprintln(a.stderr, archived.Error())
 			return nil
 		}
 		return err

@@ -217,11 +217,15 @@ export class EventStream {
     }
     if (!resp.ok) throw await errorOf(resp);
     this.onState("live", "");
-    let got = false;
+    let got = false, archived = null;
     const batch = [];
     await readEvents(resp, (id, type, data) => {
       let parsed = null;
       try { parsed = JSON.parse(data); } catch (_) { parsed = null; }
+      if (type === "archived") {
+        archived = (parsed && parsed.message) || "the task was archived";
+        return;
+      }
       const rec = parsed && normalizeRecord(parsed, Number(id) || 0, type);
       if (rec && rec.seq > 0) batch.push(rec);
     }, () => {
@@ -230,6 +234,11 @@ export class EventStream {
         this.deliver(batch.splice(0));
       }
     });
+    if (archived) {
+      // The task was archived: every stored event was sent, and the stream ends for good.
+      this.stopped = true;
+      this.onState("ended", archived);
+    }
     return got;
   }
 }

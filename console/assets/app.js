@@ -63,6 +63,43 @@ function temporalLink(task) {
 
 // ---- the task list ----
 
+// ---- pages past the first, by cursor ----
+
+// morePages offers the pages of a listing past its live first page: each click (or scroll to
+// the button) reads the next page after the last cursor (GET path?…&after=), and shows the items
+// read so far with show. reset forgets them (a new filter); live hands it the first page's next
+// cursor each time the first page changes.
+function morePages(label, path, field, params, show) {
+  let items = [], cursor = "", loading = false, firstNext = "";
+  const b = h("button", { type: "button", className: "more-pages", hidden: true }, label);
+  const more = async () => {
+    const after = items.length ? cursor : firstNext;
+    if (loading || !after) return;
+    loading = true;
+    try {
+      const p = new URLSearchParams(params());
+      p.set("after", after);
+      const data = await getJSON(path + "?" + p);
+      items = items.concat(data[field] || []);
+      cursor = data.next || "";
+      b.hidden = !cursor;
+      show(items);
+    } catch (e) { /* the button stays; a click tries again */ } finally { loading = false; }
+  };
+  b.addEventListener("click", more);
+  if ("IntersectionObserver" in window) {
+    new IntersectionObserver((seen) => { if (seen.some((e) => e.isIntersecting) && !b.hidden) more(); }).observe(b);
+  }
+  return {
+    button: b,
+    live(next) {
+      firstNext = next || "";
+      if (!items.length) b.hidden = !firstNext;
+    },
+    reset() { items = []; cursor = ""; b.hidden = true; show(items); },
+  };
+}
+
 function listPage() {
   const statusSel = h("select", { ariaLabel: "status" }, h("option", { value: "" }, "any status"), STATUSES.map((s) => h("option", { value: s }, s.replace(/_/g, " "))));
   const q = h("input", { type: "search", placeholder: "search (/)", className: "search", ariaLabel: "search the tasks" });
@@ -73,27 +110,42 @@ function listPage() {
   const table = h("table", { className: "tasks" },
     h("thead", null, h("tr", null, ["task", "status", "mode", "model", "turns", "cost", "waiting", "updated", ""].map((c) => h("th", null, c)))),
     body);
-  append(main, [h("div", { className: "task-head" }, h("h1", null, "Tasks"), board, h("a", { href: "#/new", className: "button new-task" }, "New task")),
-    h("div", { className: "filters" }, statusSel, q, h("label", null, awaiting, " awaiting approval")),
-    err, table]);
-  const query = () => {
+  const filters = () => {
     const params = new URLSearchParams();
     if (statusSel.value) params.set("status", statusSel.value);
     if (q.value.trim()) params.set("q", q.value.trim());
     if (awaiting.checked) params.set("awaiting_approval", "true");
+    return params;
+  };
+  const query = () => {
+    const params = filters();
     return params.toString() ? "?" + params : "";
   };
-  const show = (data) => {
+  // The first page follows the API's pushes; the pages past it are read by cursor as the
+  // person scrolls (morePages), and shown below it.
+  let first = { tasks: [] }, older = [];
+  const draw = () => {
     const keep = keptItem(body);
-    const rows = (data.tasks || []).map(taskRow);
+    const seen = new Set((first.tasks || []).map((t) => t.id));
+    const rows = (first.tasks || []).concat(older.filter((t) => !seen.has(t.id))).map(taskRow);
     clear(body);
     if (!rows.length) body.append(h("tr", null, h("td", { className: "muted" }, "no tasks")));
     append(body, rows);
     refocus(body, keep);
   };
+  const pages = morePages("More tasks", "/api/v1/tasks", "tasks", filters, (items) => { older = items; draw(); });
+  append(main, [h("div", { className: "task-head" }, h("h1", null, "Tasks"), board, h("a", { href: "#/new", className: "button new-task" }, "New task")),
+    h("div", { className: "filters" }, statusSel, q, h("label", null, awaiting, " awaiting approval")),
+    err, table, pages.button]);
+  const show = (data) => {
+    first = data;
+    pages.live(data.next);
+    draw();
+  };
   const live = liveTasks(query, show, err);
-  for (const c of [statusSel, awaiting]) c.addEventListener("change", live.restart);
-  q.addEventListener("input", live.restart);
+  const refilter = () => { pages.reset(); live.restart(); };
+  for (const c of [statusSel, awaiting]) c.addEventListener("change", refilter);
+  q.addEventListener("input", refilter);
   return { stop: live.stop, items: () => [...body.querySelectorAll("tr[data-task-id]")] };
 }
 
@@ -642,12 +694,20 @@ function inboxPage() {
   const empty = h("p", { className: "muted", hidden: true }, "Nothing waits for you.");
   const items = new Map(); // "task/request" → its item
   const attn = h("ul", { className: "attention", id: "attention-list" });
+  // The first page of requests follows the API's pushes; the pages past it are read by cursor.
+  let firstList = [], older = [];
+  const pages = morePages("More requests", "/api/v1/approvals", "approvals", () => new URLSearchParams(),
+    (items) => { older = items; showRequests(firstList); });
   append(main, [h("h1", null, "Inbox"), err,
-    h("h2", null, "Waiting for a decision"), empty, reqs,
+    h("h2", null, "Waiting for a decision"), empty, reqs, pages.button,
     h("h2", null, "Tasks that need a look"), attn]);
   // Items stay as they are while listed (a reason being typed keeps its text and focus); new
   // requests, the newest, go at the end.
-  const showRequests = (list) => {
+  const showRequests = (first) => {
+    firstList = first;
+    pages.live(approvalsNext);
+    const keysFirst = new Set(first.map((p) => (p.task_id || "") + "/" + p.request_id));
+    const list = first.concat(older.filter((p) => !keysFirst.has((p.task_id || "") + "/" + p.request_id)));
     const keys = new Set(list.map((p) => (p.task_id || "") + "/" + p.request_id));
     for (const [key, el] of items) if (!keys.has(key)) { el.remove(); items.delete(key); }
     for (const p of list) {
@@ -781,7 +841,7 @@ function setupNotifications() {
   const count = document.getElementById("inbox-count");
   watchApprovals((list) => {
     count.hidden = !list.length;
-    count.textContent = String(list.length);
+    count.textContent = String(list.length) + (approvalsNext ? "+" : "");
     for (const p of list) {
       const key = (p.task_id || "") + "/" + p.request_id;
       if (known.has(key)) continue;
@@ -799,6 +859,8 @@ function setupNotifications() {
 // page (the header's count, the notifications, the inbox), started on first use.
 const approvalWatchers = new Set();
 let approvals = null, approvalFeed = null;
+// approvalsNext is the cursor of the page after the pushed first page of requests ("": none).
+let approvalsNext = "";
 
 // watchApprovals calls fn with every list of waiting requests, the latest at once if there is
 // one; it returns the call that stops it.
@@ -808,6 +870,7 @@ function watchApprovals(fn) {
   if (!approvalFeed) {
     approvalFeed = new LiveList("/api/v1/approvals", (data) => {
       approvals = data.approvals || [];
+      approvalsNext = data.next || "";
       for (const w of approvalWatchers) w(approvals);
     });
   }

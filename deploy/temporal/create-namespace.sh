@@ -4,7 +4,8 @@
 # step). Safe to run again: an existing namespace is kept, existing attributes are left alone.
 #
 # TEMPORAL_NAMESPACE names the namespace (default `default`), TEMPORAL_NAMESPACE_RETENTION how long
-# a closed task's history is kept (default 72h). Needs the `temporal` CLI.
+# a closed task's history is kept (default 720h, drover's --retention: a finished task is kept
+# as long in Temporal as in Postgres). Needs the `temporal` CLI.
 set -eu
 
 address="${TEMPORAL_ADDRESS:?TEMPORAL_ADDRESS must name the Temporal frontend}"
@@ -30,7 +31,7 @@ if temporal operator namespace describe --address "$address" --namespace "$ns" >
   echo "temporal namespace: $ns exists"
 else
   temporal operator namespace create --address "$address" --namespace "$ns" \
-    --retention "${TEMPORAL_NAMESPACE_RETENTION:-72h}"
+    --retention "${TEMPORAL_NAMESPACE_RETENTION:-720h}"
 fi
 # A new namespace reaches the frontend's cache within seconds; until then this fails and is retried.
 retry 60 temporal operator search-attribute create --address "$address" --namespace "$ns" \

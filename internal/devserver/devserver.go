@@ -18,7 +18,10 @@ import (
 	"syscall"
 	"time"
 
+	namespacepb "go.temporal.io/api/namespace/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // Config describes one dev server.
@@ -42,6 +45,10 @@ type Config struct {
 	// SearchAttributes are registered at start, name → type (Keyword, Text,
 	// Int, Double, Bool, Datetime, KeywordList).
 	SearchAttributes map[string]string
+	// Retention, when set, is how long the namespace keeps a closed workflow's history, set at
+	// every start (the dev server registers its namespaces with a day). drover dev sets it to
+	// the archive job's retention, so that Temporal and Postgres keep a finished task as long.
+	Retention time.Duration
 	// Log receives the server's own output. Nil discards it.
 	Log io.Writer
 	// Logger reports lifecycle events. Nil means silent.
@@ -149,7 +156,29 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		_ = s.Stop()
 		return nil, err
 	}
+	if err := s.setRetention(ctx); err != nil {
+		_ = s.Stop()
+		return nil, err
+	}
 	return s, nil
+}
+
+// setRetention sets the namespace's retention of closed histories to Config.Retention.
+func (s *Server) setRetention(ctx context.Context) error {
+	if s.cfg.Retention <= 0 {
+		return nil
+	}
+	c, err := client.Dial(client.Options{HostPort: s.Address(), Namespace: s.cfg.Namespace, Logger: nopLogger{}})
+	if err != nil {
+		return fmt.Errorf("devserver: setting the namespace's retention: %w", err)
+	}
+	defer c.Close()
+	_, err = c.WorkflowService().UpdateNamespace(ctx, &workflowservice.UpdateNamespaceRequest{Namespace: s.cfg.Namespace,
+		Config: &namespacepb.NamespaceConfig{WorkflowExecutionRetentionTtl: durationpb.New(s.cfg.Retention)}})
+	if err != nil {
+		return fmt.Errorf("devserver: setting the namespace's retention to %s: %w", s.cfg.Retention, err)
+	}
+	return nil
 }
 
 // Address is the frontend's host:port.

@@ -20,7 +20,8 @@ func TestStartRestartKeepsState(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	db := filepath.Join(t.TempDir(), "temporal.db")
-	cfg := Config{Bin: bin, Headless: true, DBFile: db, SearchAttributes: map[string]string{"DroverProbe": "Keyword"}}
+	cfg := Config{Bin: bin, Headless: true, DBFile: db, SearchAttributes: map[string]string{"DroverProbe": "Keyword"},
+		Retention: 45 * 24 * time.Hour}
 
 	srv, err := Start(ctx, cfg)
 	if err != nil {
@@ -28,6 +29,15 @@ func TestStartRestartKeepsState(t *testing.T) {
 	}
 	port := srv.cfg.Port
 	assertSearchAttribute(ctx, t, srv, "DroverProbe")
+	c, err := client.Dial(client.Options{HostPort: srv.Address(), Namespace: srv.Namespace(), Logger: nopLogger{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, err := c.WorkflowService().DescribeNamespace(ctx, describeNamespace(srv.Namespace()))
+	c.Close()
+	if err != nil || ns.GetConfig().GetWorkflowExecutionRetentionTtl().AsDuration() != 45*24*time.Hour {
+		t.Fatalf("the namespace keeps closed histories %v (%v), want the retention asked, 1080h", ns.GetConfig().GetWorkflowExecutionRetentionTtl().AsDuration(), err)
+	}
 	srv.Kill()
 
 	// Same file, no search attribute flags: what was registered must still be there.

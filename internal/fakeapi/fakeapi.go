@@ -272,6 +272,7 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 	status, q := r.URL.Query().Get("status"), strings.ToLower(r.URL.Query().Get("q"))
 	awaiting := r.URL.Query().Get("awaiting_approval") == "true"
+	after, limit := pageOf(r)
 	s.answerList(w, r, "tasks", func() any {
 		out := []Task{}
 		for i := len(s.order) - 1; i >= 0; i-- {
@@ -285,8 +286,36 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 			t.Pending, t.ContextWindow = nil, nil
 			out = append(out, t)
 		}
-		return map[string]any{"tasks": out}
+		page, next := cut(out, after, limit, func(t Task) string { return "t:" + t.ID })
+		return map[string]any{"tasks": page, "next": next}
 	})
+}
+
+// pageOf reads a listing's ?after= and ?limit= (50 when absent), as the real API does.
+func pageOf(r *http.Request) (after string, limit int) {
+	limit = 50
+	if n, err := strconv.Atoi(r.URL.Query().Get("limit")); err == nil && n > 0 {
+		limit = n
+	}
+	return r.URL.Query().Get("after"), limit
+}
+
+// cut returns the page of items after the cursor after (key names each item's cursor) and the
+// next page's cursor, "" when none is left.
+func cut[T any](items []T, after string, limit int, key func(T) string) ([]T, string) {
+	start := 0
+	if after != "" {
+		for i, it := range items {
+			if key(it) == after {
+				start = i + 1
+			}
+		}
+	}
+	items = items[start:]
+	if len(items) <= limit {
+		return items, ""
+	}
+	return items[:limit], key(items[limit-1])
 }
 
 // answerList answers a list's GET: its JSON, or with Accept: text/event-stream the list now and
@@ -352,6 +381,7 @@ func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
+	after, limit := pageOf(r)
 	s.answerList(w, r, "approvals", func() any {
 		out := []PendingRequest{}
 		for _, id := range s.order {
@@ -360,7 +390,8 @@ func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
 				out = append(out, p)
 			}
 		}
-		return map[string]any{"approvals": out}
+		page, next := cut(out, after, limit, func(p PendingRequest) string { return "r:" + p.TaskID + "/" + p.RequestID })
+		return map[string]any{"approvals": page, "next": next}
 	})
 }
 

@@ -30,8 +30,8 @@ var rules = []Rule{
 		Forbid: []string{"store", "engine", "claudecode", "github.com/jackc/pgx", "os/exec"},
 	},
 	{
-		Name:   "store and taskview import no Temporal",
-		From:   []string{"store", "taskview"},
+		Name:   "store, taskview and archive import no Temporal",
+		From:   []string{"store", "taskview", "archive"},
 		Forbid: []string{"go.temporal.io"},
 	},
 	{
