@@ -277,6 +277,7 @@ func TestBadInputIsRefusedBeforeAnythingIsSent(t *testing.T) {
 		{"empty budget change", "POST", "/api/v1/tasks/known/budget", `{}`, nil, 400, api.CodeInvalidInput},
 		{"negative budget change", "POST", "/api/v1/tasks/known/budget", `{"max_turns":-2}`, nil, 400, api.CodeInvalidInput},
 		{"budget change unknown field", "POST", "/api/v1/tasks/known/budget", `{"max_tokens":2}`, nil, 400, api.CodeUnknownField},
+		{"unknown resolve choice", "POST", "/api/v1/tasks/known/resolve", `{"choice":"forget"}`, nil, 400, api.CodeInvalidInput},
 		{"unknown route", "GET", "/api/v1/nothing", ``, nil, 404, api.CodeNotFound},
 		{"wrong method", "DELETE", "/api/v1/tasks", ``, nil, 405, api.CodeMethodNotAllowed},
 		{"no console", "GET", "/", ``, nil, 404, api.CodeNotFound},
@@ -335,9 +336,12 @@ func TestValidRequestsReachTheTask(t *testing.T) {
 	if a := do(t, ts, "POST", "/api/v1/tasks/known/approvals/req-1", `{"decision":"allow_always"}`); a.status != 200 {
 		t.Fatalf("decide: %d %s", a.status, a.body)
 	}
+	if a := do(t, ts, "POST", "/api/v1/tasks/t1/resolve", `{"choice":"new_session"}`); a.status != 200 || !strings.Contains(string(a.body), `"turn":2`) {
+		t.Fatalf("resolve: %d %s", a.status, a.body)
+	}
 	want := []string{
 		`start t1 ` + ws + ` "hello" `, `prompt t1 "again"`, "interrupt t1", "close t1", "cancel t1", "cancel t1", "budget t1",
-		"decide known req-1 allow=true always=1",
+		"decide known req-1 allow=true always=1", "resolve t1 new_session",
 	}
 	if got := rec.sent(); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("sent:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -344,6 +345,9 @@ func TestResumeOffTheMainChainFallsBack(t *testing.T) {
 		}
 	}
 	t.Logf("resume steps logged: %q", fellBack)
+	if got := completes(e.events(id)); len(got) != 3 {
+		t.Errorf("%d complete events for 3 turns: the refused process left one of its own", len(got))
+	}
 	if len(fellBack) == 0 {
 		t.Error("the log does not say the resume fell back (did the CLI take the committed message off its chain?)")
 	}
@@ -385,6 +389,12 @@ func TestUnresumableSessionNeedsAttention(t *testing.T) {
 	}
 	if n := len(e.fake.MainRequests()); n != before {
 		t.Fatalf("the API received %d requests while the session could not be resumed", n-before)
+	}
+	told := slices.ContainsFunc(e.events(id), func(ev loggedEvent) bool {
+		return ev.Agent.Type == events.TypeError && ev.Agent.Error != nil && strings.Contains(ev.Agent.Error.Message, "the task needs attention")
+	})
+	if !told {
+		t.Error("the event log does not say the task needs attention")
 	}
 	tc := *e.tc
 	tc.DB = e.db()

@@ -17,7 +17,7 @@ import (
 )
 
 var (
-	restartN    = flag.Int("restart.n", 20, "TestRestartLoop: how many times to restart the worker, each followed by a prompt (make test-restart: 50)")
+	restartN    = flag.Int("restart.n", 15, "TestRestartLoop: how many times to restart the worker, each followed by a prompt (make test-restart: 50)")
 	restartSeed = flag.Uint64("restart.seed", 0, "TestRestartLoop: the seed of the restart points (0: from the clock)")
 )
 
@@ -35,11 +35,13 @@ const (
 	restartStreaming
 	// restartTool: a Bash tool's command runs.
 	restartTool
+	// restartRetired: the task idled past the worker's keep-alive and its CLI was stopped.
+	restartRetired
 	numRestartPoints
 )
 
 func (p restartPoint) String() string {
-	return [...]string{"idle", "just ended", "starting", "streaming", "tool running"}[p]
+	return [...]string{"idle", "just ended", "starting", "streaming", "tool running", "CLI retired"}[p]
 }
 
 // The worker is stopped -restart.n times, by SIGTERM (its drain) or SIGKILL, at varied points
@@ -68,7 +70,7 @@ func TestRestartLoop(t *testing.T) {
 	host := "restart-" + e.queue
 	t.Cleanup(func() { claudecode.KillTaggedUnder(host) })
 	// SIGTERM stops running turns after a second (they continue on the restarted worker).
-	start := func() *workerProc { return e.startWorker(host, "--drain-timeout", "1s") }
+	start := func() *workerProc { return e.startWorker(host, "--drain-timeout", "1s", "--keep-alive", "3s") }
 	w := start()
 	id := e.taskID("restart")
 	params := e.params()
@@ -226,5 +228,8 @@ func (s *restartScript) waitForPoint(e *env, id string, k int, p restartPoint, a
 		e.waitFor("the answer to stream", func() bool { return logged(e, id, k, fmt.Sprintf("restart turn %d half", k)) })
 	case restartTool:
 		e.waitFor("the tool to run", func() bool { return len(withMarker(fmt.Sprintf("restartmark-%d", k))) > 0 })
+	case restartRetired:
+		e.waitTurns(id, k)
+		e.waitFor("the idle CLI to be retired", func() bool { pid := e.executorPID(id); return pid == 0 || !alive(pid) })
 	}
 }

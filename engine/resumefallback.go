@@ -72,6 +72,11 @@ func (a *attempt) resumeWithFallback(ctx context.Context, in prepared, at resume
 	}
 	if refused(o) && first != nil {
 		o.fail.Err = fmt.Errorf("%w; every way to resume the session was refused (%d tried), the last: %v", first, numResumeSteps, o.fail.Err)
+		a.emit(events.AgentEvent{Type: events.TypeError, SessionID: at.sessionID, Error: &events.ErrorInfo{
+			Kind: events.ErrorResumeRejected,
+			Message: fmt.Sprintf("claude refused every way to resume session %s; the task needs attention: "+
+				"retry, or start a new session seeded with a summary of this one (drover task resolve)", at.sessionID),
+		}})
 	}
 	return o
 }

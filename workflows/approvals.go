@@ -193,8 +193,16 @@ func (s *taskState) decide(ctx workflow.Context, d task.Decision) (task.Decision
 // keep coming meanwhile. One that no longer holds is dropped: nobody waits for its answer.
 func (s *taskState) decideLater(ctx workflow.Context, d task.Decision) {
 	s.delivering++ // from now on: the run must not continue as new before it is applied
+	if s.lateDecisions == nil {
+		s.lateDecisions = map[string]bool{}
+	}
+	s.lateDecisions[d.RequestID] = true
 	workflow.Go(ctx, func(ctx workflow.Context) {
-		defer func() { s.delivering-- }()
+		defer func() {
+			s.delivering--
+			delete(s.lateDecisions, d.RequestID)
+			s.awaitingChanged++ // the deadline watcher looks at the request again
+		}()
 		log := workflow.GetLogger(ctx)
 		s.awaitAsked(ctx, d.RequestID)
 		if err := s.validateDecision(ctx, d); err != nil || s.final != "" {
@@ -309,9 +317,10 @@ func (s *taskState) extendDeadline(ctx workflow.Context, e task.ExtendDeadline) 
 // expireRequests denies, with a reason the agent can read, every request nobody answered by its
 // deadline, and interrupts its turn so that the agent does not ask again.
 func (s *taskState) expireRequests(ctx workflow.Context) {
+	later := workflow.GetSignalChannel(ctx, task.SignalDecide)
 	for {
 		seen := s.awaitingChanged
-		next, ok := s.nextDeadline()
+		next, ok := s.nextDeadline(s.spareLateDecisions(ctx))
 		changed := func() bool { return s.awaitingChanged != seen }
 		var err error
 		if !ok {
@@ -325,8 +334,16 @@ func (s *taskState) expireRequests(ctx workflow.Context) {
 			return // cancelled: the task ends
 		}
 		now := workflow.Now(ctx)
+		if later.Len() > 0 && s.deadlinePassed(now) && s.lateDecisionsFirst(ctx) {
+			// A decision that came with the deadline (both heard at once, when a worker comes
+			// back after a person decided) is taken first: once received, it is on its way.
+			if err := workflow.Await(ctx, func() bool { return later.Len() == 0 }); err != nil {
+				return
+			}
+		}
+		spare := s.spareLateDecisions(ctx)
 		for _, r := range slices.Clone(s.awaiting) {
-			if r.Deadline.After(now) || s.awaitingIndex(r.RequestID) < 0 {
+			if r.Deadline.After(now) || s.awaitingIndex(r.RequestID) < 0 || spare && s.lateDecisions[r.RequestID] {
 				continue
 			}
 			rec := task.DecisionRecord{TaskID: s.taskID, RequestID: r.RequestID, Turn: r.Turn, Kind: r.Kind,
@@ -344,10 +361,35 @@ func (s *taskState) expireRequests(ctx workflow.Context) {
 	}
 }
 
-// nextDeadline is the earliest deadline of the waiting requests.
-func (s *taskState) nextDeadline() (time.Time, bool) {
+// lateDecisionVersion marks the runs in which a decision sent while no worker ran beats the
+// deadline of its request: the person answered in time, and the answer was only on its way.
+const lateDecisionVersion = "late-decision-beats-deadline"
+
+// lateDecisionsFirst reports whether this run lets a decision sent while no worker ran beat its
+// request's deadline (see lateDecisionVersion).
+func (s *taskState) lateDecisionsFirst(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, lateDecisionVersion, workflow.DefaultVersion, 1) != workflow.DefaultVersion
+}
+
+// spareLateDecisions reports whether the deadline watcher leaves alone the requests whose
+// decision is on its way (lateDecisions).
+func (s *taskState) spareLateDecisions(ctx workflow.Context) bool {
+	return len(s.lateDecisions) > 0 && s.lateDecisionsFirst(ctx)
+}
+
+// deadlinePassed reports whether a waiting request's deadline has passed at now.
+func (s *taskState) deadlinePassed(now time.Time) bool {
+	return slices.ContainsFunc(s.awaiting, func(r task.PendingRequest) bool { return !r.Deadline.After(now) })
+}
+
+// nextDeadline is the earliest deadline of the waiting requests (but those whose decision is on
+// its way, when spare is set).
+func (s *taskState) nextDeadline(spare bool) (time.Time, bool) {
 	var next time.Time
 	for _, r := range s.awaiting {
+		if spare && s.lateDecisions[r.RequestID] {
+			continue
+		}
 		if next.IsZero() || r.Deadline.Before(next) {
 			next = r.Deadline
 		}

@@ -23,6 +23,8 @@ type taskState struct {
 
 	// turn is the highest turn number given out.
 	turn int
+	// idle is the run's idle timer, kept across its waits for work (idleTimerVersion).
+	idle idleTimer
 	// pending are the accepted prompts that wait for their turn, in order;
 	// queuedBytes is the sum of their encoded sizes.
 	pending     []task.QueuedPrompt
@@ -59,6 +61,9 @@ type taskState struct {
 	// awaitingChanged counts changes to them, so that the deadline watcher wakes up.
 	awaiting        []task.PendingRequest
 	awaitingChanged int
+	// lateDecisions are the requests with a decision sent while no worker ran (SignalDecide) that
+	// is on its way (decideLater): no deadline expires them meanwhile.
+	lateDecisions map[string]bool
 	// grants are the permissions granted for the rest of the task.
 	grants []task.Grant
 	// decided are the latest decisions (see task.Carry.Decided).

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/drover-run/drover/task"
 )
@@ -246,6 +247,40 @@ func TestResumeRejectedNeedsAttention(t *testing.T) {
 			assert.Equal(t, 1, st.Totals.FailedTurns)
 		})
 	}
+}
+
+// A history from before tasks waited for a person replays as it ran: the session cleared, the
+// next prompt in a new session.
+func TestResumeRejectedBeforeAttentionClearsTheSession(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, defaultLimits)
+	env.OnGetVersion(attentionChangeID, workflow.DefaultVersion, 1).Return(workflow.DefaultVersion)
+	rec := &recorder{}
+	rec.mockHosts(env, hostA)
+	rec.mockControl(env)
+	rec.mockRunTurn(env, func(c runCall) (task.RunTurnResult, error) {
+		if c.In.Turn == 2 {
+			return task.RunTurnResult{}, temporalAppError("no conversation found with session ID s1", task.ErrTypeResumeRejected)
+		}
+		return completeTurn(c)
+	})
+	var between task.State
+	env.RegisterDelayedCallback(func() {
+		sendPrompt(env, "p1", "one")
+		sendPrompt(env, "p2", "two")
+	}, 0)
+	env.RegisterDelayedCallback(func() {
+		between = query(t, env)
+		sendPrompt(env, "p3", "three")
+		sendUpdate(env, task.UpdateClose, "close")
+	}, time.Hour)
+	env.ExecuteWorkflow(task.WorkflowName, params())
+	result(t, env)
+	calls := rec.runCalls()
+	require.Equal(t, []int{1, 2, 3}, turnsOf(calls))
+	assert.Equal(t, task.StatusIdle, between.Status)
+	assert.Empty(t, between.SessionID)
+	assert.Equal(t, "three", calls[2].In.Prompt.Text)
 }
 
 func TestResolveIsRefusedWhenNothingNeedsAttention(t *testing.T) {

@@ -136,6 +136,22 @@ func (s *taskState) waitForWork(ctx workflow.Context) error {
 	if s.p.IdleTimeout <= 0 {
 		return workflow.Await(ctx, ready)
 	}
+	if workflow.GetVersion(ctx, idleTimerVersion, workflow.DefaultVersion, idleTimerKept) == workflow.DefaultVersion {
+		return s.waitWithOwnTimer(ctx, ready)
+	}
+	idle, err := s.idle.wait(ctx, s.p.IdleTimeout, ready)
+	if err != nil {
+		return err
+	}
+	if idle {
+		s.closeIdle(ctx)
+	}
+	return nil
+}
+
+// waitWithOwnTimer is waitForWork with an idle timeout in runs from before idleTimerKept: each
+// wait starts a timer of its own, cancelled when work comes first.
+func (s *taskState) waitWithOwnTimer(ctx workflow.Context, ready func() bool) error {
 	ok, err := workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
 		Timeout:      s.p.IdleTimeout,
 		TimerOptions: workflow.TimerOptions{Summary: "idle timeout"},
@@ -144,10 +160,14 @@ func (s *taskState) waitForWork(ctx workflow.Context) error {
 		return err
 	}
 	if !ok && !ready() {
-		workflow.GetLogger(ctx).Info("task idle for its idle timeout; closing", "idle_timeout", s.p.IdleTimeout)
-		s.closing = true
+		s.closeIdle(ctx)
 	}
 	return nil
+}
+
+func (s *taskState) closeIdle(ctx workflow.Context) {
+	workflow.GetLogger(ctx).Info("task idle for its idle timeout; closing", "idle_timeout", s.p.IdleTimeout)
+	s.closing = true
 }
 
 // completed ends the task after a close or an idle timeout.
