@@ -130,7 +130,7 @@ func (s *Server) diff(ctx context.Context, id string, dq diffQuery) (TaskDiff, e
 	if err != nil {
 		return TaskDiff{}, err
 	}
-	if turns, err = s.committed(ctx, id, turns); err != nil {
+	if turns, err = store.CommittedTurns(ctx, s.cfg.DB, id, turns); err != nil {
 		return TaskDiff{}, err
 	}
 	out := TaskDiff{TaskID: id, Turn: dq.turn, Turns: turns, File: dq.file, Offset: dq.offset, Files: []FileChange{}}
@@ -153,26 +153,6 @@ func (s *Server) diff(ctx context.Context, id string, dq diffQuery) (TaskDiff, e
 	}
 	out.PatchBytes = len(patch)
 	out.Patch, out.NextOffset = page(patch, dq.offset, dq.limit)
-	return out, nil
-}
-
-// committed drops the turns whose checkpoint Postgres has not committed: one pushed by an
-// attempt that then died (its retry records the turn again). A task with no executor row keeps
-// them all.
-func (s *Server) committed(ctx context.Context, id string, turns []int) ([]int, error) {
-	e, err := store.GetExecutor(ctx, s.cfg.DB, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return turns, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading the committed checkpoint of task %s: %w", id, err)
-	}
-	out := []int{}
-	for _, n := range turns {
-		if n <= e.CheckpointTurn {
-			out = append(out, n)
-		}
-	}
 	return out, nil
 }
 

@@ -69,3 +69,24 @@ func Rewind(ctx context.Context, db TxDB, taskID string, p RewindPoint) error {
 		return nil
 	})
 }
+
+// CommittedTurns keeps of turns (those with a checkpoint on the workspace remote) the ones up to
+// the task's last committed checkpoint: a checkpoint pushed by an attempt that died before its
+// turn committed is left out (its retry records the turn again). A task with no executor row
+// keeps them all.
+func CommittedTurns(ctx context.Context, db DB, taskID string, turns []int) ([]int, error) {
+	e, err := GetExecutor(ctx, db, taskID)
+	if errors.Is(err, ErrNotFound) {
+		return turns, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the committed checkpoint of task %s: %w", taskID, err)
+	}
+	out := []int{}
+	for _, n := range turns {
+		if n <= e.CheckpointTurn {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}

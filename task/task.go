@@ -245,6 +245,8 @@ type Carry struct {
 	Attention *Attention `json:"attention,omitempty"`
 	// NewSessionTurn is the turn a person chose to start in a new session, until it runs.
 	NewSessionTurn int `json:"new_session_turn,omitempty"`
+	// Rewound is set when the task was rewound since its last turn ran (RunTurnInput.Rewound).
+	Rewound bool `json:"rewound,omitempty"`
 }
 
 // RecentPrompt is one accepted prompt Update and the answer it got.

@@ -24,7 +24,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/drover-run/drover/internal/devserver"
-	"github.com/drover-run/drover/internal/temporaltest"
+	"github.com/drover-run/drover/internal/testkit/temporaltest"
 	"github.com/drover-run/drover/task"
 )
 

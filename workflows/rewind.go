@@ -35,8 +35,10 @@ func (s *taskState) validateRewind(ctx workflow.Context, r task.RewindRequest) e
 		return rejection(task.ErrTypeCannotRewind, "the task has no managed workspace (it was started with a folder, not a repository): its files cannot go back")
 	case s.running != 0 || len(s.pending) > 0 || s.rewinding:
 		return rejection(task.ErrTypeCannotRewind, "a turn runs or waits in the task: interrupt it, or let the queue finish, then rewind")
-	case r.Turn < 0 || r.Turn > s.lastTurn:
-		return rejection(task.ErrTypeCannotRewind, fmt.Sprintf("turn %d is not one the task has reached: give 0 (its start) to %d", r.Turn, s.lastTurn))
+	case r.Turn < 0 || r.Turn > s.turn:
+		// With nothing running or queued, s.turn (carried across continue-as-new) is the last
+		// turn the task ran.
+		return rejection(task.ErrTypeCannotRewind, fmt.Sprintf("turn %d is not one the task has reached: give 0 (its start) to %d", r.Turn, s.turn))
 	}
 	return nil
 }

@@ -85,3 +85,31 @@ func TestForkResumesTheOtherTasksTurn(t *testing.T) {
 	assert.Equal(t, "m-src-1", runs[0].In.LastMessageUUID)
 	assert.Equal(t, p.Fork, runs[0].In.Fork)
 }
+
+// A run continued as new knows the turns its earlier runs ran: a rewind to one of them is taken,
+// and the rewind is carried to the next run when it continues before the next turn.
+func TestRewindAfterContinueAsNew(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, defaultLimits)
+	rec := standard(env)
+	env.OnActivity(task.ActivityRewind, mock.Anything, mock.Anything).Return(func(_ context.Context, in task.RewindInput) (task.Rewound, error) {
+		return task.Rewound{Turn: in.Turn, SessionID: "s1", LastMessageUUID: "m2", Checkpoint: "c2"}, nil
+	})
+	p := managedParams()
+	p.Carry = &task.Carry{Turn: 3, SessionID: "s1", LastMessageUUID: "m3", HostQueue: task.HostQueue(hostA)}
+	var back *update
+	env.RegisterDelayedCallback(func() { back = sendUpdate(env, task.UpdateRewind, "back", task.RewindRequest{Turn: 2}) }, time.Second)
+	env.RegisterDelayedCallback(func() { sendPrompt(env, "p4", "four") }, time.Minute)
+	env.RegisterDelayedCallback(func() { sendUpdate(env, task.UpdateClose, "close") }, 2*time.Minute)
+	env.ExecuteWorkflow(task.WorkflowName, p)
+	result(t, env)
+	require.True(t, back.completed && back.err == nil, "rewind after continue-as-new: rejected=%v %v", back.rejected, back.err)
+	runs := rec.runCalls()
+	require.Len(t, runs, 1)
+	assert.Equal(t, 4, runs[0].In.Turn)
+	assert.Equal(t, "m2", runs[0].In.LastMessageUUID)
+	assert.True(t, runs[0].In.Rewound, "the turn after the rewind says so")
+
+	carried := newTaskState(task.Params{Carry: &task.Carry{Turn: 2, Rewound: true}}, defaultLimits, "t", "r")
+	assert.True(t, carried.carry().Rewound, "a rewind not yet followed by a turn is carried")
+}

@@ -116,6 +116,7 @@ func newTaskState(p task.Params, lim limits, taskID, firstRunID string) *taskSta
 		s.grants = slices.Clone(c.Grants)
 		s.decided = slices.Clone(c.Decided)
 		s.hostBudget = c.HostBudget
+		s.rewound = c.Rewound
 		if c.BudgetExhausted != nil {
 			x := *c.BudgetExhausted
 			s.exhausted = &x
@@ -206,6 +207,7 @@ func (s *taskState) carry() *task.Carry {
 		BudgetExhausted: cloneExhausted(s.exhausted),
 		Attention:       cloneAttention(s.attention),
 		NewSessionTurn:  s.newSessionTurn,
+		Rewound:         s.rewound,
 	}
 }
 

@@ -6,9 +6,11 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/workspace"
 )
 
@@ -53,7 +55,7 @@ from the durable remote the workers push to, so it needs no worker and no worktr
 		if err != nil {
 			return err
 		}
-		d, err := readDiff(ctx, m, args[0], turn, stat)
+		d, err := a.readDiff(ctx, m, args[0], turn, stat)
 		if err != nil {
 			return err
 		}
@@ -70,14 +72,17 @@ from the durable remote the workers push to, so it needs no worker and no worktr
 }
 
 // readDiff fetches the task's checkpoints from the remote and compares them: the whole task
-// (turn 0) or one turn.
-func readDiff(ctx context.Context, m *workspace.Manager, id string, turn int, stat bool) (taskDiff, error) {
+// (turn 0, up to its last committed checkpoint) or one turn.
+func (a *app) readDiff(ctx context.Context, m *workspace.Manager, id string, turn int, stat bool) (taskDiff, error) {
 	t := m.Stored(id)
 	if err := m.Fetch(ctx, t); err != nil {
 		return taskDiff{}, err
 	}
 	turns, err := m.Turns(ctx, t)
 	if err != nil {
+		return taskDiff{}, err
+	}
+	if turns, err = a.committedTurns(ctx, id, turns); err != nil {
 		return taskDiff{}, err
 	}
 	d := taskDiff{TaskID: id, Turn: turn, Turns: turns}
@@ -124,4 +129,21 @@ func short(commit string) string {
 		return commit[:12]
 	}
 	return strings.TrimSpace(commit)
+}
+
+// committedTurns keeps the turns whose checkpoint Postgres committed (store.CommittedTurns).
+// Without Postgres it says so and keeps them all: the remote alone is enough to read a diff.
+func (a *app) committedTurns(ctx context.Context, id string, turns []int) ([]int, error) {
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	pool, err := store.Connect(cctx, a.env.databaseURL)
+	if err == nil {
+		defer pool.Close()
+		var kept []int
+		if kept, err = store.CommittedTurns(cctx, pool, id, turns); err == nil {
+			return kept, nil
+		}
+	}
+	fmt.Fprintf(a.stderr, "drover: not checking which checkpoints Postgres committed (%v); showing every one the remote holds\n", err)
+	return turns, nil
 }

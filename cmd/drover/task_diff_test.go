@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/drover-run/drover/internal/testkit/pgtest"
+	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/workspace"
 )
 
@@ -78,7 +82,7 @@ func TestTaskDiffPrintsWhatGitPrints(t *testing.T) {
 		{[]string{"task", "diff", "--turn", "1", "t1"}, gitOut(t, remote, "diff", ref("base"), ref("turns/1"))},
 	} {
 		var out bytes.Buffer
-		if err := run(context.Background(), c.args, nil, &out, &out); err != nil {
+		if err := run(context.Background(), c.args, nil, &out, io.Discard); err != nil {
 			t.Fatalf("%q: %v", c.args, err)
 		}
 		if out.String() != c.want {
@@ -86,7 +90,7 @@ func TestTaskDiffPrintsWhatGitPrints(t *testing.T) {
 		}
 	}
 	var out bytes.Buffer
-	if err := run(context.Background(), []string{"task", "diff", "t1", "--turn", "2", "--stat"}, nil, &out, &out); err != nil {
+	if err := run(context.Background(), []string{"task", "diff", "t1", "--turn", "2", "--stat"}, nil, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	for _, line := range []string{"a.txt", "+1", "-0", "new.bin", "binary", "2 file(s) changed, 1 line(s) added, 0 deleted"} {
@@ -95,7 +99,7 @@ func TestTaskDiffPrintsWhatGitPrints(t *testing.T) {
 		}
 	}
 	out.Reset()
-	if err := run(context.Background(), []string{"task", "diff", "t1", "-o", "json", "--stat"}, nil, &out, &out); err != nil {
+	if err := run(context.Background(), []string{"task", "diff", "t1", "-o", "json", "--stat"}, nil, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	var d taskDiff
@@ -111,5 +115,51 @@ func TestTaskDiffPrintsWhatGitPrints(t *testing.T) {
 	err = run(context.Background(), []string{"task", "diff", "unmanaged", "-o", "json"}, nil, &out, &out)
 	if err == nil || !strings.Contains(out.String(), `"code": "not_managed"`) {
 		t.Errorf("a task with no managed workspace: %v\n%s", err, out.String())
+	}
+}
+
+// git, reading or publishing checkpoints, gets the ways to authenticate and the proxies of the
+// environment, and nothing else of it (no API key, no token).
+func TestGitEnvPassesAuthAndProxiesOnly(t *testing.T) {
+	got := gitEnv([]string{"SSH_AUTH_SOCK=/tmp/agent", "ANTHROPIC_API_KEY=sk-secret", "https_proxy=http://p:3128",
+		"DROVER_API_TOKENS=tok", "GIT_SSH_COMMAND=ssh -i k", "HOME=/root"})
+	want := []string{"SSH_AUTH_SOCK=/tmp/agent", "https_proxy=http://p:3128", "GIT_SSH_COMMAND=ssh -i k"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("gitEnv = %q, want %q", got, want)
+	}
+}
+
+// drover task diff ends the whole task at the checkpoint Postgres committed: a turn whose
+// checkpoint an attempt pushed before it died is not shown.
+func TestTaskDiffEndsAtTheCommittedCheckpoint(t *testing.T) {
+	remote := twoTurnTask(t, "t1")
+	dsn := pgtest.NewDatabase(t)
+	ctx := context.Background()
+	pool, err := store.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := store.Migrate(ctx, pool, nil); err != nil {
+		t.Fatal(err)
+	}
+	c1 := strings.TrimSpace(gitOut(t, remote, "rev-parse", "refs/drover/tasks/t1/turns/1"))
+	if _, err := store.BeginAttempt(ctx, pool, store.AttemptStart{TaskID: "t1", AttemptID: "a1", Turn: 1, Prompt: "p",
+		PromptUUID: "00000000-0000-4000-8000-000000000001", LostTurnError: "lost"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.CommitTurn(ctx, pool, store.TurnCommit{TaskID: "t1", Turn: 1, AttemptID: "a1", SessionID: "s",
+		LastMessageUUID: "u1", Status: task.TurnCompleted, Checkpoint: c1}); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	t.Setenv("DROVER_WORKSPACE_REMOTE", remote)
+	t.Setenv("DROVER_DATABASE_URL", dsn)
+	var out bytes.Buffer
+	if err := run(ctx, []string{"task", "diff", "t1"}, nil, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	if want := gitOut(t, remote, "diff", "refs/drover/tasks/t1/base", c1); out.String() != want {
+		t.Errorf("the whole task's diff:\n%s\nwant the base to turn 1's:\n%s", out.String(), want)
 	}
 }

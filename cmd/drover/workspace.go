@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -44,5 +46,23 @@ func (a *app) workspaceView(ctx context.Context, o *workspaceViewOptions) (*work
 		return nil, fmt.Errorf("making the workspace view's folder: %w", err)
 	}
 	return workspace.New(ctx, workspace.Config{Root: filepath.Join(dir, "work"), StateDir: filepath.Join(dir, "state"),
-		Remote: remote, Logger: a.log.With("component", "workspace")})
+		Remote: remote, Env: gitEnv(a.env.environ), Logger: a.log.With("component", "workspace")})
+}
+
+// gitPassThrough are the variables of the environment that reach git when a command reads or
+// publishes checkpoints: how to authenticate (the SSH agent, an SSH command, an askpass program)
+// and the proxies. Package workspace gives git nothing of the environment by itself.
+var gitPassThrough = []string{"SSH_AUTH_SOCK", "GIT_SSH_COMMAND", "GIT_ASKPASS",
+	"HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "no_proxy"}
+
+// gitEnv is the part of environ that git is given (gitPassThrough).
+func gitEnv(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if slices.Contains(gitPassThrough, name) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
