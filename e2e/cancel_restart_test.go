@@ -10,7 +10,8 @@ import (
 // The worker is killed while the model's answer is held open, the task is cancelled while no
 // worker runs, and the worker comes back: the cancel wins. The lost attempt is not retried, so
 // no request for the task reaches the API after the cancel was accepted (the fake's request
-// count is the witness).
+// count is the witness). The cancel is in the task's event log, by who asked, with no worker to
+// write it.
 func TestCancelWinsOverWorkerRestart(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -36,7 +37,7 @@ func TestCancelWinsOverWorkerRestart(t *testing.T) {
 
 	// Cancelled with no worker running: the cancel is recorded, and Temporal keeps it.
 	e.tc.DB = e.db()
-	if err := e.tc.Cancel(e.ctx, id); err != nil {
+	if err := e.tc.CancelBy(e.ctx, id, "ops"); err != nil {
 		t.Fatal(err)
 	}
 	accepted := e.fake.Mark()
@@ -51,5 +52,19 @@ func TestCancelWinsOverWorkerRestart(t *testing.T) {
 	back.stop()
 	if after := e.fake.LedgerSince(accepted); e.fake.Mark() != accepted {
 		t.Errorf("%d request(s) reached the API after the cancel was accepted (billed: %+v)", e.fake.Mark()-accepted, after)
+	}
+	// The cancel is in the task's event log though no worker ran, once, by who asked; the log's
+	// seqs around it, the returning worker's included, stay 1, 2, 3… with none missing or doubled.
+	var cancels []string
+	for i, ev := range e.events(id) {
+		if ev.Seq != int64(i+1) {
+			t.Fatalf("the log's event %d has seq %d", i+1, ev.Seq)
+		}
+		if ev.Type == "cancel_requested" {
+			cancels = append(cancels, ev.Agent.By)
+		}
+	}
+	if len(cancels) != 1 || cancels[0] != "ops" {
+		t.Errorf("the log records cancels by %q, want one by ops", cancels)
 	}
 }

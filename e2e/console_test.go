@@ -91,7 +91,8 @@ func shoot(t *testing.T, p *browser.Page, name string) string {
 // with exactly the events of the Postgres log, none missing, none doubled; "allow always" from
 // the page spares the same command later (it runs twice, asked once). Who acted is recorded:
 // the page's decisions and prompts by its token's name (ada), a decision from the command line
-// by the user who ran it, each shown on the page and in the event log.
+// by the user who ran it, each shown on the page and in the event log; so are budget changes and
+// the cancel, from the API (ada) and the command line (its user).
 func TestConsoleSupervisedTask(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -263,6 +264,7 @@ func TestConsoleSupervisedTask(t *testing.T) {
 		t.Errorf("the page does not show the grant: %q", got)
 	}
 	checkAuthors(t, e, p, s, id)
+	checkChangers(t, e, p, s, id)
 	if d := p.Dialogs(); len(d) > 0 {
 		t.Errorf("dialogs opened: %v", d)
 	}
@@ -309,5 +311,47 @@ func checkAuthors(t *testing.T, e *env, p *browser.Page, s *apiServer, id string
 	e.pageWait(p, "the command line's decision on the page", `[...document.querySelectorAll('.request[data-outcome="allowed"] .request-state')].some(e => e.textContent.includes("by `+u.Username+`"))`)
 	if row := e.row(id, reqID); row.DecidedBy != u.Username {
 		t.Errorf("the command line's decision is recorded by %q, want %q", row.DecidedBy, u.Username)
+	}
+}
+
+// checkChangers: a budget change from the command line is in the task's event log by the user
+// who ran it, one through the API and the cancel through the API by the token's name (ada), each
+// once and in the order made; the page's timeline shows each with who made it, live.
+func checkChangers(t *testing.T, e *env, p *browser.Page, s *apiServer, id string) {
+	t.Helper()
+	u, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.pageWait(p, "the fifth turn's end on the page", `document.querySelectorAll("li.ev-complete").length == 5`)
+	if out, err := e.droverCLI("task", "budget", id, "--budget-turns", "40"); err != nil {
+		t.Fatalf("drover task budget: %v: %s", err, out)
+	}
+	e.pageWait(p, "the command line's budget change on the page",
+		`[...document.querySelectorAll("#timeline li.ev-budget_changed")].some(e => e.textContent.includes("Budget changed by `+u.Username+`") && e.textContent.includes("40 turns"))`)
+	s.must(200, nil, "POST", "/api/v1/tasks/"+id+"/budget", `{"max_cost_usd":7}`)
+	s.must(202, nil, "POST", "/api/v1/tasks/"+id+"/cancel", ``)
+	e.pageWait(p, "the page's budget change and cancel by ada",
+		`[...document.querySelectorAll("#timeline li.ev-budget_changed")].some(e => e.textContent.includes("Budget changed by ada") && e.textContent.includes("$7.00")) &&
+		[...document.querySelectorAll("#timeline li.ev-cancel_requested")].some(e => e.textContent.includes("Cancel requested by ada"))`)
+	var got []string
+	for _, ev := range e.events(id) {
+		switch ev.Type {
+		case "budget_changed":
+			b := ev.Agent.BudgetSet
+			if b == nil {
+				t.Fatalf("budget_changed %d without the budget: %s", ev.Seq, ev.Payload)
+			}
+			got = append(got, fmt.Sprintf("budget by %s: $%g, %d turns", ev.Agent.By, b.MaxCostUSD, b.MaxTurns))
+		case "cancel_requested":
+			got = append(got, "cancel by "+ev.Agent.By)
+		}
+	}
+	want := []string{"budget by " + u.Username + ": $0, 40 turns", "budget by ada: $7, 40 turns", "cancel by ada"}
+	if !slices.Equal(got, want) {
+		t.Errorf("the event log records %q, want %q", got, want)
+	}
+	if n := pageEval[int](t, p, `document.querySelectorAll("#timeline li.ev-budget_changed, #timeline li.ev-cancel_requested").length`); n != 3 {
+		t.Errorf("the page shows %d budget changes and cancels, want 3", n)
 	}
 }

@@ -301,3 +301,11 @@ type BudgetSpent struct {
 	// Cut says the turn was interrupted for the budget; otherwise it ended at the bound.
 	Cut bool `json:"cut,omitempty"`
 }
+
+// BudgetSet details a budget_changed event: the task's budget as it stands after the change,
+// its own bounds completed by its host's default; a bound left out (zero) bounds nothing.
+type BudgetSet struct {
+	MaxCostUSD    float64 `json:"max_cost_usd,omitempty"`
+	MaxTurns      int     `json:"max_turns,omitempty"`
+	MaxDurationMS int64   `json:"max_duration_ms,omitempty"`
+}

@@ -12,7 +12,7 @@
 //
 //	session_status        session_id, data.session_status ("new" | "resumed")
 //	available_commands    available_commands[] {name, description, argument_hint}
-//	user_message          text, uuid (the prompt as the transcript records it)
+//	user_message          text, uuid (the prompt as the transcript records it), by (who sent it)
 //	message_chunk         text, message_id, parent_tool_call_id
 //	reasoning             reasoning_text, message_id, parent_tool_call_id
 //	tool_call             tool_call_id, tool_name, tool_title, tool_status "running", normalized
@@ -48,7 +48,7 @@
 //	permission_denied     tool_call_id, tool_name, tool_title, normalized, permission {message, …}
 //	compaction            compaction {phase "started" | "finished", trigger, pre_tokens, post_tokens,
 //	                      result "success" | "failed", error}
-//	interrupted           (no extra fields: the turn was interrupted at this point)
+//	interrupted           by: the turn was interrupted at this point, at by's request
 //	subagent_task         tool_call_id, subagent {phase, task_id, task_type, description, status,
 //	                      summary, last_tool_name, usage}
 //	turn_retry            turn_retry {attempt, reason}: events before this one that belong to the
@@ -59,6 +59,10 @@
 //	workspace_restored    workspace {cause "retry" | "changed_by_hand", checkpoint, turn, kept, files,
 //	                      message}: a managed task's worktree was put back at its last committed
 //	                      checkpoint, what it held instead kept on the ref kept (written by drover)
+//	cancel_requested      by: a person asked for the task's cancel (written by drover when the cancel
+//	                      is accepted; turn and attempt 0: it belongs to the task, not to a turn)
+//	budget_changed        by, budget_set {max_cost_usd, max_turns, max_duration_ms}: a person changed
+//	                      the task's budget, which now stands so (written by drover; turn and attempt 0)
 //
 // Every event carries session_id once the session is known and parent_tool_call_id when it comes
 // from a subagent. "time" is present only when the producer was given a clock.

@@ -32,6 +32,12 @@ const (
 	// TypeWorkspaceRestored: a managed task's worktree was put back at its last committed
 	// checkpoint before the attempt ran (Workspace says why, and where what it held is kept).
 	TypeWorkspaceRestored Type = "workspace_restored"
+	// TypeCancelRequested: a person asked for the task's cancel (By says who); written by drover
+	// when the cancel is accepted, with or without a worker running the task.
+	TypeCancelRequested Type = "cancel_requested"
+	// TypeBudgetChanged: a person changed the task's budget (By says who, BudgetSet how it now
+	// stands); written by drover when the task accepted the change.
+	TypeBudgetChanged Type = "budget_changed"
 )
 
 // SessionStatus tells whether a session started fresh or continued an earlier one.
@@ -75,8 +81,9 @@ type AgentEvent struct {
 	// UUID is the transcript entry of a user_message.
 	UUID string `json:"uuid,omitempty"`
 	// By names the person (an API token's name, a user of the command line) who sent a
-	// user_message's prompt, or who asked for the interrupt an interrupted event (or an error of
-	// kind interrupted) reports; empty when unknown.
+	// user_message's prompt, who asked for the interrupt an interrupted event (or an error of
+	// kind interrupted) reports, or who asked for a cancel_requested event's cancel or a
+	// budget_changed event's budget; empty when unknown.
 	By string `json:"by,omitempty"`
 
 	ToolCallID string             `json:"tool_call_id,omitempty"`
@@ -108,6 +115,7 @@ type AgentEvent struct {
 	Wait       *Wait             `json:"wait,omitempty"`
 	Budget     *BudgetSpent      `json:"budget,omitempty"`
 	Workspace  *WorkspaceRestore `json:"workspace,omitempty"`
+	BudgetSet  *BudgetSet        `json:"budget_set,omitempty"`
 	Data       *Data             `json:"data,omitempty"`
 }
 

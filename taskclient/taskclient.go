@@ -5,6 +5,7 @@ package taskclient
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/drover-run/drover/events"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/taskview"
@@ -22,7 +24,8 @@ import (
 )
 
 // Client sends commands to tasks. The zero TaskQueue means task.SharedQueue. With DB set,
-// Cancel records the cancel in Postgres before it asks Temporal (see Cancel).
+// Cancel records the cancel in Postgres before it asks Temporal (see Cancel), and a cancel or a
+// budget change the task accepted is written to its event log, with who asked for it.
 type Client struct {
 	Temporal  client.Client
 	TaskQueue string
@@ -185,7 +188,26 @@ func (c *Client) CancelBy(ctx context.Context, taskID, by string) error {
 		}
 		return fmt.Errorf("cancelling task %s: %w", taskID, err)
 	}
+	ev := events.AgentEvent{Type: events.TypeCancelRequested, By: by}
+	if err := c.logEvent(context.WithoutCancel(ctx), taskID, ev); err != nil {
+		return fmt.Errorf("task %s is cancelled, but the event log does not say so: %w", taskID, err)
+	}
 	return nil
+}
+
+// logEvent appends to the task's event log an event that a person caused outside any turn (turn
+// and attempt 0): a cancel or a budget change, once the task accepted it. Nothing is logged
+// without DB.
+func (c *Client) logEvent(ctx context.Context, taskID string, ev events.AgentEvent) error {
+	if c.DB == nil {
+		return nil
+	}
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("logging %s: %w", ev.Type, err)
+	}
+	_, _, err = store.AppendEvents(ctx, c.DB, taskID, []store.EventInput{{Type: string(ev.Type), Payload: payload}})
+	return err
 }
 
 // State asks the task for its state. A finished task answers from its last
@@ -259,7 +281,8 @@ func (c *Client) ExtendDeadline(ctx context.Context, taskID, requestID string, d
 // UpdateBudget changes the task's budget (task.UpdateBudget) and returns it as it now stands:
 // the task's own bounds, completed by its host's default. A task that had spent its budget goes
 // on when the new one leaves room. A change that sets no bound, or a negative one, is refused
-// without reaching Temporal (its error wraps the *task.InvalidError of each problem).
+// without reaching Temporal (its error wraps the *task.InvalidError of each problem). With DB
+// set, the change is written to the task's event log (a budget_changed event by change.By).
 func (c *Client) UpdateBudget(ctx context.Context, taskID string, change task.BudgetChange) (task.Budget, error) {
 	var out task.Budget
 	if err := change.Validate(); err != nil {
@@ -267,6 +290,11 @@ func (c *Client) UpdateBudget(ctx context.Context, taskID string, change task.Bu
 	}
 	if err := c.update(ctx, taskID, task.UpdateBudget, "", &out, change); err != nil {
 		return out, fmt.Errorf("changing the budget of task %s: %w", taskID, err)
+	}
+	ev := events.AgentEvent{Type: events.TypeBudgetChanged, By: change.By, BudgetSet: &events.BudgetSet{
+		MaxCostUSD: out.MaxCostUSD, MaxTurns: out.MaxTurns, MaxDurationMS: out.MaxDuration.Milliseconds()}}
+	if err := c.logEvent(context.WithoutCancel(ctx), taskID, ev); err != nil {
+		return out, fmt.Errorf("the budget of task %s is changed, but the event log does not say so: %w", taskID, err)
 	}
 	return out, nil
 }

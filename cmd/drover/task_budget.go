@@ -55,7 +55,12 @@ waiting prompts run, and a turn cut for the budget is continued.`,
 		change.By = currentUser()
 		id, ctx := args[0], c.Context()
 		return a.withClient(ctx, func(tc *taskclient.Client) error {
-			b, err := tc.UpdateBudget(ctx, id, change)
+			var b task.Budget
+			err := a.withDB(ctx, tc, func(tc *taskclient.Client) error {
+				var err error
+				b, err = tc.UpdateBudget(ctx, id, change)
+				return err
+			})
 			if err != nil {
 				return err
 			}

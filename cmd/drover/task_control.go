@@ -76,12 +76,20 @@ func newTaskControlCommand(a *app, verb string) *cobra.Command {
 // cancelTask cancels the task through tc with the cancel recorded in Postgres first, so that
 // no attempt of the task's turns begins once the cancel is accepted (taskclient.Client.Cancel).
 func (a *app) cancelTask(ctx context.Context, tc *taskclient.Client, id string) error {
+	return a.withDB(ctx, tc, func(tc *taskclient.Client) error {
+		return tc.CancelBy(ctx, id, currentUser())
+	})
+}
+
+// withDB calls fn with tc that also reaches Postgres, for a command whose record lives there as
+// well (a cancel, a budget change: each in the task's event log).
+func (a *app) withDB(ctx context.Context, tc *taskclient.Client, fn func(*taskclient.Client) error) error {
 	pool, err := store.Connect(ctx, a.env.databaseURL)
 	if err != nil {
-		return fmt.Errorf("cancelling task %s: %w", id, err)
+		return fmt.Errorf("connecting to the database: %w", err)
 	}
 	defer pool.Close()
 	withDB := *tc
 	withDB.DB = pool
-	return withDB.CancelBy(ctx, id, currentUser())
+	return fn(&withDB)
 }

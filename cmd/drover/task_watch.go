@@ -13,6 +13,7 @@ import (
 
 	"github.com/drover-run/drover/events"
 	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/taskview"
 )
 
@@ -272,6 +273,8 @@ func describe(a events.AgentEvent) string {
 			}
 			return line
 		}
+	case events.TypeCancelRequested, events.TypeBudgetChanged:
+		return taskChangeLine(a)
 	case events.TypeWorkspaceRestored:
 		if w := a.Workspace; w != nil {
 			return w.Message
@@ -309,6 +312,27 @@ func describe(a events.AgentEvent) string {
 		}
 	}
 	return ""
+}
+
+// taskChangeLine says in one line what a person changed of the task: a cancel, a budget.
+func taskChangeLine(a events.AgentEvent) string {
+	if a.Type == events.TypeCancelRequested {
+		return "cancel requested" + byText(a.By)
+	}
+	line := "budget changed" + byText(a.By)
+	if b := a.BudgetSet; b != nil {
+		line += ": " + budgetText(task.Budget{MaxCostUSD: b.MaxCostUSD, MaxTurns: b.MaxTurns,
+			MaxDuration: time.Duration(b.MaxDurationMS) * time.Millisecond})
+	}
+	return line
+}
+
+// byText is " by who", or nothing when nobody is named.
+func byText(who string) string {
+	if who == "" {
+		return ""
+	}
+	return " by " + who
 }
 
 // decisionLine says in one line how a request was answered.

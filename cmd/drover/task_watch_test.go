@@ -91,3 +91,21 @@ func TestWatchShowsTheDecision(t *testing.T) {
 		t.Errorf("missing %q in\n%s", want, out)
 	}
 }
+
+// A cancel and a budget change are shown with who made them, and the budget as it now stands.
+func TestWatchShowsWhoCancelledAndChangedTheBudget(t *testing.T) {
+	for _, c := range []struct {
+		ev   events.AgentEvent
+		want string
+	}{
+		{events.AgentEvent{Type: events.TypeCancelRequested, By: "ana"}, "cancel requested by ana"},
+		{events.AgentEvent{Type: events.TypeCancelRequested}, "cancel requested\n"},
+		{events.AgentEvent{Type: events.TypeBudgetChanged, By: "ops", BudgetSet: &events.BudgetSet{MaxCostUSD: 7, MaxTurns: 40, MaxDurationMS: 90_000}},
+			"budget changed by ops: $7.0000, 40 turns, 1m30s"},
+		{events.AgentEvent{Type: events.TypeBudgetChanged, By: "ops", BudgetSet: &events.BudgetSet{}}, "budget changed by ops: none"},
+	} {
+		if out := render(t, c.ev); !strings.Contains(out, c.want) {
+			t.Errorf("%+v: missing %q in\n%s", c.ev, c.want, out)
+		}
+	}
+}

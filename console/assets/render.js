@@ -266,6 +266,12 @@ export class Timeline {
       case "interrupted":
         this.put(r, this.item(r, "warn", ev.by ? "Interrupted by " + ev.by : "Interrupted"));
         break;
+      case "cancel_requested":
+        this.put(r, this.item(r, "warn", h("div", { className: "who" }, ev.by ? "Cancel requested by " + ev.by : "Cancel requested")));
+        break;
+      case "budget_changed":
+        this.put(r, this.item(r, "", h("div", { className: "who" }, ev.by ? "Budget changed by " + ev.by : "Budget changed"), " ", budgetSetText(ev.budget_set || {})));
+        break;
       case "subagent_task":
         this.subagent(r, ev);
         break;
@@ -823,4 +829,13 @@ function compactionText(c) {
   if (c.result) text += " · " + c.result;
   if (c.error) text += " · " + c.error;
   return text;
+}
+
+// budgetSetText says what a budget bounds: its cost, turns and working time, or nothing.
+function budgetSetText(b) {
+  const parts = [];
+  if (b.max_cost_usd) parts.push(money(b.max_cost_usd));
+  if (b.max_turns) parts.push(b.max_turns + (b.max_turns == 1 ? " turn" : " turns"));
+  if (b.max_duration_ms) parts.push(Math.round(b.max_duration_ms / 1000) + "s of work");
+  return parts.length ? "now " + parts.join(", ") : "now unbounded";
 }
