@@ -44,6 +44,7 @@ func (a *Activities) RegisterShared(w worker.ActivityRegistry) {
 	w.RegisterActivityWithOptions(a.DeliverDecision, activity.RegisterOptions{Name: task.ActivityDeliverDecision})
 	w.RegisterActivityWithOptions(a.RecordDeadline, activity.RegisterOptions{Name: task.ActivityRecordDeadline})
 	w.RegisterActivityWithOptions(a.RecordState, activity.RegisterOptions{Name: task.ActivityRecordState})
+	w.RegisterActivityWithOptions(a.Rewind, activity.RegisterOptions{Name: task.ActivityRewind})
 }
 
 // RegisterHost registers what runs on this host's own queue.
@@ -111,6 +112,6 @@ func (a *Activities) InterruptTurn(ctx context.Context, in task.InterruptTurnInp
 
 // StopExecutor stops the task's CLI process on this host, if any.
 func (a *Activities) StopExecutor(ctx context.Context, in task.InterruptTurnInput) error {
-	a.engine.StopTask(ctx, in.TaskID)
+	a.engine.StopEndedTask(ctx, in.TaskID, in.Repo)
 	return nil
 }

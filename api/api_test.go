@@ -48,6 +48,10 @@ func (r *recorder) sent() []string {
 }
 
 func (r *recorder) Create(_ context.Context, id string, p task.Params, pr task.Prompt, updateID string) (task.PromptAccepted, error) {
+	if p.Repo != "" {
+		r.record("start %s repo %s@%s %q %s", id, p.Repo, p.Base, pr.Text, updateID)
+		return task.PromptAccepted{Turn: 1, PromptUUID: "uuid-" + id}, nil
+	}
 	r.record("start %s %s %q %s", id, p.Workspace, pr.Text, updateID)
 	return task.PromptAccepted{Turn: 1, PromptUUID: "uuid-" + id}, nil
 }
@@ -75,6 +79,16 @@ func (r *recorder) Cancel(_ context.Context, id string) error {
 func (r *recorder) UpdateBudget(_ context.Context, id string, c task.BudgetChange) (task.Budget, error) {
 	r.record("budget %s", id)
 	return task.BudgetChange{}.Apply(task.Budget{}), nil
+}
+
+func (r *recorder) Rewind(_ context.Context, id string, turn int) (task.Rewound, error) {
+	r.record("rewind %s %d", id, turn)
+	return task.Rewound{Turn: turn}, nil
+}
+
+func (r *recorder) Fork(_ context.Context, src, dst string, turn int, p task.Prompt) (task.PromptAccepted, error) {
+	r.record("fork %s %s %d %q", src, dst, turn, p.Text)
+	return task.PromptAccepted{Turn: 1}, nil
 }
 
 // Decide checks d as taskclient.Decider does, against the request the reader shows.
@@ -131,6 +145,9 @@ func newServer(t *testing.T, cfg api.Config) (*httptest.Server, *recorder) {
 	}
 	if cfg.DB == nil {
 		cfg.DB = pgtest.NewPool(t)
+	}
+	if cfg.Workspaces == nil {
+		cfg.Workspaces = readerOf(t, "")
 	}
 	s, err := api.New(cfg)
 	if err != nil {
@@ -305,6 +322,32 @@ func TestValidRequestsReachTheTask(t *testing.T) {
 	}
 	if got := rec.sent(); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("sent:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A managed task's creation carries its repository and base to the task; a relative path, a
+// repository with a workspace, or an id that cannot name a branch is refused before anything
+// is sent.
+func TestCreateManagedTask(t *testing.T) {
+	t.Parallel()
+	ts, rec := newServer(t, api.Config{})
+	if a := do(t, ts, "POST", "/api/v1/tasks", `{"id":"m1","prompt":"hello","repo":"https://git.example/a.git","base":"v1"}`); a.status != 201 {
+		t.Fatalf("create: %d %s", a.status, a.body)
+	}
+	for _, bad := range []struct{ body, says string }{
+		{`{"id":"m2","prompt":"hello","repo":"rel/dir"}`, "neither a URL nor an absolute path"},
+		{`{"id":"m2","prompt":"hello","repo":"/r","workspace":"/w"}`, "is given with workspace"},
+		{`{"id":"m.2","prompt":"hello","repo":"/r"}`, "cannot name a managed task's folder and branch"},
+		{`{"id":"m2","prompt":"hello","workspace":"/w","base":"main"}`, "is given without repo"},
+	} {
+		a := do(t, ts, "POST", "/api/v1/tasks", bad.body)
+		if a.status != 400 || !strings.Contains(a.err.Message, bad.says) {
+			t.Errorf("%s: %d %q, want 400 saying %q", bad.body, a.status, a.err.Message, bad.says)
+		}
+	}
+	want := []string{`start m1 repo https://git.example/a.git@v1 "hello" `}
+	if got := rec.sent(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("sent %q, want %q", got, want)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/drover-run/drover/task"
+	"github.com/drover-run/drover/workspace"
 )
 
 // Defaults of the server: the one place they are set.
@@ -75,6 +76,9 @@ type Config struct {
 	// Tokens are the bearer tokens a request may carry. Empty means no authentication, which
 	// CheckExposure allows on loopback addresses only.
 	Tokens []string
+	// Workspaces reads the managed tasks' checkpoints from their remote, for the diff and
+	// publish routes. Nil means none: those routes answer unavailable.
+	Workspaces *workspace.Manager
 	// Console is served at "/" (the API's routes take precedence). Nil means none.
 	Console http.Handler
 	// TemporalUI is the address of the Temporal UI (http://127.0.0.1:8233): tasks then carry

@@ -53,6 +53,10 @@ var routeTable = []struct {
 	{"POST /api/v1/tasks/{id}/cancel", false, func(s *Server) http.HandlerFunc { return s.cancelTask }},
 	{"POST /api/v1/tasks/{id}/budget", false, func(s *Server) http.HandlerFunc { return s.changeBudget }},
 	{"GET /api/v1/tasks/{id}/events", false, func(s *Server) http.HandlerFunc { return s.taskEvents }},
+	{"GET /api/v1/tasks/{id}/diff", false, func(s *Server) http.HandlerFunc { return s.taskDiff }},
+	{"POST /api/v1/tasks/{id}/publish", false, func(s *Server) http.HandlerFunc { return s.publishTask }},
+	{"POST /api/v1/tasks/{id}/rewind", false, func(s *Server) http.HandlerFunc { return s.rewindTask }},
+	{"POST /api/v1/tasks/{id}/fork", false, func(s *Server) http.HandlerFunc { return s.forkTask }},
 	{"GET /api/v1/approvals", false, func(s *Server) http.HandlerFunc { return s.listApprovals }},
 	{"POST /api/v1/tasks/{id}/approvals/{request_id}", false, func(s *Server) http.HandlerFunc { return s.decide }},
 }

@@ -32,6 +32,8 @@ type Tasks interface {
 	Close(ctx context.Context, taskID string) error
 	Cancel(ctx context.Context, taskID string) error
 	UpdateBudget(ctx context.Context, taskID string, change task.BudgetChange) (task.Budget, error)
+	Rewind(ctx context.Context, taskID string, turn int) (task.Rewound, error)
+	Fork(ctx context.Context, src, dst string, turn int, prompt task.Prompt) (task.PromptAccepted, error)
 }
 
 // CreateTask is the body of POST /api/v1/tasks.
@@ -47,8 +49,13 @@ type CreateTask struct {
 	Model       string              `json:"model,omitempty"`
 	// Workspace is the absolute path of the folder the agent works in, on the workers' hosts;
 	// Cwd is another name for it.
-	Workspace       string      `json:"workspace,omitempty"`
-	Cwd             string      `json:"cwd,omitempty"`
+	Workspace string `json:"workspace,omitempty"`
+	Cwd       string `json:"cwd,omitempty"`
+	// Repo makes the task managed: a git repository (URL, or absolute path on the workers'
+	// hosts) it works on in a worktree of its own; Base is the branch, tag or commit it starts
+	// from (empty: the default branch). Instead of Workspace.
+	Repo            string      `json:"repo,omitempty"`
+	Base            string      `json:"base,omitempty"`
 	MaxTurns        int         `json:"max_turns,omitempty"`
 	SystemPrompt    string      `json:"system_prompt,omitempty"`
 	IdleTimeout     Duration    `json:"idle_timeout,omitempty"`
@@ -80,8 +87,12 @@ func (c CreateTask) params() (task.Params, task.Prompt, *taskerr.Error) {
 	if ws != "" {
 		ws = filepath.Clean(ws)
 	}
+	if c.Repo != "" && !filepath.IsAbs(c.Repo) && !strings.Contains(c.Repo, ":") {
+		return task.Params{}, task.Prompt{}, invalidInput(&task.InvalidError{Field: "repo",
+			Reason: fmt.Sprintf("%q is neither a URL nor an absolute path; give the repository's URL or its full path on the workers' hosts", c.Repo)})
+	}
 	p := task.Params{
-		Workspace: ws,
+		Workspace: ws, Repo: c.Repo, Base: c.Base,
 		Profile: task.Profile{Model: c.Model, PermissionMode: c.Mode, AfterPlan: c.AfterPlan,
 			MaxTurns: c.MaxTurns, AppendSystemPrompt: c.SystemPrompt},
 		IdleTimeout:     time.Duration(c.IdleTimeout),
@@ -91,11 +102,10 @@ func (c CreateTask) params() (task.Params, task.Prompt, *taskerr.Error) {
 		p.Budget = task.Budget{MaxCostUSD: c.Budget.MaxCostUSD, MaxTurns: c.Budget.MaxTurns, MaxDuration: time.Duration(c.Budget.MaxDuration)}
 	}
 	prompt := task.Prompt{Text: c.Prompt, Attachments: c.Attachments}
-	var errs []error
+	errs := []error{p.Validate(), task.ValidatePrompt(prompt)}
 	if c.ID != "" {
-		errs = append(errs, task.ValidateID(c.ID))
+		errs[0] = task.ValidateStart(c.ID, p)
 	}
-	errs = append(errs, p.Validate(), task.ValidatePrompt(prompt))
 	if err := errors.Join(errs...); err != nil {
 		return p, prompt, invalidInput(err)
 	}
@@ -209,7 +219,7 @@ func (s *Server) recordCreated(ctx context.Context, id string, p task.Params, pr
 		return
 	}
 	p = p.WithDefaults()
-	st := task.State{Status: task.StatusIdle, Workspace: p.Workspace, Model: p.Profile.Model,
+	st := task.State{Status: task.StatusIdle, Workspace: p.Workspace, Repo: p.Repo, Base: p.Base, Model: p.Profile.Model,
 		PermissionMode: p.Profile.PermissionMode, Budget: p.Budget,
 		Pending: []task.QueuedPrompt{{Turn: 1, PromptUUID: acc.PromptUUID, Prompt: prompt}}}
 	b, err := json.Marshal(st)
@@ -226,7 +236,7 @@ func (s *Server) recordCreated(ctx context.Context, id string, p task.Params, pr
 func (s *Server) writeCreated(w http.ResponseWriter, r *http.Request, acc Accepted, p task.Params) {
 	p = p.WithDefaults()
 	t := Task{Summary: taskview.Summary{ID: acc.TaskID, Status: task.StatusIdle, Mode: p.Profile.PermissionMode,
-		Model: p.Profile.Model, Workspace: p.Workspace}}
+		Model: p.Profile.Model, Workspace: p.Workspace, Repo: p.Repo, Base: p.Base}}
 	if d, err := s.cfg.Reader.Show(r.Context(), acc.TaskID); err == nil {
 		t.Summary = d.Summary
 	} else {

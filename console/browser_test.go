@@ -815,6 +815,48 @@ func TestStartTaskFromThePage(t *testing.T) {
 	waitFor(t, p, `document.querySelector("form.new-task input[name=workspace]").value == "/srv/work/new"`)
 }
 
+// TestStartManagedTaskFromThePage: a repository filled in on the new-task form sets the
+// workspace aside, and the creation carries the repository and its base, not a workspace. The
+// fake API's ledger is the witness; the task's page names the repository.
+func TestStartManagedTaskFromThePage(t *testing.T) {
+	t.Parallel()
+	api, url := stack(t, fakeapi.Config{})
+	p := page(t)
+	navigate(t, p, url+"/#/new")
+	waitFor(t, p, `document.querySelector("form.new-task input[name=repo]")`)
+	if err := p.Do(
+		chromedp.SendKeys(chromedp.CSS(`form.new-task textarea[name=prompt]`), "fix the build"),
+		chromedp.SendKeys(chromedp.CSS(`form.new-task input[name=workspace]`), "/srv/work/unused"),
+		chromedp.SendKeys(chromedp.CSS(`form.new-task input[name=repo]`), "https://git.example/app.git"),
+		chromedp.SendKeys(chromedp.CSS(`form.new-task input[name=base]`), "release-1"),
+	); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p, `document.querySelector("form.new-task input[name=workspace]").disabled`)
+	if err := p.Do(chromedp.Click(chromedp.CSS(`form.new-task button[type=submit]`))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p, `location.hash == "#/tasks/task-1"`)
+	waitFor(t, p, `document.querySelector(".repo") && document.querySelector(".repo").textContent.includes("app.git @ release-1")`)
+	var body map[string]any
+	for _, c := range api.Calls() {
+		if c.Method == "POST" && c.Path == "/api/v1/tasks" {
+			if err := json.Unmarshal(c.Body, &body); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	want := map[string]any{"prompt": "fix the build", "repo": "https://git.example/app.git", "base": "release-1", "mode": "autonomous"}
+	if len(body) != len(want) {
+		t.Errorf("sent %v, want %v", body, want)
+	}
+	for k, v := range want {
+		if body[k] != v {
+			t.Errorf("sent %s = %v, want %v", k, body[k], v)
+		}
+	}
+}
+
 // TestPageOffersTheGoNames reads the names a person can pick on the page, the list's status
 // filter and the new task's modes, and compares them with package task's lists.
 func TestPageOffersTheGoNames(t *testing.T) {

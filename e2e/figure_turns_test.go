@@ -128,12 +128,12 @@ func (e *benchEnv) warmTask(name string) *warmTaskRun {
 }
 
 // waitNext waits for the complete event of the task's next turn and returns when it was
-// delivered; then, untimed, it waits for the task to be idle.
+// delivered; then, untimed, it waits for the task's recorded state to be idle.
 func (w *warmTaskRun) waitNext() time.Time {
 	w.e.tb.Helper()
 	w.turns++
 	at := w.e.waitComplete(w.seen, w.id, w.turns)
-	w.e.waitIdle(w.id)
+	w.e.waitRecordedIdle(w.id, w.turns)
 	return at
 }
 

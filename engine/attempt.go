@@ -96,6 +96,10 @@ type attempt struct {
 	acct accountTurn
 	// spend meters what the API bills the attempt (see budget.go); nil until it may run.
 	spend *budgetMeter
+	// hold keeps a managed turn's complete event from the log until its checkpoint is taken
+	// (nil for an unmanaged task); restored is what restoreWorktree did, for the log.
+	hold     *holdSink
+	restored *events.WorkspaceRestore
 }
 
 // outcome is how an attempt's run ended: exactly one of fail, commit and answered is set.
@@ -139,8 +143,15 @@ func (a *attempt) run(ctx context.Context) (o outcome) {
 	if f := a.refuseCancelled(ctx); f != nil {
 		return failed(f)
 	}
+	if f := a.restoreWorktree(ctx, begun); f != nil {
+		return failed(f)
+	}
+	if in.images, f = a.managedAttachments(in); f != nil {
+		return failed(f)
+	}
 	at := resumePoint{sessionID: begun.Turn.ResumeSessionID, uuid: begun.Turn.ResumeFromUUID, priorCostUSD: begun.PriorCostUSD}
 	a.startLog(ctx, at.sessionID, begun.LostTurns)
+	a.emitRestored(at.sessionID)
 	if f := a.gate(ctx); f != nil {
 		return failed(f)
 	}
@@ -175,13 +186,17 @@ func (a *attempt) prepare(ctx context.Context) (prepared, *Error) {
 	if err := validateRequest(a.req); err != nil {
 		return prepared{}, &Error{Type: task.ErrTypeInvalidInput, Err: err}
 	}
-	workspace, f := resolveWorkspace(a.e.cfg.WorkspaceRoot, a.req.Workspace)
+	workspace, f := a.workspace(ctx)
 	if f != nil {
 		return prepared{}, f
 	}
-	images, err := loadAttachments(workspace, a.req.Prompt.Attachments)
-	if err != nil {
-		return prepared{}, &Error{Type: task.ErrTypeInvalidInput, Err: err}
+	var images []claudecode.Image
+	if !a.managed() {
+		// A managed task's are loaded once its worktree is restored (managedAttachments).
+		var err error
+		if images, err = loadAttachments(workspace, a.req.Prompt.Attachments); err != nil {
+			return prepared{}, &Error{Type: task.ErrTypeInvalidInput, Err: err}
+		}
 	}
 	if a.spend, f = a.startBudget(ctx); f != nil {
 		return prepared{}, f
@@ -266,12 +281,24 @@ func (a *attempt) startLog(ctx context.Context, sessionID string, lostTurns int6
 		TurnRetry: &events.TurnRetry{Attempt: req.Attempt - 1, Reason: reason}})
 }
 
+// emitRestored says in the log what restoreWorktree did, after the retry's turn_retry.
+func (a *attempt) emitRestored(sessionID string) {
+	if a.restored != nil {
+		a.emit(events.AgentEvent{Type: events.TypeWorkspaceRestored, SessionID: sessionID, Workspace: a.restored})
+	}
+}
+
 // startTurn starts the turn on ex: it attaches the attempt's sink, approvals and budget, sets the
 // turn's permission mode, sends the prompt, records a fresh process on the executor row, and
 // interrupts at once a turn that was asked to stop before it started.
 func (a *attempt) startTurn(ctx context.Context, ex *executor, fresh bool, images []claudecode.Image) (<-chan turnEnd, *Error) {
 	e, req := a.e, a.req
-	a.sink = newTracingSink(ctx, e.cfg.Tracer, a.meter.watch(a.logSink()))
+	var logSink streamjson.Sink = a.logSink()
+	if a.managed() {
+		a.hold = &holdSink{next: logSink}
+		logSink = a.hold
+	}
+	a.sink = newTracingSink(ctx, e.cfg.Tracer, a.meter.watch(logSink))
 	ended, err := ex.beginTurn(req.Turn, a.sink)
 	if err != nil {
 		return nil, &Error{Type: task.ErrTypeInternal, Err: err}
@@ -429,7 +456,7 @@ func (e *Engine) settle(ctx context.Context, a *attempt, o outcome) (task.RunTur
 	e.accountEnded(ctx, a, o)
 	if o.fail == nil {
 		a.closeLeftRequests(ctx)
-		if o.fail = e.commit(ctx, a, *o.commit); o.fail == nil {
+		if o.fail = e.commit(ctx, a, *o.commit, &o.result); o.fail == nil {
 			e.holdIfQueued(ctx, a.ex)
 			a.ex.endTurn(o.commit.SessionID, o.commit.LastMessageUUID, a.req.AttemptID)
 			e.keepOrStop(ctx, a.ex)
@@ -489,11 +516,15 @@ func (a *attempt) closeLeftRequests(ctx context.Context) {
 	}
 }
 
-// commit stores the turn's events, then commits the turn, riding out database failures for
-// CommitRetry.
-func (e *Engine) commit(ctx context.Context, a *attempt, c store.TurnCommit) *Error {
+// commit records a managed task's worktree as the turn's checkpoint, stores the turn's events,
+// mirrors the session, then commits the turn (with its checkpoint), riding out database failures
+// for CommitRetry. The turn is not committed without its checkpoint.
+func (e *Engine) commit(ctx context.Context, a *attempt, c store.TurnCommit, res *task.RunTurnResult) *Error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.CommitRetry)
 	defer cancel()
+	if f := a.checkpoint(ctx, &c, res); f != nil {
+		return f
+	}
 	l := a.elog.Load()
 	if err := l.Flush(ctx); err != nil {
 		return &Error{Type: task.ErrTypeStoreUnavailable, Err: fmt.Errorf("storing the turn's events: %w", err)}
@@ -619,6 +650,11 @@ func (a *attempt) spec(ctx context.Context, workspace string, at resumePoint) (e
 	if at.sessionID != "" && at.uuid != "" {
 		spec.cmd.Resume, spec.cmd.ResumeSessionAt = at.sessionID, at.uuid
 		spec.sessionID, spec.resumeSessionID, spec.resumeAt = at.sessionID, at.sessionID, at.uuid
+		if a.forksSession(at) {
+			if f := a.forkSession(&spec, workspace); f != nil {
+				return spec, f
+			}
+		}
 		// The CLI's running cost continues across --resume from what the session cost so far;
 		// the adapter subtracts it when a result lacks per-turn usage.
 		spec.priorTotalCostUSD = at.priorCostUSD
@@ -722,6 +758,8 @@ func (a *attempt) emit(ev events.AgentEvent) {
 // close ends the attempt's spans and stores whatever its log still holds (frames that follow
 // the result, the last events of a failed attempt).
 func (a *attempt) close(ctx context.Context) {
+	// A turn that failed before its checkpoint still logs its complete event, without one.
+	a.hold.release("")
 	if a.sink != nil {
 		a.sink.close()
 	}
@@ -814,7 +852,7 @@ func resultFromRecord(b store.AttemptBegun, attempt int) task.RunTurnResult {
 	out := task.RunTurnResult{
 		Attempt: attempt, SessionID: b.SessionID, LastMessageUUID: rec.LastMessageUUID, ResultUUID: rec.ResultUUID,
 		CostUSD: rec.CostUSD, InputTokens: rec.InputTokens, OutputTokens: rec.OutputTokens,
-		DurationMS: rec.DurationMS, NumTurns: rec.NumTurns, Error: rec.Error, Status: rec.Status,
+		DurationMS: rec.DurationMS, NumTurns: rec.NumTurns, Error: rec.Error, Status: rec.Status, Checkpoint: rec.Checkpoint,
 	}
 	return out
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/streamjson"
 	"github.com/drover-run/drover/task"
+	"github.com/drover-run/drover/workspace"
 )
 
 // The defaults of Config. They are defined here and nowhere else: the worker's configuration,
@@ -95,8 +96,12 @@ type Config struct {
 	HostID string
 	// Claude is how to run the CLI. Bin is required.
 	Claude Claude
-	// WorkspaceRoot, when set, is the folder every task workspace must be in.
+	// WorkspaceRoot, when set, is the folder every unmanaged task's workspace must be in.
 	WorkspaceRoot string
+	// Workspaces manages the worktrees of managed tasks (those that name a repository): one per
+	// task, checkpointed when a turn commits, restored when an attempt is retried. Nil: this
+	// host refuses managed tasks (task.ErrTypeWorkspacesUnmanaged).
+	Workspaces *workspace.Manager
 	// KeepAlive is how long a task's CLI process waits for its next turn before it is stopped.
 	// Defaults to DefaultKeepAlive; negative stops it after every turn.
 	KeepAlive time.Duration

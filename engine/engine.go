@@ -97,8 +97,16 @@ type Request struct {
 	Prompt       task.Prompt
 	// PromptUUID is the transcript uuid of the prompt, the same on every attempt.
 	PromptUUID string
-	Workspace  string
-	Profile    task.Profile
+	// Workspace is an unmanaged task's folder; Repo and Base a managed task's repository and
+	// base (see task.Params): its worktree is Config.Workspaces' Dir(TaskID).
+	Workspace string
+	Repo      string
+	Base      string
+	// Fork is a forked task's fork point (task.Params.Fork).
+	Fork *task.ForkPoint
+	// Rewound: the task was rewound since its last turn (task.RunTurnInput.Rewound).
+	Rewound bool
+	Profile task.Profile
 	// SessionID and LastMessageUUID are the caller's view of the resume point before this turn;
 	// the executor row's committed point wins over them.
 	SessionID       string
@@ -184,6 +192,13 @@ func (e *Engine) track(taskID string, turn int, cancel context.CancelCauseFunc) 
 // StopTask stops the task's CLI process on this host, if any, and forgets the task's pending
 // interrupt.
 func (e *Engine) StopTask(ctx context.Context, taskID string) {
+	e.StopEndedTask(ctx, taskID, "")
+}
+
+// StopEndedTask is StopTask for a task that has ended, and also takes a managed task's worktree
+// (repo: the task's repository) off this host; its checkpoints stay.
+func (e *Engine) StopEndedTask(ctx context.Context, taskID, repo string) {
+	defer e.removeWorktree(ctx, taskID, repo)
 	e.interruptsMu.Lock()
 	delete(e.interrupts, taskID)
 	e.interruptsMu.Unlock()

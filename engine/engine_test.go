@@ -250,6 +250,13 @@ func TestEveryExitPath(t *testing.T) {
 					t.Errorf("the error does not name the path: %v", e)
 				}
 			}},
+		{name: "managed task on a host without workspaces", script: reply, wantType: task.ErrTypeWorkspacesUnmanaged,
+			prepare: func(r *rig, req *engine.Request) { req.Workspace, req.Repo = "", r.workspace },
+			check: func(t *testing.T, r *rig, e *engine.Error) {
+				if !strings.Contains(e.Error(), "manages no workspaces") {
+					t.Errorf("the error does not say why: %v", e)
+				}
+			}},
 		{name: "launch fails", script: reply, wantType: task.ErrTypeClaudeStartFailed, wantRow: store.ExecutorFailed, retryable: true,
 			prepare: func(r *rig, req *engine.Request) { r.cli.Fail = errors.New("exec: no such file") }},
 		{name: "exits before initialize", wantType: task.ErrTypeClaudeStartFailed, wantRow: store.ExecutorFailed, retryable: true,

@@ -36,6 +36,9 @@ type Completion struct {
 	IsError        bool   `json:"is_error"`
 	// Models is this turn's usage per model, when the CLI reported it.
 	Models map[string]ModelUsage `json:"models,omitempty"`
+	// Checkpoint is the commit that recorded a managed task's worktree when the turn committed
+	// (set by the layer that runs turns, not the CLI).
+	Checkpoint string `json:"checkpoint,omitempty"`
 }
 
 // ModelUsage is one model's share of a turn.
@@ -254,6 +257,34 @@ type TurnRetry struct {
 	// Attempt is the number of the attempt that failed (1 for the first).
 	Attempt int    `json:"attempt"`
 	Reason  string `json:"reason,omitempty"`
+}
+
+// Causes of a workspace_restored event.
+const (
+	// RestoredForRetry: the attempt runs a turn again after an attempt that did not commit it.
+	RestoredForRetry = "retry"
+	// RestoredChangedByHand: the worktree was changed between turns, outside any turn.
+	RestoredChangedByHand = "changed_by_hand"
+	// RestoredForRewind: the task was rewound to an earlier turn (drover task rewind) since its
+	// last turn; its files go back to that turn's checkpoint.
+	RestoredForRewind = "rewind"
+)
+
+// WorkspaceRestore details a workspace_restored event: a managed task's worktree was put back
+// at its last committed checkpoint before the attempt ran, so that the turn sees the files its
+// conversation saw. What the worktree held instead is kept on a git ref, never discarded.
+type WorkspaceRestore struct {
+	// Cause is RestoredForRetry, RestoredChangedByHand or RestoredForRewind.
+	Cause string `json:"cause"`
+	// Checkpoint is the commit restored to; Turn the turn that recorded it (0: the task's base).
+	Checkpoint string `json:"checkpoint"`
+	Turn       int    `json:"turn"`
+	// Kept is the ref that keeps what the worktree held instead, Files the files that differed;
+	// both empty when it already held the checkpoint.
+	Kept  string   `json:"kept,omitempty"`
+	Files []string `json:"files,omitempty"`
+	// Message says it for a person, side effects outside the worktree included.
+	Message string `json:"message"`
 }
 
 // BudgetSpent is the detail of a budget_exhausted event: which bound of its task's budget the

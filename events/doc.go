@@ -23,7 +23,8 @@
 //	complete              data {cost_usd, total_cost_usd, duration_ms, num_turns,
 //	                      input_tokens, output_tokens, cache_creation_input_tokens,
 //	                      cache_read_input_tokens, last_message_uuid, session_id, result_uuid,
-//	                      stop_reason, terminal_reason, subtype, is_error, models}
+//	                      stop_reason, terminal_reason, subtype, is_error, models, checkpoint}
+//	                      checkpoint: a managed task's commit of its worktree (written by drover)
 //	error                 error {kind, message, subtype, terminal_reason, api_error_status, api_error,
 //	                      api_error_code, errors}
 //	                      kind: api_error | max_turns | max_budget | interrupted | resume_rejected |
@@ -55,6 +56,9 @@
 //	wait                  wait {phase "started" | "ended", account, reason, limit_type, resets_at,
 //	                      retry_at, position, waited_ms}: the turn waits for its account (written
 //	                      by drover, not the CLI)
+//	workspace_restored    workspace {cause "retry" | "changed_by_hand", checkpoint, turn, kept, files,
+//	                      message}: a managed task's worktree was put back at its last committed
+//	                      checkpoint, what it held instead kept on the ref kept (written by drover)
 //
 // Every event carries session_id once the session is known and parent_tool_call_id when it comes
 // from a subagent. "time" is present only when the producer was given a clock.

@@ -29,6 +29,9 @@ const (
 	TypeWait                Type = "wait"
 	// TypeBudgetExhausted: the turn spent what was left of its task's budget (Budget says how).
 	TypeBudgetExhausted Type = "budget_exhausted"
+	// TypeWorkspaceRestored: a managed task's worktree was put back at its last committed
+	// checkpoint before the attempt ran (Workspace says why, and where what it held is kept).
+	TypeWorkspaceRestored Type = "workspace_restored"
 )
 
 // SessionStatus tells whether a session started fresh or continued an earlier one.
@@ -100,6 +103,7 @@ type AgentEvent struct {
 	TurnRetry  *TurnRetry        `json:"turn_retry,omitempty"`
 	Wait       *Wait             `json:"wait,omitempty"`
 	Budget     *BudgetSpent      `json:"budget,omitempty"`
+	Workspace  *WorkspaceRestore `json:"workspace,omitempty"`
 	Data       *Data             `json:"data,omitempty"`
 }
 

@@ -44,6 +44,11 @@ type AttemptBegun struct {
 	// found it: where the last committed turn (this one, when it is finished) left the session.
 	SessionID       string
 	LastMessageUUID string
+	// Checkpoint and CheckpointTurn are the executor row's last committed checkpoint of a
+	// managed task's worktree and the turn that recorded it ("" and 0: none yet, the task's
+	// base): what a retried attempt restores the worktree to.
+	Checkpoint     string
+	CheckpointTurn int
 	// PriorCostUSD is what the task's committed turns cost so far.
 	PriorCostUSD float64
 	// LostTurns counts the earlier turns closed as failed (see AttemptStart.LostTurnError).
@@ -114,7 +119,7 @@ const (
 			error = '',
 			updated_at = now()
 		WHERE x.turn <= excluded.turn
-		RETURNING session_id, last_message_uuid`
+		RETURNING session_id, last_message_uuid, checkpoint, checkpoint_turn`
 	closeLostTurnsSQL = `
 		UPDATE task_turns SET status = 'failed', is_error = true, error = $3, finished_at = now()
 		WHERE task_id = $1 AND turn < $2 AND status = 'running'`
@@ -144,7 +149,7 @@ func (s AttemptStart) batch() *pgx.Batch {
 
 // read takes the answers of batch's statements, in order.
 func (out *AttemptBegun) read(br pgx.BatchResults) error {
-	if err := br.QueryRow().Scan(&out.SessionID, &out.LastMessageUUID); err != nil {
+	if err := br.QueryRow().Scan(&out.SessionID, &out.LastMessageUUID, &out.Checkpoint, &out.CheckpointTurn); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
 			// A later turn's attempt owns the row: this one is a straggler.
 			return fmt.Errorf("claiming the executor row: %w: a later turn owns it", ErrStaleAttempt)

@@ -55,18 +55,22 @@ type Executor struct {
 	PID          int    // the CLI's process id while it runs or waits; 0 when none
 	Workspace    string
 	Model        string
-	Error        string // why the last attempt failed or its process stopped
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	// Checkpoint and CheckpointTurn are a managed task's last committed checkpoint and the turn
+	// that recorded it ("" and 0: none yet).
+	Checkpoint     string
+	CheckpointTurn int
+	Error          string // why the last attempt failed or its process stopped
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 }
 
 const executorColumns = `task_id, session_id, last_message_uuid, status, attempt_id, attempt_token,
-	turn, host_id, coalesce(pid, 0), workspace, model, error, created_at, updated_at`
+	turn, host_id, coalesce(pid, 0), workspace, model, checkpoint, checkpoint_turn, error, created_at, updated_at`
 
 func scanExecutor(row pgx.Row) (Executor, error) {
 	var e Executor
 	err := row.Scan(&e.TaskID, &e.SessionID, &e.LastMessageUUID, &e.Status, &e.AttemptID, &e.AttemptToken,
-		&e.Turn, &e.HostID, &e.PID, &e.Workspace, &e.Model, &e.Error, &e.CreatedAt, &e.UpdatedAt)
+		&e.Turn, &e.HostID, &e.PID, &e.Workspace, &e.Model, &e.Checkpoint, &e.CheckpointTurn, &e.Error, &e.CreatedAt, &e.UpdatedAt)
 	return e, err
 }
 

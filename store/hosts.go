@@ -94,7 +94,7 @@ func ClaimLostExecutors(ctx context.Context, db DB, self string, stale time.Dura
 			RETURNING x.*, lost.host_id AS lost_host
 		)
 		SELECT task_id, session_id, last_message_uuid, status, attempt_id, attempt_token,
-			turn, lost_host, coalesce(pid, 0), workspace, model, error, created_at, updated_at
+			turn, lost_host, coalesce(pid, 0), workspace, model, checkpoint, checkpoint_turn, error, created_at, updated_at
 		FROM claimed ORDER BY task_id`, self, stale.Seconds(), limit)
 	if err != nil {
 		return nil, fmt.Errorf("claiming the executors of lost hosts: %w", err)

@@ -34,8 +34,11 @@ type TurnRecord struct {
 	LastMessageUUID     string
 	IsError             bool
 	Error               string
-	StartedAt           time.Time
-	FinishedAt          time.Time // zero while the turn runs
+	// Checkpoint is the commit that recorded a managed task's worktree when the turn committed;
+	// empty for an unmanaged task or a turn not committed.
+	Checkpoint string
+	StartedAt  time.Time
+	FinishedAt time.Time // zero while the turn runs
 }
 
 // Finished reports whether the turn has its final status and accounting: a new attempt must not
@@ -63,6 +66,10 @@ type TurnCommit struct {
 	NumTurns            int
 	IsError             bool
 	Error               string
+	// Checkpoint is the commit that recorded a managed task's worktree after the turn (empty for
+	// an unmanaged task): stored with the turn and as the executor row's last committed
+	// checkpoint, with the turn's number.
+	Checkpoint string
 	// Mirror brings the session's mirror to the files as they stand at this commit (see
 	// MirrorUpdate); nil leaves it alone. Written in the same transaction, so the mirror never
 	// lags the resume point.
@@ -71,7 +78,7 @@ type TurnCommit struct {
 
 const turnColumns = `task_id, turn, prompt, prompt_uuid, resume_session_id, resume_from_uuid, status,
 	attempts, cost_usd, input_tokens, output_tokens, cache_read_tokens, cache_creation_tokens,
-	duration_ms, num_turns, result_uuid, last_message_uuid, is_error, error, started_at, finished_at`
+	duration_ms, num_turns, result_uuid, last_message_uuid, is_error, error, checkpoint, started_at, finished_at`
 
 func scanTurn(row pgx.Row) (TurnRecord, error) {
 	var r TurnRecord
@@ -79,7 +86,7 @@ func scanTurn(row pgx.Row) (TurnRecord, error) {
 	err := row.Scan(&r.TaskID, &r.Turn, &r.Prompt, &r.PromptUUID, &r.ResumeSessionID,
 		&r.ResumeFromUUID, &r.Status, &r.Attempts, &r.CostUSD, &r.InputTokens, &r.OutputTokens,
 		&r.CacheReadTokens, &r.CacheCreationTokens, &r.DurationMS, &r.NumTurns, &r.ResultUUID,
-		&r.LastMessageUUID, &r.IsError, &r.Error, &r.StartedAt, &finished)
+		&r.LastMessageUUID, &r.IsError, &r.Error, &r.Checkpoint, &r.StartedAt, &finished)
 	if finished != nil {
 		r.FinishedAt = *finished
 	}
@@ -105,11 +112,13 @@ func CommitTurn(ctx context.Context, db TxDB, c TurnCommit) (applied bool, err e
 			UPDATE executors_running SET
 				session_id = CASE WHEN $3 = '' THEN session_id ELSE $3 END,
 				last_message_uuid = CASE WHEN $4 = '' THEN last_message_uuid ELSE $4 END,
+				checkpoint = CASE WHEN $5 = '' THEN checkpoint ELSE $5 END,
+				checkpoint_turn = CASE WHEN $5 = '' THEN checkpoint_turn ELSE $6 END,
 				status = 'idle',
 				error = '',
 				updated_at = now()
 			WHERE task_id = $1 AND attempt_id = $2`,
-			c.TaskID, c.AttemptID, c.SessionID, c.LastMessageUUID)
+			c.TaskID, c.AttemptID, c.SessionID, c.LastMessageUUID, c.Checkpoint, c.Turn)
 		if err != nil {
 			return err
 		}
@@ -121,11 +130,11 @@ func CommitTurn(ctx context.Context, db TxDB, c TurnCommit) (applied bool, err e
 				status = $3, cost_usd = $4, input_tokens = $5, output_tokens = $6,
 				cache_read_tokens = $7, cache_creation_tokens = $8, duration_ms = $9, num_turns = $10,
 				result_uuid = $11, last_message_uuid = $12, is_error = $13, error = $14,
-				finished_at = now()
+				checkpoint = $15, finished_at = now()
 			WHERE task_id = $1 AND turn = $2 AND status = 'running'`,
 			c.TaskID, c.Turn, string(c.Status), c.CostUSD, c.InputTokens, c.OutputTokens,
 			c.CacheReadTokens, c.CacheCreationTokens, c.DurationMS, c.NumTurns,
-			c.ResultUUID, c.LastMessageUUID, c.IsError, c.Error)
+			c.ResultUUID, c.LastMessageUUID, c.IsError, c.Error, c.Checkpoint)
 		if err != nil {
 			return err
 		}
@@ -205,4 +214,22 @@ func TaskTotals(ctx context.Context, db DB, taskID string) (Totals, error) {
 		return Totals{}, fmt.Errorf("summing turns of task %s: %w", taskID, err)
 	}
 	return t, nil
+}
+
+// SetCheckpoint makes commit, recorded by turn (0: a task's base), the task's last committed
+// checkpoint: what its next attempt restores the worktree to. A rewind sets it back to an
+// earlier turn's; a fork seeds a new task's row with the turn it starts from. The task's row is
+// made when it has none; its owner and resume point are left as they are.
+func SetCheckpoint(ctx context.Context, db DB, taskID, commit string, turn int) error {
+	if taskID == "" || turn < 0 {
+		return fmt.Errorf("setting the checkpoint of task %q: a task id and a turn of 0 or more are required", taskID)
+	}
+	_, err := db.Exec(ctx, `
+		INSERT INTO executors_running (task_id, attempt_id, checkpoint, checkpoint_turn) VALUES ($1, '', $2, $3)
+		ON CONFLICT (task_id) DO UPDATE SET checkpoint = excluded.checkpoint,
+			checkpoint_turn = excluded.checkpoint_turn, updated_at = now()`, taskID, commit, turn)
+	if err != nil {
+		return fmt.Errorf("setting the checkpoint of task %s: %w", taskID, err)
+	}
+	return nil
 }

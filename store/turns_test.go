@@ -544,3 +544,56 @@ func TestCommitTurnRefusesBadInput(t *testing.T) {
 		t.Fatalf("refused commits wrote:\nbefore %s\nafter  %s", before, got)
 	}
 }
+
+// TestCommitTurnRecordsTheCheckpoint: a managed task's checkpoint is stored with its turn and
+// becomes the executor row's last committed one, which the next attempt's begin reads back; a
+// retry of a turn that failed finds the same; a commit without one keeps it.
+func TestCommitTurnRecordsTheCheckpoint(t *testing.T) {
+	t.Parallel()
+	ctx, db := t.Context(), pgtest.NewPool(t)
+
+	b := begin(t, db, attempt("t", "a1", 1))
+	if b.Checkpoint != "" || b.CheckpointTurn != 0 {
+		t.Fatalf("a new task begins at checkpoint (%q, %d), want none", b.Checkpoint, b.CheckpointTurn)
+	}
+	_, err := store.CommitTurn(ctx, db, store.TurnCommit{TaskID: "t", Turn: 1, AttemptID: "a1", SessionID: "s", LastMessageUUID: "u1",
+		Status: task.TurnCompleted, Checkpoint: "c1"})
+	must(t, err)
+	rec, err := store.GetTurn(ctx, db, "t", 1)
+	must(t, err)
+	if rec.Checkpoint != "c1" {
+		t.Errorf("turn 1 records checkpoint %q, want c1", rec.Checkpoint)
+	}
+	b = begin(t, db, attempt("t", "a2", 2))
+	if b.Checkpoint != "c1" || b.CheckpointTurn != 1 {
+		t.Fatalf("turn 2 begins at checkpoint (%q, %d), want (c1, 1)", b.Checkpoint, b.CheckpointTurn)
+	}
+	must(t, store.EndAttempt(ctx, db, store.AttemptEnd{TaskID: "t", AttemptID: "a2", Status: store.ExecutorFailed, Error: "x"}))
+	b = begin(t, db, attempt("t", "a2b", 2))
+	if b.Checkpoint != "c1" || b.CheckpointTurn != 1 {
+		t.Fatalf("turn 2's retry begins at checkpoint (%q, %d), want (c1, 1)", b.Checkpoint, b.CheckpointTurn)
+	}
+	commitTurn(t, db, "t", 2, "a2b", "s", "u2", 1)
+	if e := getExecutor(t, db, "t"); e.Checkpoint != "c1" || e.CheckpointTurn != 1 {
+		t.Fatalf("a commit without a checkpoint left (%q, %d), want (c1, 1)", e.Checkpoint, e.CheckpointTurn)
+	}
+}
+
+// TestSetCheckpointSeedsAndSetsBack: a new task's row can be seeded with a checkpoint (a fork),
+// which its first attempt's begin reads; an existing task's can be set back (a rewind).
+func TestSetCheckpointSeedsAndSetsBack(t *testing.T) {
+	t.Parallel()
+	ctx, db := t.Context(), pgtest.NewPool(t)
+	must(t, store.SetCheckpoint(ctx, db, "fork", "c3", 3))
+	b := begin(t, db, attempt("fork", "f1", 1))
+	if b.Checkpoint != "c3" || b.CheckpointTurn != 3 {
+		t.Fatalf("the fork begins at (%q, %d), want (c3, 3)", b.Checkpoint, b.CheckpointTurn)
+	}
+	_, err := store.CommitTurn(ctx, db, store.TurnCommit{TaskID: "fork", Turn: 1, AttemptID: "f1", SessionID: "s", LastMessageUUID: "u",
+		Status: task.TurnCompleted, Checkpoint: "c4"})
+	must(t, err)
+	must(t, store.SetCheckpoint(ctx, db, "fork", "", 0))
+	if e := getExecutor(t, db, "fork"); e.Checkpoint != "" || e.CheckpointTurn != 0 || e.SessionID != "s" || e.AttemptID != "f1" {
+		t.Fatalf("after setting back to the base: %+v", e)
+	}
+}

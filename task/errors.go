@@ -14,6 +14,23 @@ const (
 	// turn. Not retryable: the message names the path. (A workspace outside the host's
 	// workspace root is InvalidInput.)
 	ErrTypeWorkspaceMissing = "WorkspaceMissing"
+	// ErrTypeWorkspacesUnmanaged: the task is managed (it names a repository) and the host that
+	// took the turn manages no workspaces. Not retryable.
+	ErrTypeWorkspacesUnmanaged = "WorkspacesUnmanaged"
+	// ErrTypeRepoUnreachable: a managed task's repository, or the durable remote of its
+	// checkpoints, could not be fetched from or pushed to. Retryable.
+	ErrTypeRepoUnreachable = "RepoUnreachable"
+	// ErrTypeBaseMissing: a managed task's base names nothing in its repository. Not retryable.
+	ErrTypeBaseMissing = "BaseMissing"
+	// ErrTypeDiskFull: the host's disk filled up while the task's worktree was made, restored or
+	// checkpointed; the turn is not committed without its checkpoint. Retryable.
+	ErrTypeDiskFull = "DiskFull"
+	// ErrTypeFileTooLarge: a file in a managed task's worktree is over the host's checkpoint
+	// limit; the message names it. The turn is not committed without its checkpoint. Not
+	// retryable: the file stays until a person removes it or lists it in .gitignore.
+	ErrTypeFileTooLarge = "FileTooLarge"
+	// ErrTypeWorkspaceFailed: git failed otherwise on a managed task's worktree. Retryable.
+	ErrTypeWorkspaceFailed = "WorkspaceFailed"
 	// ErrTypeResumeRejected: the CLI refused to resume the session at the committed point. The
 	// session is forgotten and the workflow's next turn starts a new one. Not retryable.
 	ErrTypeResumeRejected = "ResumeRejected"
@@ -67,7 +84,8 @@ func Retryable(t string) bool {
 }
 
 // notRetryable lists the error types a retry of the same turn cannot cure.
-var notRetryable = []string{ErrTypeInvalidInput, ErrTypeWorkspaceMissing, ErrTypeResumeRejected,
+var notRetryable = []string{ErrTypeInvalidInput, ErrTypeWorkspaceMissing, ErrTypeWorkspacesUnmanaged,
+	ErrTypeBaseMissing, ErrTypeFileTooLarge, ErrTypeResumeRejected,
 	ErrTypeAttemptSuperseded, ErrTypeCancelled, ErrTypeSessionMirrorCorrupt, ErrTypeBudgetExhausted}
 
 // reassigned lists the error types after which the workflow runs the turn on another host.

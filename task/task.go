@@ -122,9 +122,20 @@ type Profile struct {
 
 // Params start a task. They travel with every continue-as-new, so keep them small.
 type Params struct {
-	// Workspace is the directory the CLI runs in, on the executor's host.
-	Workspace string  `json:"workspace"`
-	Profile   Profile `json:"profile"`
+	// Workspace is the directory the CLI runs in, on the executor's host: an unmanaged folder
+	// (no isolation, checkpoint or move to another host). Empty when Repo is set.
+	Workspace string `json:"workspace"`
+	// Repo makes the task managed: a git repository (URL or path, as the workers' hosts reach
+	// it) that the task works on in a worktree of its own, on branch drover/<task id>,
+	// checkpointed every turn. Empty when Workspace is set.
+	Repo string `json:"repo,omitempty"`
+	// Base is the branch, tag or commit of Repo the task starts from; empty means the
+	// repository's default branch.
+	Base string `json:"base,omitempty"`
+	// Fork, set on a task forked from another's turn, is where its worktree and conversation
+	// start (see ForkPoint); Repo is the other task's.
+	Fork    *ForkPoint `json:"fork,omitempty"`
+	Profile Profile    `json:"profile"`
 	// IdleTimeout ends the task when no prompt arrives for this long after its
 	// last turn. Zero means the task waits for prompts until it is closed.
 	IdleTimeout time.Duration `json:"idle_timeout,omitempty"`
@@ -255,8 +266,11 @@ func (t Totals) BilledCostUSD() float64 { return t.CostUSD + t.FailedAttemptsCos
 
 // State is the answer to QueryState.
 type State struct {
-	Status          Status         `json:"status"`
-	Workspace       string         `json:"workspace"`
+	Status    Status `json:"status"`
+	Workspace string `json:"workspace"`
+	// Repo and Base are a managed task's repository and base (see Params).
+	Repo            string         `json:"repo,omitempty"`
+	Base            string         `json:"base,omitempty"`
 	Model           string         `json:"model,omitempty"`
 	PermissionMode  PermissionMode `json:"permission_mode"`
 	Turn            int            `json:"turn"`
@@ -282,12 +296,21 @@ type State struct {
 
 // RunTurnInput is the input of the RunTurn activity.
 type RunTurnInput struct {
-	TaskID     string  `json:"task_id"`
-	Turn       int     `json:"turn"`
-	Prompt     Prompt  `json:"prompt"`
-	PromptUUID string  `json:"prompt_uuid"`
-	Workspace  string  `json:"workspace"`
-	Profile    Profile `json:"profile"`
+	TaskID     string `json:"task_id"`
+	Turn       int    `json:"turn"`
+	Prompt     Prompt `json:"prompt"`
+	PromptUUID string `json:"prompt_uuid"`
+	Workspace  string `json:"workspace"`
+	// Repo and Base make the turn run in the task's managed worktree (see Params).
+	Repo string `json:"repo,omitempty"`
+	Base string `json:"base,omitempty"`
+	// Fork is the task's Params.Fork: the turn's first attempt on a host with no worktree of
+	// the task forks it from there.
+	Fork *ForkPoint `json:"fork,omitempty"`
+	// Rewound: the task was rewound since its last turn (UpdateRewind); the worktree goes back
+	// to the rewound turn's checkpoint, and the event says why.
+	Rewound bool    `json:"rewound,omitempty"`
+	Profile Profile `json:"profile"`
 	// SessionID and LastMessageUUID are the workflow's view of the resume point
 	// before this turn. The executor row in Postgres is the source of truth; these
 	// are used only when it has none.
@@ -343,6 +366,8 @@ type RunTurnResult struct {
 	Attempt         int        `json:"attempt"`
 	// Error describes a turn that ended with is_error (for example --max-turns).
 	Error string `json:"error,omitempty"`
+	// Checkpoint is the commit that recorded a managed task's worktree when the turn committed.
+	Checkpoint string `json:"checkpoint,omitempty"`
 	// FailedAttemptsCostUSD is what the API billed the task's attempts that did not commit their
 	// turn, all turns so far, as Postgres records it (Totals.FailedAttemptsCostUSD).
 	FailedAttemptsCostUSD float64 `json:"failed_attempts_cost_usd,omitempty"`
@@ -357,6 +382,9 @@ type RunTurnResult struct {
 type InterruptTurnInput struct {
 	TaskID string `json:"task_id"`
 	Turn   int    `json:"turn"`
+	// Repo is a managed task's repository, given to StopExecutor when the task ends: its
+	// worktree is removed with its process.
+	Repo string `json:"repo,omitempty"`
 }
 
 // Search attribute names shown in the Temporal UI.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 	"unicode"
@@ -86,8 +87,23 @@ func (p Params) WithDefaults() Params {
 // *InvalidError, joined. Zero values are valid: they mean the defaults.
 func (p Params) Validate() error {
 	var errs []error
-	if p.Workspace == "" {
-		errs = append(errs, invalid("workspace", "is required: the folder the agent works in"))
+	switch {
+	case p.Workspace == "" && p.Repo == "":
+		errs = append(errs, invalid("workspace", "is required: the folder the agent works in (or give repo, a repository the task works on in a worktree of its own)"))
+	case p.Workspace != "" && p.Repo != "":
+		errs = append(errs, invalid("repo", "is given with workspace; give one: repo for a managed worktree of the repository, workspace for a folder of your own"))
+	}
+	if p.Base != "" && p.Repo == "" {
+		errs = append(errs, invalid("base", "is given without repo; a base is the branch, tag or commit of the task's repository"))
+	}
+	if strings.HasPrefix(p.Base, "-") || strings.ContainsAny(p.Base, " \x00") {
+		errs = append(errs, invalid("base", "%q is not a branch, tag or commit name", p.Base))
+	}
+	if p.Fork != nil && (p.Repo == "" || ValidateID(p.Fork.Task) != nil || p.Fork.Turn < 0) {
+		errs = append(errs, invalid("fork", "names no turn of a managed task: a fork needs the task's repository, its id and a turn of 0 or more"))
+	}
+	if strings.HasPrefix(p.Repo, "-") || strings.ContainsRune(p.Repo, 0) {
+		errs = append(errs, invalid("repo", "%q is not a repository URL or path", p.Repo))
 	}
 	if err := validateMode(p.Profile.PermissionMode); err != nil {
 		errs = append(errs, err)
@@ -242,6 +258,20 @@ func ValidatePrompt(p Prompt) error {
 		}
 	}
 	return nil
+}
+
+// managedID is what a managed task's id may be: it names the task's folder and branch.
+var managedID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
+
+// ValidateStart reports what is wrong with starting task id with params p: the id
+// (ValidateID), the params (Params.Validate), and, for a managed task (p.Repo set), an id that
+// cannot name its worktree's folder and branch.
+func ValidateStart(id string, p Params) error {
+	errs := []error{ValidateID(id), p.Validate()}
+	if p.Repo != "" && id != "" && !managedID.MatchString(id) {
+		errs = append(errs, invalid("id", "%q cannot name a managed task's folder and branch; use 1 to 128 letters, digits, _ and -, starting with a letter or digit", id))
+	}
+	return errors.Join(errs...)
 }
 
 // ValidateID reports whether id can name a new task: 1 to MaxIDBytes bytes of

@@ -149,3 +149,35 @@ func TestValidateID(t *testing.T) {
 		}
 	}
 }
+
+func TestValidateStartManagedOrUnmanaged(t *testing.T) {
+	cases := []struct {
+		name  string
+		id    string
+		p     Params
+		field string // "" when valid
+	}{
+		{"unmanaged", "t1", Params{Workspace: "/w"}, ""},
+		{"managed", "t-1_x", Params{Repo: "https://git.example/a.git", Base: "main"}, ""},
+		{"neither", "t1", Params{}, "workspace"},
+		{"both", "t1", Params{Workspace: "/w", Repo: "/r"}, "repo"},
+		{"base without repo", "t1", Params{Workspace: "/w", Base: "main"}, "base"},
+		{"base like a flag", "t1", Params{Repo: "/r", Base: "--upload-pack=x"}, "base"},
+		{"repo like a flag", "t1", Params{Repo: "--upload-pack=x"}, "repo"},
+		{"managed id with a dot", "a.b", Params{Repo: "/r"}, "id"},
+		{"unmanaged id with a dot", "a.b", Params{Workspace: "/w"}, ""},
+	}
+	for _, c := range cases {
+		err := ValidateStart(c.id, c.p)
+		if c.field == "" {
+			if err != nil {
+				t.Errorf("%s: %v", c.name, err)
+			}
+			continue
+		}
+		var ie *InvalidError
+		if !errors.As(err, &ie) || ie.Field != c.field {
+			t.Errorf("%s: got %v, want an error on %s", c.name, err, c.field)
+		}
+	}
+}

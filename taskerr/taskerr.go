@@ -18,6 +18,7 @@ import (
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/taskclient"
 	"github.com/drover-run/drover/taskview"
+	"github.com/drover-run/drover/workspace"
 )
 
 // The codes. They are part of the HTTP API and of the command line's JSON output: a code, once
@@ -47,6 +48,18 @@ const (
 	CodeAccountLimited = "account_limited"
 	// CodeUnavailable: Temporal or Postgres did not answer in time, or no worker took the call.
 	CodeUnavailable = "unavailable"
+	// CodeNotManaged: the task has no managed workspace (it runs in a folder of its own, has
+	// not begun, or its checkpoints were pruned), so it has no diff, fork, rewind or publish.
+	CodeNotManaged = "not_managed"
+	// CodeNoCheckpoint: the task has no checkpoint of that turn.
+	CodeNoCheckpoint = "no_checkpoint"
+	// CodeBranchNotOurs: a publish would replace commits of a branch that drover did not write.
+	CodeBranchNotOurs = "branch_not_ours"
+	// CodeCannotRewind: a rewind the task cannot take now (no managed workspace, a turn running
+	// or queued, a turn it has not reached or set aside before).
+	CodeCannotRewind = "cannot_rewind"
+	// CodeUnreachable: a repository or remote could not be read or written.
+	CodeUnreachable = "unreachable"
 	// CodeInternal: drover failed; the message says where.
 	CodeInternal = "internal"
 )
@@ -142,6 +155,15 @@ func describe(err error) (code string, status int, msg string) {
 			" (no answer in time: is a worker running? drover worker starts one)"
 	case errors.As(err, &tUnavail):
 		return CodeUnavailable, http.StatusServiceUnavailable, err.Error() + " (is the Temporal server reachable?)"
+	case errors.Is(err, workspace.ErrNotManaged):
+		return CodeNotManaged, http.StatusConflict, err.Error() +
+			" (a task started with --repo has one once its first turn begins; one started with --workspace has none)"
+	case errors.Is(err, workspace.ErrNoCheckpoint):
+		return CodeNoCheckpoint, http.StatusNotFound, err.Error() + "; run drover task diff TASK --stat to see the turns that have one"
+	case errors.Is(err, workspace.ErrNotOurs):
+		return CodeBranchNotOurs, http.StatusConflict, err.Error()
+	case errors.Is(err, workspace.ErrUnreachable):
+		return CodeUnreachable, http.StatusBadGateway, err.Error()
 	case errors.Is(err, context.Canceled):
 		return CodeUnavailable, http.StatusServiceUnavailable, "cancelled before it was done: " + err.Error()
 	case store.ConnectionLost(err):
@@ -169,8 +191,12 @@ func describeType(t, msg string) (string, int, string) {
 	case task.ErrTypeInterruptFailed, task.ErrTypeWorkerStopping, task.ErrTypeHostLost,
 		task.ErrTypeWorkerLost, task.ErrTypeStoreUnavailable:
 		return CodeUnavailable, http.StatusServiceUnavailable, msg + "; try again"
-	case task.ErrTypeWorkspaceMissing:
+	case task.ErrTypeWorkspaceMissing, task.ErrTypeBaseMissing, task.ErrTypeFileTooLarge, task.ErrTypeWorkspacesUnmanaged:
 		return CodeInvalidInput, http.StatusBadRequest, msg
+	case task.ErrTypeRepoUnreachable, task.ErrTypeDiskFull:
+		return CodeUnavailable, http.StatusServiceUnavailable, msg + "; try again"
+	case task.ErrTypeCannotRewind:
+		return CodeCannotRewind, http.StatusConflict, msg
 	}
 	return CodeInternal, http.StatusInternalServerError, msg
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/drover-run/drover/taskclient"
 	"github.com/drover-run/drover/taskerr"
 	"github.com/drover-run/drover/taskview"
+	"github.com/drover-run/drover/workspace"
 )
 
 // Each error a caller meets has a stable code, the HTTP status that goes with it, and a message
@@ -59,6 +60,10 @@ func TestDescribe(t *testing.T) {
 			http.StatusServiceUnavailable, []string{"connection to Postgres was lost; try again"}, nil},
 		{wrap(io.ErrUnexpectedEOF), taskerr.CodeUnavailable, http.StatusServiceUnavailable, []string{"try again"}, nil},
 		{&pgconn.PgError{Code: "42P01", Message: "relation does not exist"}, taskerr.CodeInternal, http.StatusInternalServerError, nil, nil},
+		{fmt.Errorf("diffing: %w", workspace.ErrNotManaged), taskerr.CodeNotManaged, http.StatusConflict, []string{"--repo"}, nil},
+		{fmt.Errorf("diffing: %w", workspace.ErrNoCheckpoint), taskerr.CodeNoCheckpoint, http.StatusNotFound, []string{"drover task diff"}, nil},
+		{fmt.Errorf("publishing: %w", workspace.ErrNotOurs), taskerr.CodeBranchNotOurs, http.StatusConflict, nil, nil},
+		{&workspace.UnreachableError{URL: "u", Err: errors.New("x")}, taskerr.CodeUnreachable, http.StatusBadGateway, []string{"u"}, nil},
 		{errors.New("boom"), taskerr.CodeInternal, http.StatusInternalServerError, []string{"boom"}, nil},
 	} {
 		d := taskerr.Describe(c.err)

@@ -71,8 +71,12 @@ type Summary struct {
 	Mode      task.PermissionMode `json:"mode,omitempty"`
 	Model     string              `json:"model,omitempty"`
 	Workspace string              `json:"workspace,omitempty"`
-	CreatedAt time.Time           `json:"created_at"`
-	UpdatedAt time.Time           `json:"updated_at"`
+	// Repo and Base are a managed task's repository and base; its Workspace is its worktree on
+	// the host that last ran it.
+	Repo      string    `json:"repo,omitempty"`
+	Base      string    `json:"base,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 	// Turns counts the turns begun; CostUSD adds up what the finished ones cost.
 	Turns   int     `json:"turns"`
 	CostUSD float64 `json:"cost_usd"`
@@ -111,8 +115,10 @@ type Turn struct {
 	Tokens     Tokens          `json:"tokens"`
 	DurationMS int64           `json:"duration_ms"`
 	Error      string          `json:"error,omitempty"`
-	StartedAt  time.Time       `json:"started_at"`
-	FinishedAt *time.Time      `json:"finished_at,omitempty"`
+	// Checkpoint is the commit that recorded a managed task's worktree when the turn committed.
+	Checkpoint string     `json:"checkpoint,omitempty"`
+	StartedAt  time.Time  `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at,omitempty"`
 }
 
 // Detail is one task in full: the HTTP API's TaskDetail. Its Turns (the list) hides
@@ -211,7 +217,7 @@ func (v *View) Show(ctx context.Context, taskID string) (Detail, error) {
 	for _, t := range turns {
 		tv := Turn{Turn: t.Turn, Status: t.Status, Attempts: t.Attempts, Prompt: t.Prompt, CostUSD: t.CostUSD,
 			Tokens: Tokens{Input: t.InputTokens, Output: t.OutputTokens, CacheRead: t.CacheReadTokens,
-				CacheCreation: t.CacheCreationTokens}, DurationMS: t.DurationMS, Error: t.Error, StartedAt: t.StartedAt}
+				CacheCreation: t.CacheCreationTokens}, DurationMS: t.DurationMS, Error: t.Error, Checkpoint: t.Checkpoint, StartedAt: t.StartedAt}
 		if !t.FinishedAt.IsZero() {
 			at := t.FinishedAt
 			tv.FinishedAt = &at
@@ -262,6 +268,7 @@ func summarize(r store.TaskRow) (Summary, *task.State) {
 	}
 	s.Mode, s.LastError = st.PermissionMode, st.LastError
 	s.Model, s.Workspace = first(st.Model, s.Model), first(st.Workspace, s.Workspace)
+	s.Repo, s.Base = st.Repo, st.Base
 	s.Wait, s.BudgetExhausted = st.Wait, st.BudgetExhausted
 	if !st.Budget.IsZero() {
 		b := st.Budget

@@ -28,6 +28,7 @@ import (
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/workflows"
+	"github.com/drover-run/drover/workspace"
 )
 
 // The defaults of the Temporal connection, written here alone: the command line's environment,
@@ -80,7 +81,21 @@ type Config struct {
 	// PprofListen, when set, is the address of Go's profiling endpoint (PprofPath). Beyond
 	// loopback it requires MetricsToken, as the metrics endpoint does. Empty: none.
 	PprofListen string
+	// Workspaces configures the host's managed workspaces (see package workspace): the worktree
+	// root, the state folder (mirrors, the default remote) and the durable remote. With no Root
+	// the host manages none and refuses managed tasks; a Manager already set in
+	// Config.Workspaces wins.
+	Workspaces workspace.Config
+	// WorkspaceRetention is how long a task's checkpoints are kept after its newest one; the
+	// host prunes older ones every WorkspacePruneEvery. Zero means DefaultWorkspaceRetention.
+	WorkspaceRetention time.Duration
 }
+
+// DefaultWorkspaceRetention is Config.WorkspaceRetention when it is zero.
+const DefaultWorkspaceRetention = 30 * 24 * time.Hour
+
+// WorkspacePruneEvery is how often a host prunes the checkpoints past their retention.
+const WorkspacePruneEvery = time.Hour
 
 func (c *Config) withDefaults() {
 	if c.TemporalAddress == "" {
@@ -108,6 +123,9 @@ func (c *Config) withDefaults() {
 	}
 	if c.HostStale <= 0 {
 		c.HostStale = DefaultHostStale
+	}
+	if c.WorkspaceRetention <= 0 {
+		c.WorkspaceRetention = DefaultWorkspaceRetention
 	}
 	if c.RegisterSearchAttributes == nil {
 		t := true
@@ -163,8 +181,10 @@ type Worker struct {
 	// stopBeat ends the host's liveness loop; beatDone closes when it has.
 	stopBeat context.CancelFunc
 	beatDone chan struct{}
-	metrics  *endpoint
-	pprof    *endpoint
+	// stopPrune ends the pruning of old checkpoints (see prunes); nil without workspaces.
+	stopPrune func()
+	metrics   *endpoint
+	pprof     *endpoint
 }
 
 // Start connects, migrates, kills what CLI processes a previous run of this host left behind,
@@ -238,8 +258,22 @@ func (w *Worker) recoverHost(ctx context.Context) error {
 }
 
 // newEngine makes the turn engine from the configuration's engine part and its activities.
-func (w *Worker) newEngine(context.Context) error {
+func (w *Worker) newEngine(ctx context.Context) error {
 	ec := w.cfg.Config
+	if ec.Workspaces == nil && w.cfg.Workspaces.Root != "" {
+		wc := w.cfg.Workspaces
+		if wc.Logger == nil {
+			wc.Logger = w.log
+		}
+		// A host that cannot manage workspaces (no git binary, a folder it cannot write) still
+		// runs unmanaged tasks; its managed ones are refused with a typed error.
+		if m, err := workspace.New(ctx, wc); err != nil {
+			w.log.Warn("managed workspaces unavailable on this host: tasks started with a repository are refused", "error", err)
+		} else {
+			ec.Workspaces = m
+			w.prunes(m)
+		}
+	}
 	ec.DB = w.pool
 	ec.Notifier = activities.Notifier{Temporal: w.client}
 	ec.Logger = w.log
@@ -337,6 +371,9 @@ func (w *Worker) Stop(ctx context.Context) {
 }
 
 func (w *Worker) close() {
+	if w.stopPrune != nil {
+		w.stopPrune()
+	}
 	w.metrics.stop(context.Background())
 	w.pprof.stop(context.Background())
 	if w.client != nil {
@@ -363,17 +400,18 @@ func Run(ctx context.Context, cfg Config) error {
 
 // Dial connects to Temporal, retrying until ctx ends so that a worker can
 // start before its server. Workflow and activity calls are traced with
-// OpenTelemetry.
+// OpenTelemetry. Calls to a server on loopback go uncompressed (grpcCompression).
 func Dial(ctx context.Context, address, namespace string, log *slog.Logger) (client.Client, error) {
 	tracing, err := temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("creating the tracing interceptor: %w", err)
 	}
 	opts := client.Options{
-		HostPort:     address,
-		Namespace:    namespace,
-		Logger:       tlog.NewStructuredLogger(log),
-		Interceptors: []interceptor.ClientInterceptor{tracing},
+		HostPort:          address,
+		Namespace:         namespace,
+		Logger:            tlog.NewStructuredLogger(log),
+		Interceptors:      []interceptor.ClientInterceptor{tracing},
+		ConnectionOptions: client.ConnectionOptions{GrpcCompression: grpcCompression(address)},
 	}
 	backoff := 200 * time.Millisecond
 	for {
@@ -389,4 +427,19 @@ func Dial(ctx context.Context, address, namespace string, log *slog.Logger) (cli
 		}
 		backoff = min(backoff*2, 5*time.Second)
 	}
+}
+
+// grpcCompression is the compression of the calls to the Temporal server at address: none when
+// the server is on loopback (an IP literal or localhost), where gzip costs both ends CPU on every
+// call (a tenth of a worker's CPU per turn, and the server's) and saves no network; the SDK's
+// default, gzip, anywhere else.
+func grpcCompression(address string) client.GrpcCompression {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		host = address
+	}
+	if ip := net.ParseIP(host); host == "localhost" || ip != nil && ip.IsLoopback() {
+		return &client.GrpcCompressionNone{}
+	}
+	return nil
 }

@@ -81,7 +81,7 @@ func (s *taskState) stopExecutor(ctx workflow.Context) {
 		return
 	}
 	actx := s.controlContext(ctx, s.hostQueue, s.lim.stopTimeout, "stop executor")
-	in := task.InterruptTurnInput{TaskID: s.taskID, Turn: s.lastTurn}
+	in := task.InterruptTurnInput{TaskID: s.taskID, Turn: s.lastTurn, Repo: s.p.Repo}
 	if err := workflow.ExecuteActivity(actx, task.ActivityStopExecutor, in).Get(ctx, nil); err != nil {
 		workflow.GetLogger(ctx).Warn("stopping the executor failed", "host_queue", s.hostQueue, "error", err)
 	}

@@ -51,6 +51,8 @@ func newEnv(t *testing.T, lim limits) *testsuite.TestWorkflowEnvironment {
 		activity.RegisterOptions{Name: task.ActivityDeliverDecision})
 	env.RegisterActivityWithOptions(func(context.Context, task.DeadlineMoved) error { return notMocked },
 		activity.RegisterOptions{Name: task.ActivityRecordDeadline})
+	env.RegisterActivityWithOptions(func(context.Context, task.RewindInput) (task.Rewound, error) { return task.Rewound{}, notMocked },
+		activity.RegisterOptions{Name: task.ActivityRewind})
 	// The read side's record succeeds unless a test says otherwise.
 	env.RegisterActivityWithOptions(func(context.Context, task.StateRecord) error { return nil },
 		activity.RegisterOptions{Name: task.ActivityRecordState})

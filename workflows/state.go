@@ -35,6 +35,10 @@ type taskState struct {
 	turnsThisRun int
 	// closing: no more prompts are accepted; the task ends once the queue drains.
 	closing bool
+	// rewinding: a rewind is under way (UpdateRewind); queued prompts wait for it.
+	rewinding bool
+	// rewound: the task was rewound since its last turn ran; the next turn says so to its host.
+	rewound bool
 	// final is the status the task ended with, empty while it lives.
 	final task.Status
 
@@ -81,6 +85,10 @@ type taskState struct {
 
 func newTaskState(p task.Params, lim limits, taskID, firstRunID string) *taskState {
 	s := &taskState{p: p, lim: lim, taskID: taskID, firstRunID: firstRunID}
+	if f := p.Fork; f != nil && p.Carry == nil {
+		// A fork's first turn resumes the other task's conversation at the turn forked from.
+		s.sessionID, s.lastUUID = f.SessionID, f.LastMessageUUID
+	}
 	if c := p.Carry; c != nil {
 		s.turn = c.Turn
 		s.sessionID = c.SessionID
@@ -130,6 +138,8 @@ func (s *taskState) snapshot() task.State {
 	return task.State{
 		Status:          s.status(),
 		Workspace:       s.p.Workspace,
+		Repo:            s.p.Repo,
+		Base:            s.p.Base,
 		Model:           s.p.Profile.Model,
 		PermissionMode:  s.p.Profile.PermissionMode,
 		Turn:            s.turn,

@@ -28,6 +28,7 @@ func (s *taskState) runNext(ctx workflow.Context) error {
 	failed := s.totals.FailedTurns
 	err := s.runTurn(ctx, q)
 	s.running = 0
+	s.rewound = false
 	if err == nil {
 		// Whatever the turn still had waiting, nothing will ask for again.
 		s.closeTurnRequests(ctx, q.Turn, "the turn ended")
@@ -267,6 +268,10 @@ func (s *taskState) executeRunTurn(ctx workflow.Context, q task.QueuedPrompt, at
 		Prompt:          q.Prompt,
 		PromptUUID:      q.PromptUUID,
 		Workspace:       s.p.Workspace,
+		Repo:            s.p.Repo,
+		Base:            s.p.Base,
+		Fork:            s.p.Fork,
+		Rewound:         s.rewound,
 		Profile:         s.p.Profile,
 		SessionID:       s.sessionID,
 		LastMessageUUID: s.lastUUID,

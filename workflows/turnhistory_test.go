@@ -39,15 +39,23 @@ const recordStateActivityHistory = "record_state_activity.json"
 // warmTurns is how many warm turns TestWarmTurnHistory runs after the first one.
 const warmTurns = 5
 
-// What one warm turn (a prompt to an idle task, to the turn's end) may add to the task's history.
-// A turn needs one workflow task to take its prompt and schedule RunTurn and one to take the
-// result; RunTurn is its one activity; each of those workflow tasks upserts what changed (the
-// status to running, then status, cost and turns) in one command; the read side's record rides
-// the same workflow tasks as a local activity's marker.
+// What one warm turn (a prompt to an idle task, to the turn's end) may add to the task's history,
+// each a call the server serves and persists. A turn needs one workflow task to take its prompt
+// (the one Update) and schedule RunTurn and one to take the result; RunTurn is its one activity;
+// each of those workflow tasks upserts what changed (the status to running, then status, cost and
+// turns) in one command; the read side's record rides the same workflow tasks as a local
+// activity's marker, one for each state. No signal, no timer; and nothing else (events counts
+// every event of the turn, so that a new kind of event cannot slip in).
 const (
 	maxWorkflowTasksPerTurn = 2
 	maxActivitiesPerTurn    = 1
 	maxUpsertsPerTurn       = 2
+	maxMarkersPerTurn       = 2
+	maxUpdatesPerTurn       = 1
+	// maxEventsPerTurn: the two workflow tasks' scheduled, started and completed (6), the
+	// Update's accepted and completed (2), RunTurn's scheduled, started and completed (3), two
+	// upserts and two markers.
+	maxEventsPerTurn = 15
 )
 
 // stateWitness keeps what RecordState was asked to write, in the order asked.
@@ -82,8 +90,9 @@ func (w *stateWitness) all() []task.StateRecord {
 
 // turnCount is what one warm turn added to the history.
 type turnCount struct {
-	workflowTasks, upserts, markers int
-	activities                      []string
+	workflowTasks, upserts, markers, updates int
+	signals, timers, events                  int
+	activities                               []string
 }
 
 // A warm turn on a real server costs the task's history at most two workflow tasks, one
@@ -112,13 +121,17 @@ func TestWarmTurnHistory(t *testing.T) {
 	counts := countWarmTurns(hist)
 	require.Len(t, counts, warmTurns, "a segment of history for each warm turn")
 	for i, n := range counts {
-		t.Logf("warm turn %d: %d workflow tasks, activities %v, %d upserts, %d local activity markers",
-			i+2, n.workflowTasks, n.activities, n.upserts, n.markers)
+		t.Logf("warm turn %d: %d events: %d workflow tasks, activities %v, %d upserts, %d local activity markers, %d updates, %d signals, %d timers",
+			i+2, n.events, n.workflowTasks, n.activities, n.upserts, n.markers, n.updates, n.signals, n.timers)
 		assert.LessOrEqual(t, n.workflowTasks, maxWorkflowTasksPerTurn, "workflow tasks of warm turn %d", i+2)
 		assert.LessOrEqual(t, len(n.activities), maxActivitiesPerTurn, "activities of warm turn %d: %v", i+2, n.activities)
 		assert.Equal(t, []string{task.ActivityRunTurn}, n.activities, "warm turn %d runs RunTurn and nothing else", i+2)
 		assert.LessOrEqual(t, n.upserts, maxUpsertsPerTurn, "search attribute upserts of warm turn %d", i+2)
-		assert.Equal(t, 2, n.markers, "warm turn %d records running and idle for the read side, once each", i+2)
+		assert.Equal(t, maxMarkersPerTurn, n.markers, "warm turn %d records running and idle for the read side, once each", i+2)
+		assert.Equal(t, maxUpdatesPerTurn, n.updates, "warm turn %d takes its prompt, one Update", i+2)
+		assert.Zero(t, n.signals, "signals in warm turn %d", i+2)
+		assert.Zero(t, n.timers, "timers started in warm turn %d", i+2)
+		assert.LessOrEqual(t, n.events, maxEventsPerTurn, "events of warm turn %d", i+2)
 	}
 
 	// The witness: every state reached RecordState, in the workflow's order, ending completed.
@@ -217,6 +230,9 @@ func countWarmTurns(hist *historypb.History) []turnCount {
 	var cur *turnCount
 	prompts := 0
 	for _, ev := range hist.Events {
+		if ev.GetEventType() != enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED && cur != nil {
+			cur.events++
+		}
 		switch ev.GetEventType() {
 		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
 			if cur != nil {
@@ -225,8 +241,16 @@ func countWarmTurns(hist *historypb.History) []turnCount {
 			}
 			if ev.GetWorkflowExecutionUpdateAcceptedEventAttributes().GetAcceptedRequest().GetInput().GetName() == task.UpdatePrompt {
 				if prompts++; prompts > 1 {
-					cur = &turnCount{}
+					cur = &turnCount{updates: 1, events: 1}
 				}
+			}
+		case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
+			if cur != nil {
+				cur.signals++
+			}
+		case enumspb.EVENT_TYPE_TIMER_STARTED:
+			if cur != nil {
+				cur.timers++
 			}
 		case enumspb.EVENT_TYPE_WORKFLOW_TASK_COMPLETED:
 			if cur != nil {

@@ -73,6 +73,9 @@ func (s *taskState) setHandlers(ctx workflow.Context) error {
 	if err := s.setBudgetHandler(ctx); err != nil {
 		return err
 	}
+	if err := s.setRewindHandler(ctx); err != nil {
+		return err
+	}
 	return s.setApprovalHandlers(ctx)
 }
 
@@ -98,7 +101,7 @@ func (s *taskState) loop(ctx workflow.Context) (task.State, error) {
 			if err := s.waitForBudget(ctx); err != nil {
 				return s.cancelled(ctx, err)
 			}
-		case len(s.pending) > 0:
+		case len(s.pending) > 0 && !s.rewinding:
 			if err := s.runNext(ctx); err != nil {
 				return s.cancelled(ctx, err)
 			}
@@ -122,7 +125,7 @@ func (s *taskState) loop(ctx workflow.Context) (task.State, error) {
 // idle timeout that passes first closes the task.
 func (s *taskState) waitForWork(ctx workflow.Context) error {
 	s.publish(ctx)
-	ready := func() bool { return len(s.pending) > 0 || s.closing || s.wantContinueAsNew(ctx) }
+	ready := func() bool { return (len(s.pending) > 0 && !s.rewinding) || s.closing || s.wantContinueAsNew(ctx) }
 	if s.p.IdleTimeout <= 0 {
 		return workflow.Await(ctx, ready)
 	}

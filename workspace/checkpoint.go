@@ -196,6 +196,57 @@ func (m *Manager) Restore(ctx context.Context, t Task, turn int) (Restored, erro
 	if err != nil {
 		return Restored{}, fmt.Errorf("restoring %s to turn %d: %w", t.ID, turn, err)
 	}
+	return m.restore(ctx, t, dir, cp, cpTree, cpHead)
+}
+
+// RestoreTo is Restore to a given checkpoint commit of the task (empty: its base), such as the
+// one a caller recorded as committed, which may be older than the task's newest ref (a crash
+// after a checkpoint was pushed and before the caller recorded it). A commit this host's mirror
+// lacks (the task ran elsewhere since this worktree was made) is fetched from the remote first.
+func (m *Manager) RestoreTo(ctx context.Context, t Task, commit string) (Restored, error) {
+	dir, err := m.worktree(t.ID)
+	if err != nil {
+		return Restored{}, fmt.Errorf("restoring: %w", err)
+	}
+	cp, cpTree, cpHead, err := m.resolve(ctx, t, dir, commit)
+	if err != nil {
+		return Restored{}, fmt.Errorf("restoring %s to %s: %w", t.ID, commit, err)
+	}
+	return m.restore(ctx, t, dir, cp, cpTree, cpHead)
+}
+
+// resolve finds checkpoint commit of a task (empty: its base), fetching the task's refs from
+// the remote when this host lacks it: the commit, its tree and the branch head it recorded.
+func (m *Manager) resolve(ctx context.Context, t Task, dir, commit string) (cp, tree, head string, err error) {
+	rev := commit
+	if rev == "" {
+		rev = baseRef(t.ID)
+	}
+	if strings.HasPrefix(rev, "-") {
+		return "", "", "", fmt.Errorf("%q: %w", commit, ErrNoCheckpoint)
+	}
+	out, err := m.in(ctx, dir, "rev-parse", "--verify", "--quiet", rev+"^{commit}")
+	if err != nil {
+		if ferr := m.fetchTask(ctx, m.Mirror(t.Repo), t.ID); ferr != nil {
+			return "", "", "", ferr
+		}
+		if out, err = m.in(ctx, dir, "rev-parse", "--verify", "--quiet", rev+"^{commit}"); err != nil {
+			return "", "", "", fmt.Errorf("%q: %w", commit, ErrNoCheckpoint)
+		}
+	}
+	cp = strings.TrimSpace(out)
+	if tree, err = m.in(ctx, dir, "rev-parse", cp+"^{tree}"); err != nil {
+		return "", "", "", fmt.Errorf("reading checkpoint %s: %w", cp, err)
+	}
+	if head, err = m.headOf(ctx, dir, t.ID, cp); err != nil {
+		return "", "", "", err
+	}
+	return cp, strings.TrimSpace(tree), head, nil
+}
+
+// restore puts the worktree at dir back at checkpoint cp (tree cpTree, branch head cpHead),
+// keeping what it held instead on a kept ref.
+func (m *Manager) restore(ctx context.Context, t Task, dir, cp, cpTree, cpHead string) (Restored, error) {
 	r := Restored{Checkpoint: cp}
 	tree, head, err := m.snapshot(ctx, t.ID, dir)
 	if err != nil {
@@ -214,7 +265,7 @@ func (m *Manager) Restore(ctx context.Context, t Task, turn int) (Restored, erro
 	}
 	for _, s := range steps {
 		if _, err := m.in(ctx, dir, s...); err != nil {
-			return r, fmt.Errorf("restoring %s to turn %d: %w", t.ID, turn, err)
+			return r, fmt.Errorf("restoring %s to %s: %w", t.ID, cp, err)
 		}
 	}
 	return r, nil

@@ -25,6 +25,10 @@ type Diff struct {
 	Patch string
 }
 
+// diffArgs compares two commits as git shows them to a person, with nothing of the user's
+// config (no external diff, no text conversion, no colour), renames as a delete and an add.
+var diffArgs = []string{"diff-tree", "-r", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color"}
+
 // Diff compares the task's checkpoints of turns from and to (0: the task's base). With stat it
 // lists the files only. It reads the host's mirror, so it works without a worktree once the
 // task's refs are here (Ensure or Fetch).
@@ -41,14 +45,13 @@ func (m *Manager) Diff(ctx context.Context, t Task, from, to int, stat bool) (Di
 	if d.To, _, _, err = m.target(ctx, mirror, t.ID, to); err != nil {
 		return d, fmt.Errorf("diffing %s: %w", t.ID, err)
 	}
-	base := []string{"diff-tree", "-r", "--no-renames", "--no-ext-diff", "--no-textconv", "--no-color"}
-	out, err := m.in(ctx, mirror, append(base, "-z", "--numstat", d.From, d.To)...)
+	out, err := m.in(ctx, mirror, append(diffArgs, "-z", "--numstat", d.From, d.To)...)
 	if err != nil {
 		return d, fmt.Errorf("diffing %s: %w", t.ID, err)
 	}
 	d.Files = parseNumstat(out)
 	if !stat {
-		if d.Patch, err = m.in(ctx, mirror, append(base, "-p", d.From, d.To)...); err != nil {
+		if d.Patch, err = m.git(ctx, cmd{dir: mirror, args: append(diffArgs, "-p", d.From, d.To)}); err != nil {
 			return d, fmt.Errorf("diffing %s: %w", t.ID, err)
 		}
 	}
@@ -71,9 +74,11 @@ func parseNumstat(out string) []FileDiff {
 	return files
 }
 
-// Fork starts task dst from src's checkpoint of turn: dst gets src's base and turns 1..turn
-// (so its next turn is turn+1), its own branch drover/<dst>, and its worktree at Dir(dst) with
-// that checkpoint's files. Both tasks work on src.Repo. It returns the checkpoint.
+// Fork starts task dst from src's checkpoint of turn (0: src's base): dst's base is that
+// checkpoint, so that dst's turns count from 1 and its diffs show its own work, and its worktree
+// at Dir(dst), on its own branch drover/<dst>, starts there with the checkpoint's files (the
+// agent's uncommitted work included, committed in the checkpoint). Both tasks work on src.Repo.
+// It returns the checkpoint. dst's base is pushed, so that any host can take dst from there.
 func (m *Manager) Fork(ctx context.Context, src Task, dst string, turn int) (string, error) {
 	if err := checkID(dst); err != nil {
 		return "", fmt.Errorf("forking: %w", err)
@@ -85,32 +90,17 @@ func (m *Manager) Fork(ctx context.Context, src Task, dst string, turn int) (str
 	if err := m.fetchTask(ctx, mirror, src.ID); err != nil {
 		return "", fmt.Errorf("forking %s: %w", src.ID, err)
 	}
-	cp, _, head, err := m.target(ctx, mirror, src.ID, turn)
+	cp, _, _, err := m.target(ctx, mirror, src.ID, turn)
 	if err != nil {
 		return "", fmt.Errorf("forking %s: %w", src.ID, err)
 	}
-	var refs strings.Builder
-	names := []string{baseRef(dst), lastRef(dst)}
-	base, err := m.in(ctx, mirror, "rev-parse", "--verify", baseRef(src.ID))
-	if err != nil {
+	if _, err := m.in(ctx, mirror, "update-ref", baseRef(dst), cp); err != nil {
 		return "", fmt.Errorf("forking %s: %w", src.ID, err)
 	}
-	fmt.Fprintf(&refs, "update %s %s\nupdate %s %s\n", baseRef(dst), base, lastRef(dst), cp)
-	for n := 1; n <= turn; n++ {
-		c, _, _, err := m.target(ctx, mirror, src.ID, n)
-		if err != nil {
-			continue // a turn without a checkpoint
-		}
-		fmt.Fprintf(&refs, "update %s %s\n", turnRef(dst, n), c)
-		names = append(names, turnRef(dst, n))
-	}
-	if _, err := m.git(ctx, cmd{dir: mirror, stdin: strings.NewReader(refs.String()), args: []string{"update-ref", "--stdin"}}); err != nil {
+	if err := m.push(ctx, mirror, baseRef(dst)); err != nil {
 		return "", fmt.Errorf("forking %s: %w", src.ID, err)
 	}
-	if err := m.push(ctx, mirror, names...); err != nil {
-		return "", fmt.Errorf("forking %s: %w", src.ID, err)
-	}
-	if err := m.addWorktree(ctx, mirror, dst, cp, head); err != nil {
+	if err := m.addWorktree(ctx, mirror, dst, cp, cp); err != nil {
 		return "", err
 	}
 	return cp, nil

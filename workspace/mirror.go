@@ -100,7 +100,9 @@ func (m *Manager) Prepare(ctx context.Context, t Task, base string) (string, err
 	}
 	rev := base
 	if rev == "" {
-		rev = "HEAD"
+		if rev, err = m.defaultBranch(ctx, mirror, t.Repo); err != nil {
+			return "", fmt.Errorf("preparing workspace of %s: %w", t.ID, err)
+		}
 	}
 	if strings.HasPrefix(rev, "-") {
 		return "", &BaseMissingError{Repo: t.Repo, Base: base}
@@ -119,6 +121,26 @@ func (m *Manager) Prepare(ctx context.Context, t Task, base string) (string, err
 		return "", fmt.Errorf("preparing workspace of %s: %w", t.ID, err)
 	}
 	return commit, nil
+}
+
+// defaultBranch is the branch repo's HEAD names (refs/heads/…), which a mirror made with init
+// does not know: its own HEAD names git's default, whatever the repository's is.
+func (m *Manager) defaultBranch(ctx context.Context, mirror, repo string) (string, error) {
+	out, err := m.in(ctx, mirror, "ls-remote", "--symref", "--", repo, "HEAD")
+	if err != nil {
+		if errors.Is(err, ErrDiskFull) || ctx.Err() != nil {
+			return "", fmt.Errorf("reading the default branch of %s: %w", repo, err)
+		}
+		return "", &UnreachableError{URL: repo, Err: err}
+	}
+	for line := range strings.SplitSeq(out, "\n") {
+		if ref, ok := strings.CutPrefix(line, "ref: "); ok {
+			if name, _, ok := strings.Cut(ref, "\t"); ok && strings.HasPrefix(name, "refs/heads/") {
+				return name, nil
+			}
+		}
+	}
+	return "HEAD", nil
 }
 
 // addWorktree makes the task's worktree on its branch at head, with the files of checkpoint cp

@@ -36,6 +36,10 @@ const (
 	DefaultAuthorEmail = "drover@localhost"
 )
 
+// DefaultRemote is the remote of a Manager whose Config names none: a bare repository in its
+// state folder, made by New, that only this host reaches.
+func DefaultRemote(stateDir string) string { return filepath.Join(stateDir, "remote.git") }
+
 // Config configures a Manager.
 type Config struct {
 	// Root holds the worktrees, one per task at <Root>/<task id>. Required; keep it the same
@@ -62,7 +66,7 @@ type Config struct {
 
 func (c Config) withDefaults() Config {
 	if c.Remote == "" && c.StateDir != "" {
-		c.Remote = filepath.Join(c.StateDir, "remote.git")
+		c.Remote = DefaultRemote(c.StateDir)
 	}
 	if c.Git == "" {
 		c.Git = "git"
@@ -113,7 +117,7 @@ func New(ctx context.Context, cfg Config) (*Manager, error) {
 			return nil, fmt.Errorf("making workspace folder: %w", err)
 		}
 	}
-	if cfg.Remote == filepath.Join(cfg.StateDir, "remote.git") {
+	if cfg.Remote == DefaultRemote(cfg.StateDir) {
 		if _, err := os.Stat(cfg.Remote); errors.Is(err, os.ErrNotExist) {
 			// The remote's own side of a push runs no hooks either.
 			if _, err := m.in(ctx, cfg.StateDir, "init", "-q", "--bare", cfg.Remote); err != nil {

@@ -409,14 +409,31 @@ func TestForkAtTurnOneOfThree(t *testing.T) {
 	if got := strings.TrimSpace(witness(t, dst, "rev-parse", "--abbrev-ref", "HEAD")); got != "drover/dst" {
 		t.Errorf("fork's branch = %q", got)
 	}
-	refs := witness(t, m.cfg.Remote, "for-each-ref", "--format=%(refname)", "refs/drover/tasks/dst/")
-	if want := "refs/drover/tasks/dst/base\nrefs/drover/tasks/dst/last\nrefs/drover/tasks/dst/turns/1\n"; refs != want {
+	refs := witness(t, m.cfg.Remote, "for-each-ref", "--format=%(refname) %(objectname)", "refs/drover/tasks/dst/")
+	if want := "refs/drover/tasks/dst/base " + cp + "\n"; refs != want {
 		t.Errorf("fork's refs on the remote:\n%s\nwant\n%s", refs, want)
 	}
-	appendTo(t, filepath.Join(dst, "shared.txt"), "fork turn 2")
-	checkpoint(t, m, Task{ID: "dst", Repo: repo}, 2)
+	if got := witness(t, dst, "status", "--porcelain"); got != "" {
+		t.Errorf("the fork's worktree differs from its branch head:\n%s", got)
+	}
+	// The fork's turns count from 1; its first diff shows its own work only.
+	fork := Task{ID: "dst", Repo: repo}
+	appendTo(t, filepath.Join(dst, "shared.txt"), "fork turn 1")
+	checkpoint(t, m, fork, 1)
 	if got := witness(t, m.cfg.Remote, "show", "refs/drover/tasks/src/turns/2:shared.txt"); got != "base\nturn 1\nturn 2\n" {
 		t.Errorf("source's turn 2 changed: %q", got)
+	}
+	d, err := m.Diff(context.Background(), fork, 0, 1, false)
+	if err != nil || !strings.Contains(d.Patch, "+fork turn 1") || strings.Contains(d.Patch, "+turn 1") {
+		t.Errorf("the fork's turn 1: %v\n%s", err, d.Patch)
+	}
+	// A retry before the fork's first checkpoint goes back to the fork point.
+	write(t, filepath.Join(dst, "stray.txt"), "x")
+	if _, err := m.Restore(context.Background(), fork, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, filepath.Join(dst, "shared.txt")); got != "base\nturn 1\n" {
+		t.Errorf("restored to the fork point: %q", got)
 	}
 }
 
@@ -672,5 +689,70 @@ func TestEnsureBeforeTheFirstCheckpoint(t *testing.T) {
 	}
 	if _, err := host(t, remote).Ensure(context.Background(), Task{ID: "never", Repo: repo}); !errors.Is(err, ErrNoCheckpoint) {
 		t.Errorf("Ensure of an unknown task = %v, want ErrNoCheckpoint", err)
+	}
+}
+
+// TestPrepareWithoutABaseTakesTheDefaultBranch: a repository whose default branch is not git's
+// own default gives its default branch's commit when no base is named.
+func TestPrepareWithoutABaseTakesTheDefaultBranch(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "origin")
+	witness(t, t.TempDir(), "init", "-q", "-b", "trunk", dir)
+	write(t, filepath.Join(dir, "f.txt"), "trunk\n")
+	witness(t, dir, "add", "-A")
+	witness(t, dir, "commit", "-q", "-m", "on trunk")
+	witness(t, dir, "branch", "other")
+	m := host(t, "")
+	task := Task{ID: "t1", Repo: dir}
+	base := prepare(t, m, task, "")
+	if want := strings.TrimSpace(witness(t, dir, "rev-parse", "trunk")); base != want {
+		t.Errorf("base = %s, want trunk's %s", base, want)
+	}
+}
+
+// TestRestoreToACheckpointMadeElsewhere: a host whose worktree of a task is stale (the task ran
+// on another host since) restores to the checkpoint the other host made, fetched from the
+// remote; and restoring to a checkpoint older than the remote's last (a checkpoint pushed but
+// never committed by the caller) puts that older one back.
+func TestRestoreToACheckpointMadeElsewhere(t *testing.T) {
+	repo := origin(t)
+	remote := bareRemote(t)
+	first, second := host(t, remote), host(t, remote)
+	task := Task{ID: "back", Repo: repo}
+	prepare(t, first, task, "main")
+	appendTo(t, filepath.Join(first.Dir(task.ID), "shared.txt"), "turn one")
+	cp1 := checkpoint(t, first, task, 1)
+
+	if _, err := second.Ensure(context.Background(), task); err != nil {
+		t.Fatal(err)
+	}
+	appendTo(t, filepath.Join(second.Dir(task.ID), "shared.txt"), "turn two")
+	cp2 := checkpoint(t, second, task, 2)
+
+	r, err := first.RestoreTo(context.Background(), task, cp2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, filepath.Join(first.Dir(task.ID), "shared.txt")); r.Checkpoint != cp2 || got != "base\nturn one\nturn two\n" {
+		t.Fatalf("restored to %s, shared.txt %q; want turn two's %s", r.Checkpoint, got, cp2)
+	}
+
+	appendTo(t, filepath.Join(first.Dir(task.ID), "shared.txt"), "turn three, never committed")
+	checkpoint(t, first, task, 3)
+	r, err = first.RestoreTo(context.Background(), task, cp1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, filepath.Join(first.Dir(task.ID), "shared.txt")); r.Checkpoint != cp1 || got != "base\nturn one\n" {
+		t.Fatalf("restored to %s, shared.txt %q; want turn one's %s", r.Checkpoint, got, cp1)
+	}
+	if _, err := first.RestoreTo(context.Background(), task, "0123456789abcdef0123456789abcdef01234567"); !errors.Is(err, ErrNoCheckpoint) {
+		t.Errorf("RestoreTo an unknown commit = %v, want ErrNoCheckpoint", err)
+	}
+	r, err = first.RestoreTo(context.Background(), task, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, filepath.Join(first.Dir(task.ID), "shared.txt")); got != "base\n" || r.Kept == "" {
+		t.Errorf("restored to the base: shared.txt %q, kept %q", got, r.Kept)
 	}
 }

@@ -159,6 +159,12 @@ func TestInvalidInputIsAnsweredBeforeDialling(t *testing.T) {
 	}{
 		{"negative max turns", []string{"task", "start", "--max-turns", "-3", "hello"}, "",
 			[]string{"--max-turns: -3 is negative", "use 0 (no bound) or more"}},
+		{"repo and workspace", []string{"task", "start", "--repo", "/r", "--workspace", "/w", "hello"}, "",
+			[]string{"--repo: is given with --workspace"}},
+		{"base without repo", []string{"task", "start", "--base", "main", "hello"}, "",
+			[]string{"--base: is given without repo"}},
+		{"managed id", []string{"task", "start", "--repo", "/r", "--id", "a.b", "hello"}, "",
+			[]string{`--id: "a.b" cannot name a managed task's folder and branch`}},
 		{"negative max turns after the prompt", []string{"task", "start", "hello", "--max-turns", "-3"}, "",
 			[]string{"--max-turns: -3 is negative"}},
 		{"unknown mode", []string{"task", "start", "hello", "--mode", "yolo"}, "",

@@ -20,6 +20,7 @@ import (
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/worker"
 	"github.com/drover-run/drover/workflows"
+	"github.com/drover-run/drover/workspace"
 )
 
 // stack is what dev and demo run in one process: a Temporal dev server
@@ -50,6 +51,10 @@ type stackOptions struct {
 	fakeResponder   func(*offlinemodel.Request) (offlinemodel.Response, bool)
 	hostID          string
 	keepAlive       time.Duration
+	// workspaces and retention override the managed workspaces' configuration, field by field;
+	// what they leave empty defaults to the environment's, then to folders under stateDir.
+	workspaces workspace.Config
+	retention  time.Duration
 	// workers is how many hosts run (0 means 1). With more than one, host i (from 1) is
 	// <hostID>-i with the CLI config folder <config folder>-<hostID>-i, and all share the
 	// workspace root, as separate machines with shared workspace storage would.
@@ -75,6 +80,16 @@ func hostConfigs(cfg worker.Config, n int) []worker.Config {
 	return out
 }
 
+// devWorkspaces is c with the fields flags set replaced.
+func devWorkspaces(c, flags workspace.Config) workspace.Config {
+	for _, f := range []struct{ to, from *string }{{&c.Root, &flags.Root}, {&c.StateDir, &flags.StateDir}, {&c.Remote, &flags.Remote}} {
+		if *f.from != "" {
+			*f.to = *f.from
+		}
+	}
+	return c
+}
+
 func startStack(ctx context.Context, e env, o stackOptions, log *slog.Logger) (*stack, error) {
 	s := &stack{}
 	ok := false
@@ -98,6 +113,12 @@ func startStack(ctx context.Context, e env, o stackOptions, log *slog.Logger) (*
 	if e.claudeConfigDir == "" {
 		cfg.Claude.ConfigDir = filepath.Join(o.stateDir, "claude")
 	}
+	ws, err := absWorkspaces(devWorkspaces(e.workspaceConfig(o.stateDir), o.workspaces))
+	if err != nil {
+		return nil, err
+	}
+	cfg.Workspaces = ws
+	cfg.WorkspaceRetention = o.retention
 	cfg.Claude.Env = append(cfg.Claude.Env, claudecode.OfflineEnv()...)
 
 	if o.temporalAddress == "" {
@@ -172,6 +193,8 @@ func newDevCommand(a *app) *cobra.Command {
 		workers             int
 		fake                bool
 		listen              string
+		workspaces          workspace.Config
+		retention           time.Duration
 	}
 	c := &cobra.Command{
 		Use:   "dev",
@@ -188,6 +211,7 @@ func newDevCommand(a *app) *cobra.Command {
 			return runDev(c.Context(), a, stackOptions{
 				stateDir: o.state, temporalAddress: o.addr, port: o.port, uiPort: o.uiPort,
 				fakeAPI: o.fake, fakeResponder: offlineModel, hostID: hostID, workers: o.workers,
+				workspaces: o.workspaces, retention: o.retention,
 			}, o.listen)
 		},
 	}
@@ -200,6 +224,7 @@ func newDevCommand(a *app) *cobra.Command {
 		"answer the CLI from drover's offline fake Messages API (default when ANTHROPIC_API_KEY is unset)")
 	f.StringVar(&o.hostID, "host-id", devHostID, "this worker host's stable identity (DROVER_HOST_ID wins over the default)")
 	f.StringVar(&o.listen, "listen", api.DefaultListen, "address of the HTTP API and the console (empty: none); beyond loopback, tokens are required")
+	addWorkspaceFlags(f, &o.workspaces, &o.retention)
 	f.IntVar(&o.workers, "workers", 1, "worker hosts to run, to try several hosts: with 2, hosts <host-id>-1 and <host-id>-2, "+
 		"each with its own CLI config folder, sharing the workspaces")
 	return c
@@ -234,7 +259,8 @@ func runDev(ctx context.Context, a *app, o stackOptions, listen string) error {
 	if listen != "" {
 		actx, stopAPI := context.WithCancel(ctx)
 		defer stopAPI()
-		o := apiOptions{listen: listen, temporalAddress: s.cfg.TemporalAddress, databaseURL: s.cfg.DatabaseURL}
+		o := apiOptions{listen: listen, temporalAddress: s.cfg.TemporalAddress, databaseURL: s.cfg.DatabaseURL,
+			view: devView(s.cfg.Workspaces)}
 		if s.temporal != nil {
 			o.temporalUI = s.temporal.UIAddress()
 		}
@@ -302,4 +328,12 @@ func redactURL(u string) string {
 		}
 	}
 	return u
+}
+
+// devView reads the checkpoints the dev stack's hosts push, for the API's diffs.
+func devView(c workspace.Config) *workspaceViewOptions {
+	if c.Remote == "" && c.StateDir != "" {
+		c.Remote = workspace.DefaultRemote(c.StateDir)
+	}
+	return &workspaceViewOptions{remote: c.Remote}
 }

@@ -6,11 +6,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/drover-run/drover/engine"
 	"github.com/drover-run/drover/internal/tools"
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/worker"
+	"github.com/drover-run/drover/workspace"
 )
 
 const defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/drover?sslmode=disable"
@@ -29,10 +33,17 @@ type env struct {
 	temporalBinErr  error
 	claudeConfigDir string
 	workspaceRoot   string
-	apiKey          string
-	baseURL         string
-	logLevel        string
-	debugCapture    bool
+	// worktreeRoot, workspaceState and workspaceRemote configure managed workspaces (see
+	// workspaceConfig); empty takes the defaults under drover's state folder.
+	worktreeRoot    string
+	workspaceState  string
+	workspaceRemote string
+	// viewDir is where the commands that read checkpoints keep their mirror of the remote.
+	viewDir      string
+	apiKey       string
+	baseURL      string
+	logLevel     string
+	debugCapture bool
 	// otlpTraces and otlpMetrics: an OTLP endpoint is configured for traces, for metrics.
 	otlpTraces  bool
 	otlpMetrics bool
@@ -61,6 +72,9 @@ func loadEnv() env {
 		temporalBin:     os.Getenv("DROVER_TEMPORAL_BIN"),
 		claudeConfigDir: os.Getenv("DROVER_CLAUDE_CONFIG_DIR"),
 		workspaceRoot:   os.Getenv("DROVER_WORKSPACE_ROOT"),
+		worktreeRoot:    os.Getenv("DROVER_WORKTREE_ROOT"),
+		workspaceState:  os.Getenv("DROVER_WORKSPACE_STATE"),
+		workspaceRemote: os.Getenv("DROVER_WORKSPACE_REMOTE"),
 		apiKey:          os.Getenv("ANTHROPIC_API_KEY"),
 		baseURL:         os.Getenv("ANTHROPIC_BASE_URL"),
 		logLevel:        getenv("DROVER_LOG_LEVEL", "info"),
@@ -73,6 +87,9 @@ func loadEnv() env {
 	e.apiTokens, e.apiTokensErr = readAPITokens(os.Getenv("DROVER_API_TOKENS"), os.Getenv("DROVER_API_TOKEN_FILE"))
 	if home, err := os.UserHomeDir(); err == nil {
 		e.home = home
+	}
+	if cache, err := os.UserCacheDir(); err == nil {
+		e.viewDir = filepath.Join(cache, "drover", "workspace-view")
 	}
 	if e.temporalBin == "" {
 		e.temporalBin, e.temporalBinErr = tools.Env(os.Getenv).TemporalBin()
@@ -141,6 +158,7 @@ func (e env) workerConfig() worker.Config {
 			},
 		},
 	}
+	cfg.Workspaces = e.workspaceConfig(e.stateDir())
 	if e.self != "" {
 		cfg.Claude.Guard = []string{e.self, guardCommand}
 	}
@@ -150,6 +168,52 @@ func (e env) workerConfig() worker.Config {
 	return cfg
 }
 
+// stateDir is drover's own state folder on a worker host: ~/.drover ("" without a home).
+func (e env) stateDir() string {
+	if e.home == "" {
+		return ""
+	}
+	return filepath.Join(e.home, ".drover")
+}
+
+// workspaceConfig is the managed workspaces' configuration: what the environment sets, and
+// otherwise the worktrees at <state>/worktrees and the mirrors and default remote at
+// <state>/workspaces. Without any, the host manages none.
+func (e env) workspaceConfig(state string) workspace.Config {
+	c := workspace.Config{Root: e.worktreeRoot, StateDir: e.workspaceState, Remote: e.workspaceRemote}
+	if c.Root == "" && state != "" {
+		c.Root = filepath.Join(state, "worktrees")
+	}
+	if c.StateDir == "" && state != "" {
+		c.StateDir = filepath.Join(state, "workspaces")
+	}
+	return c
+}
+
+// addWorkspaceFlags adds the flags of managed workspaces, their defaults taken from c (the
+// environment's, see workspaceConfig).
+func addWorkspaceFlags(f *pflag.FlagSet, c *workspace.Config, retention *time.Duration) {
+	f.StringVar(&c.Root, "worktree-root", c.Root, "managed tasks' worktrees, at <root>/<task id>: keep it the same path on every host (DROVER_WORKTREE_ROOT)")
+	f.StringVar(&c.StateDir, "workspace-state", c.StateDir, "this host's repository mirrors, and the default remote (DROVER_WORKSPACE_STATE)")
+	f.StringVar(&c.Remote, "workspace-remote", c.Remote, "where checkpoints are pushed: a bare repository or git URL every host reaches (DROVER_WORKSPACE_REMOTE; default <workspace-state>/remote.git, this host's alone)")
+	f.DurationVar(retention, "workspace-retention", 0, fmt.Sprintf("keep a task's checkpoints this long after its newest one (0: %s)", worker.DefaultWorkspaceRetention))
+}
+
+// absWorkspaces makes c's folders absolute, as package workspace wants them.
+func absWorkspaces(c workspace.Config) (workspace.Config, error) {
+	for _, p := range []*string{&c.Root, &c.StateDir} {
+		if *p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return c, fmt.Errorf("managed workspaces: %w", err)
+		}
+		*p = abs
+	}
+	return c, nil
+}
+
 // configDir is where the CLI keeps its sessions: DROVER_CLAUDE_CONFIG_DIR, or the CLI's own
 // default (~/.claude). drover must know it to keep the session mirror.
 func (e env) configDir() string {
@@ -157,4 +221,17 @@ func (e env) configDir() string {
 		return e.claudeConfigDir
 	}
 	return filepath.Join(e.home, ".claude")
+}
+
+// defaultWorkspaceRemoteHelp names the default remote in the flags' help.
+const defaultWorkspaceRemoteHelp = "the workers' default, remote.git in DROVER_WORKSPACE_STATE (~/.drover/workspaces), this host's alone"
+
+// defaultWorkspaceRemote is the remote a worker of this host pushes to when
+// DROVER_WORKSPACE_REMOTE is unset: its workspace state folder's ("" without a home).
+func (e env) defaultWorkspaceRemote() string {
+	c := e.workspaceConfig(e.stateDir())
+	if c.Remote != "" || c.StateDir == "" {
+		return c.Remote
+	}
+	return workspace.DefaultRemote(c.StateDir)
 }

@@ -104,6 +104,8 @@ func splitList(values []string) []string {
 var flagOf = map[string]string{
 	"id":                      "--id",
 	"workspace":               "--workspace",
+	"repo":                    "--repo",
+	"base":                    "--base",
 	"profile.permission_mode": "--mode",
 	"profile.max_turns":       "--max-turns",
 	"profile.model":           "--model",

@@ -51,7 +51,10 @@ Environment:
   DROVER_CLAUDE_BIN        the claude binary (default: the one scripts/tools.sh installs, else PATH)
   DROVER_CLAUDE_CONFIG_DIR where the CLI keeps its sessions (default ~/.claude; must survive restarts)
   DROVER_TEMPORAL_BIN      the temporal CLI that dev and demo run (default: the one scripts/tools.sh installs)
-  DROVER_WORKSPACE_ROOT    confine task workspaces to this folder
+  DROVER_WORKSPACE_ROOT    confine unmanaged task workspaces (--workspace) to this folder
+  DROVER_WORKTREE_ROOT     managed tasks' worktrees (default ~/.drover/worktrees; the same path on every host)
+  DROVER_WORKSPACE_STATE   repository mirrors of managed tasks (default ~/.drover/workspaces)
+  DROVER_WORKSPACE_REMOTE  where managed tasks' checkpoints are pushed, reached by every host (default a bare repository in DROVER_WORKSPACE_STATE); task diff, close --push-to and serve read it
   ANTHROPIC_API_KEY        the key the CLI uses (never logged)
   ANTHROPIC_BASE_URL       another Messages API address
   OTEL_EXPORTER_OTLP_ENDPOINT  export traces and metrics over OTLP/gRPC

@@ -15,6 +15,7 @@ import (
 	"github.com/drover-run/drover/taskclient"
 	"github.com/drover-run/drover/taskview"
 	"github.com/drover-run/drover/worker"
+	"github.com/drover-run/drover/workspace"
 )
 
 func newServeCommand(a *app) *cobra.Command {
@@ -48,6 +49,7 @@ DROVER_DATABASE_URL (?pool_max_conns=N); an open event stream holds none of them
 		},
 	}
 	c.Flags().StringVar(&o.listen, "listen", api.DefaultListen, "address to listen on (host:port); beyond loopback, tokens are required")
+	o.view = addWorkspaceViewFlags(c, a)
 	c.Flags().StringVar(&o.temporalUI, "temporal-ui", "", "address of the Temporal UI (http://HOST:PORT), for each task's temporal_url")
 	return c
 }
@@ -66,6 +68,9 @@ type apiOptions struct {
 	listen, temporalAddress, databaseURL string
 	// temporalUI is the Temporal UI's address, for the tasks' temporal_url; empty means none.
 	temporalUI string
+	// view says where the managed tasks' checkpoints are read from (diff, publish); nil or no
+	// remote: those routes answer unavailable.
+	view *workspaceViewOptions
 }
 
 // startAPI starts the HTTP API on o.listen, talking to Temporal at o.temporalAddress and to
@@ -106,6 +111,10 @@ func startAPI(ctx context.Context, a *app, o apiOptions) (*apiServer, error) {
 			tc.Close()
 		}
 	}()
+	workspaces, err := a.apiWorkspaces(ctx, o.view)
+	if err != nil {
+		return nil, err
+	}
 	tasks := &taskclient.Client{Temporal: tc, TaskQueue: e.taskQueue, DB: pool}
 	view := taskview.New(pool)
 	srv, err := api.New(api.Config{
@@ -118,6 +127,7 @@ func startAPI(ctx context.Context, a *app, o apiOptions) (*apiServer, error) {
 			return err
 		},
 		DB:         pool,
+		Workspaces: workspaces,
 		Tokens:     e.apiTokens,
 		Console:    consoleHandler(),
 		TemporalUI: o.temporalUI,
@@ -141,4 +151,13 @@ func startAPI(ctx context.Context, a *app, o apiOptions) (*apiServer, error) {
 	}()
 	a.log.Info("api listening", slog.String("url", s.url), slog.Bool("tokens", len(e.apiTokens) > 0))
 	return s, nil
+}
+
+// apiWorkspaces is the API's reader of checkpoints, or nil when no remote is known.
+func (a *app) apiWorkspaces(ctx context.Context, o *workspaceViewOptions) (*workspace.Manager, error) {
+	if o == nil || (o.remote == "" && a.env.defaultWorkspaceRemote() == "") {
+		a.log.Info("no workspace remote: the API shows no diffs and publishes nothing (set DROVER_WORKSPACE_REMOTE)")
+		return nil, nil
+	}
+	return a.workspaceView(ctx, o)
 }

@@ -59,6 +59,9 @@ func newWorkerCommand(a *app) *cobra.Command {
 				return err
 			}
 			cfg.Logger = a.log
+			if cfg.Workspaces, err = absWorkspaces(cfg.Workspaces); err != nil {
+				return err
+			}
 			return worker.Run(ctx, cfg)
 		},
 	}
@@ -79,6 +82,7 @@ func newWorkerCommand(a *app) *cobra.Command {
 	f.Float64Var(&cfg.DefaultBudget.MaxCostUSD, "default-budget-cost", 0, "bound what the API bills each task, failed attempts included, in US dollars, unless the task's budget sets it (0: none)")
 	f.IntVar(&cfg.DefaultBudget.MaxTurns, "default-budget-turns", 0, "bound each task's turns, unless the task's budget sets it (0: none)")
 	f.DurationVar(&cfg.DefaultBudget.MaxDuration, "default-budget-duration", 0, "bound the time each task's turns run, added up, unless the task's budget sets it (0: none)")
+	addWorkspaceFlags(f, &cfg.Workspaces, &cfg.WorkspaceRetention)
 	f.DurationVar(&cfg.DrainTimeout, "drain-timeout", cfg.DrainTimeout, fmt.Sprintf("on SIGTERM, how long running turns may finish before they are stopped and continue on another host (0: %s)", worker.DefaultDrainTimeout))
 	return c
 }

@@ -29,6 +29,10 @@ func newTaskControlCommand(a *app, verb string) *cobra.Command {
 	if verb == "interrupt" {
 		out = addOutputFlags(c, false)
 	}
+	var pub *publishOptions
+	if verb == "close" {
+		pub = addPublishFlags(c, a)
+	}
 	c.RunE = func(c *cobra.Command, args []string) error {
 		id, ctx := args[0], c.Context()
 		return a.withClient(ctx, func(tc *taskclient.Client) error {
@@ -54,6 +58,9 @@ func newTaskControlCommand(a *app, verb string) *cobra.Command {
 					return err
 				}
 				fmt.Fprintf(a.stdout, "task %s: closing after its queued prompts\n", id)
+				if pub.remote != "" {
+					return a.publishAfterClose(ctx, id, args[1], pub)
+				}
 			case "cancel":
 				if err := a.cancelTask(ctx, tc, id); err != nil {
 					return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"text/tabwriter"
 	"time"
 
@@ -34,6 +35,7 @@ recorded.`,
 			w := a.stdout
 			fmt.Fprintf(w, "task        %s\nstatus      %s\nworkspace   %s\nmode        %s\nmodel       %s\n",
 				id, d.Status, dash(d.Workspace), dash(string(d.Mode)), dash(d.Model))
+			printRepo(w, d.Repo, d.Base)
 			fmt.Fprintf(w, "turns       %d (failed %d)\ncost        $%.6f\ntokens      in %d, out %d, cache read %d, cache written %d\n",
 				d.Summary.Turns, d.FailedTurns, d.CostUSD, d.Tokens.Input, d.Tokens.Output, d.Tokens.CacheRead, d.Tokens.CacheCreation)
 			if cw := d.ContextWindow; cw != nil {
@@ -86,4 +88,15 @@ recorded.`,
 		})
 	}
 	return c
+}
+
+// printRepo prints a managed task's repository and base; nothing for an unmanaged task.
+func printRepo(w io.Writer, repo, base string) {
+	if repo == "" {
+		return
+	}
+	if base == "" {
+		base = "the default branch"
+	}
+	fmt.Fprintf(w, "repo        %s (base %s)\n", repo, base)
 }

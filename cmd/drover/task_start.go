@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -22,11 +21,11 @@ type promptAccepted struct {
 
 func newTaskStartCommand(a *app) *cobra.Command {
 	var (
-		id, workspace, model, mode, afterPlan, requestID string
-		maxTurns                                         int
-		idle, approvalTimeout                            time.Duration
-		budget                                           task.Budget
-		in                                               promptInput
+		id, workspace, repo, base, model, mode, afterPlan, requestID string
+		maxTurns                                                     int
+		idle, approvalTimeout                                        time.Duration
+		budget                                                       task.Budget
+		in                                                           promptInput
 	)
 	c := &cobra.Command{
 		Use:   "start PROMPT...",
@@ -36,6 +35,7 @@ same --id) sends it the prompt.
 
 ` + promptHelp,
 		Example: `  drover task start --id hello --workspace . "Say hello"
+  drover task start --id fix --repo https://github.com/me/app.git --base main "Fix the failing test"
   drover task start "Fix the failing test" --max-turns 20 --idle-timeout 1h
   drover task start --id docs --prompt-file brief.md
   git diff | drover task start --id review -`,
@@ -44,7 +44,7 @@ same --id) sends it the prompt.
 	out := addOutputFlags(c, false)
 	f := c.Flags()
 	f.StringVar(&id, "id", "", "task id (default: a new uuid); starting an existing task sends it the prompt")
-	f.StringVar(&workspace, "workspace", ".", "the folder the agent works in, on the worker's host")
+	addFolderFlags(c, &workspace, &repo, &base)
 	f.StringVar(&model, "model", "", "model for the CLI's --model (default: the CLI's)")
 	f.StringVar(&mode, "mode", string(task.Autonomous), "permission mode: "+modesHelp())
 	f.StringVar(&afterPlan, "after-plan", "", "for --mode plan: the mode the task continues in once its plan is approved (autonomous, the default, or supervised)")
@@ -57,25 +57,24 @@ same --id) sends it the prompt.
 	f.StringVar(&requestID, "request-id", "", "makes the call idempotent: a retry with the same id is answered once and queues nothing")
 	in.addFlags(c)
 	_ = c.RegisterFlagCompletionFunc("mode", completeModes)
-	_ = c.MarkFlagDirname("workspace")
 
 	c.RunE = func(c *cobra.Command, args []string) error {
 		if !c.Flags().Changed("id") {
 			id = uuid.NewString()
 		}
-		ws, err := filepath.Abs(workspace)
+		ws, rp, err := startFolder(c, workspace, repo)
 		if err != nil {
-			return fmt.Errorf("--workspace: %w", err)
+			return err
 		}
 		p := task.Params{
-			Workspace: ws,
+			Workspace: ws, Repo: rp, Base: base,
 			Profile: task.Profile{Model: model, PermissionMode: task.PermissionMode(mode), MaxTurns: maxTurns,
 				AfterPlan: task.PermissionMode(afterPlan)},
 			IdleTimeout:     idle,
 			ApprovalTimeout: approvalTimeout,
 			Budget:          budget,
 		}
-		if err := errors.Join(task.ValidateID(id), p.Validate()); err != nil {
+		if err := task.ValidateStart(id, p); err != nil {
 			return inputError(err)
 		}
 		prompt, err := in.prompt(args, a.stdin)
@@ -97,6 +96,45 @@ same --id) sends it the prompt.
 		})
 	}
 	return c
+}
+
+// addFolderFlags adds the flags of where a task runs: --workspace, or --repo and --base.
+func addFolderFlags(c *cobra.Command, workspace, repo, base *string) {
+	f := c.Flags()
+	f.StringVar(workspace, "workspace", ".", "the folder the agent works in, on the worker's host: unmanaged (no isolation, checkpoint or move to another host)")
+	f.StringVar(repo, "repo", "", "a git repository (URL, or path on the workers' hosts) the task works on in a worktree and branch of its own, checkpointed every turn; instead of --workspace")
+	f.StringVar(base, "base", "", "with --repo: the branch, tag or commit the task starts from (default: the repository's default branch)")
+	_ = c.MarkFlagDirname("workspace")
+}
+
+// startFolder is where a task runs: an unmanaged --workspace (made absolute) or a managed
+// --repo, never both.
+func startFolder(c *cobra.Command, workspace, repo string) (ws, rp string, err error) {
+	switch {
+	case repo != "" && c.Flags().Changed("workspace"):
+		return "", "", inputError(&task.InvalidError{Field: "repo", Reason: "is given with --workspace; give one: --repo for a managed worktree of the repository, --workspace for a folder of your own"})
+	case repo != "":
+		if rp, err = repoArg(repo); err != nil {
+			return "", "", fmt.Errorf("--repo: %w", err)
+		}
+		return "", rp, nil
+	}
+	if ws, err = filepath.Abs(workspace); err != nil {
+		return "", "", fmt.Errorf("--workspace: %w", err)
+	}
+	return ws, "", nil
+}
+
+// repoArg is a repository as the workers' hosts reach it: a URL (scheme://… or the scp-like
+// host:path) as given, a local path made absolute.
+func repoArg(repo string) (string, error) {
+	if strings.Contains(repo, "://") {
+		return repo, nil
+	}
+	if colon := strings.Index(repo, ":"); colon > 0 && !strings.Contains(repo[:colon], "/") {
+		return repo, nil
+	}
+	return filepath.Abs(repo)
 }
 
 // modesHelp lists the permission modes for --mode's help.

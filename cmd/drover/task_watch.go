@@ -256,7 +256,15 @@ func describe(a events.AgentEvent) string {
 	case events.TypeComplete:
 		if a.Data != nil && a.Data.Completion != nil {
 			c := a.Data.Completion
-			return fmt.Sprintf("cost $%.6f, %d in / %d out tokens, %d ms, resume at %s", c.CostUSD, c.InputTokens, c.OutputTokens, c.DurationMS, c.LastMessageUUID)
+			line := fmt.Sprintf("cost $%.6f, %d in / %d out tokens, %d ms, resume at %s", c.CostUSD, c.InputTokens, c.OutputTokens, c.DurationMS, c.LastMessageUUID)
+			if c.Checkpoint != "" {
+				line += ", checkpoint " + c.Checkpoint
+			}
+			return line
+		}
+	case events.TypeWorkspaceRestored:
+		if w := a.Workspace; w != nil {
+			return w.Message
 		}
 	case events.TypeError:
 		if a.Error != nil {

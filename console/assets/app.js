@@ -4,6 +4,7 @@
 import { getJSON, postJSON, taskPath, newKey, EventStream } from "./api.js";
 import { h, append, clear, money, tokens, ago, statusBadge, pre, safeHref } from "./dom.js";
 import { Timeline } from "./render.js";
+import { changesPage, changesHref } from "./changes.js";
 import { Status, STATUSES, FINAL_STATUSES, WAITING_STATUSES, Mode, MODES, Kind } from "./enums.js";
 
 const POLL_MS = 3000;
@@ -25,13 +26,15 @@ function route() {
   view = null;
   clear(main);
   const hash = location.hash || "#/";
-  const m = hash.match(/^#\/tasks\/(.+)$/);
-  if (m) view = taskPage(decodeURIComponent(m[1]));
+  const c = hash.match(/^#\/tasks\/([^/]+)\/changes(?:\/(\d+))?$/);
+  const m = !c && hash.match(/^#\/tasks\/(.+)$/);
+  if (c) view = changesPage(main, decodeURIComponent(c[1]), Number(c[2] || 0));
+  else if (m) view = taskPage(decodeURIComponent(m[1]));
   else if (hash === "#/inbox") view = inboxPage();
   else if (hash === "#/new") view = newTaskPage();
   else if (hash === "#/board") view = boardPage();
   else view = listPage();
-  for (const a of document.querySelectorAll("header nav a")) a.classList.toggle("active", a.getAttribute("href") === (m ? "#/" : hash));
+  for (const a of document.querySelectorAll("header nav a")) a.classList.toggle("active", a.getAttribute("href") === (m || c ? "#/" : hash));
 }
 
 function poller(fn, ms) {
@@ -192,8 +195,19 @@ function newTaskPage() {
   const promptBox = h("textarea", { name: "prompt", rows: 6, placeholder: "What should the agent do?" });
   promptBox.required = true;
   const workspace = h("input", { type: "text", name: "workspace", placeholder: "/absolute/path/of/the/folder/on/the/workers" });
-  workspace.required = true;
   workspace.value = localStorage.getItem(WORKSPACE_KEY) || "";
+  const repo = h("input", { type: "text", name: "repo", placeholder: "https://host/owner/repo.git or /path/on/the/workers" });
+  const base = h("input", { type: "text", name: "base", placeholder: "the repository's default branch" });
+  // A task runs in a folder of its own (workspace) or in a managed worktree of a repository
+  // (repo), not both: filling one in sets the other aside.
+  const exclusive = () => {
+    const managed = repo.value.trim() !== "";
+    workspace.disabled = managed;
+    workspace.required = !managed;
+    base.disabled = !managed;
+  };
+  repo.addEventListener("input", exclusive);
+  exclusive();
   const mode = h("select", { name: "mode" }, MODES.map((m) => h("option", { value: m }, MODE_HELP[m] ? m + ": " + MODE_HELP[m] : m)));
   const model = h("input", { type: "text", name: "model", placeholder: "the CLI's default" });
   const id = h("input", { type: "text", name: "id", placeholder: "a new uuid" });
@@ -206,7 +220,9 @@ function newTaskPage() {
     help ? h("span", { className: "muted" }, help) : null);
   const form = h("form", { className: "new-task" },
     field("Prompt", promptBox),
-    field("Workspace", workspace, "the folder the agent works in, as the workers' hosts see it"),
+    field("Workspace", workspace, "the folder the agent works in, as the workers' hosts see it: unmanaged (no isolation, checkpoint or move)"),
+    field("Repository", repo, "or: a git repository the task works on in a worktree and branch of its own, checkpointed every turn"),
+    field("Base", base, "with a repository: the branch, tag or commit to start from"),
     field("Mode", mode),
     field("Model", model),
     field("Task id", id, "optional"),
@@ -229,14 +245,20 @@ function newTaskPage() {
   });
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
-    const body = { prompt: promptBox.value, workspace: workspace.value.trim(), mode: mode.value };
+    const body = { prompt: promptBox.value, mode: mode.value };
+    if (repo.value.trim()) {
+      body.repo = repo.value.trim();
+      if (base.value.trim()) body.base = base.value.trim();
+    } else {
+      body.workspace = workspace.value.trim();
+    }
     if (model.value.trim()) body.model = model.value.trim();
     if (id.value.trim()) body.id = id.value.trim();
     if (maxCost.value !== "") body.budget = { max_cost_usd: Number(maxCost.value) };
     submit.disabled = true;
     try {
       const res = await postJSON("/api/v1/tasks", body, { "Idempotency-Key": key });
-      localStorage.setItem(WORKSPACE_KEY, body.workspace);
+      if (body.workspace) localStorage.setItem(WORKSPACE_KEY, body.workspace);
       const created = (res.task && res.task.id) || (res.prompt && res.prompt.task_id) || body.id;
       started.add(created);
       location.hash = "#/tasks/" + encodeURIComponent(created);
@@ -285,7 +307,8 @@ function taskPage(id) {
   const err = h("div");
   const list = h("ol", { className: "timeline", id: "timeline" });
   const box = promptBox(id);
-  append(main, [h("div", { className: "task-head" }, title, status, stream), facts, gauge.el, err, stall, list, box.form]);
+  const changes = h("a", { href: changesHref(id, 0), className: "view-switch changes-link", hidden: true }, "Changes");
+  append(main, [h("div", { className: "task-head" }, title, status, stream, changes), facts, gauge.el, err, stall, list, box.form]);
 
   let task = null, lastEventAt = Date.now(), stopped = false;
   const timeline = new Timeline(list, {
@@ -295,10 +318,13 @@ function taskPage(id) {
     // A new request: read the task again at once for its choices and deadline.
     onRequest: () => { refresh(); },
     refreshPending: () => refresh(),
+    turnActions: (n) => turnActions(id, n),
   });
   const showTask = (t) => {
     task = t;
     clear(status).append(statusBadge(t.status));
+    changes.hidden = !t.repo;
+    list.classList.toggle("managed", !!t.repo);
     clear(facts);
     append(facts, factsOf(t));
     if (t.context_window) gauge.set(t.context_window);
@@ -348,6 +374,46 @@ function taskPage(id) {
   return { stop() { stopped = true; poll.stop(); stallCheck.stop(); clearTimeout(catchTimer); follow.stop(); } };
 }
 
+// turnActions are what a person may do with a managed task's finished turn: see its changes, take
+// the task back to its end. The timeline shows them only once the task is known to be managed.
+function turnActions(id, n) {
+  const said = h("span", { className: "muted turn-said" });
+  said.setAttribute("role", "status");
+  const rewind = h("button", { type: "button", className: "rewind", title: "take the task back to the end of turn " + n + ": its next prompt continues from here, in this turn's files" }, "Rewind to here");
+  rewind.addEventListener("click", async () => {
+    if (!confirm("Take the task back to the end of turn " + n + "? Its conversation and files go back; the later turns' files are kept aside.")) return;
+    rewind.disabled = true;
+    said.textContent = "Rewinding…";
+    try {
+      const res = await postJSON(taskPath(id) + "/rewind", { turn: n });
+      said.textContent = "Back at the end of turn " + res.turn + (res.set_aside && res.set_aside.length ? "; turns " + res.set_aside.join(", ") + " kept aside" : "") + ".";
+    } catch (e) {
+      said.textContent = String(e.message || e);
+    } finally {
+      rewind.disabled = false;
+    }
+  });
+  const fork = h("button", { type: "button", className: "fork", title: "start a new task from the end of turn " + n + ": its files and conversation; this task goes on untouched" }, "Fork from here");
+  fork.addEventListener("click", async () => {
+    const name = prompt("The new task's id (empty: a new one):", "");
+    if (name === null) return;
+    fork.disabled = true;
+    said.textContent = "Forking…";
+    try {
+      const body = { turn: n };
+      if (name.trim()) body.id = name.trim();
+      const res = await postJSON(taskPath(id) + "/fork", body);
+      started.add(res.task_id);
+      location.hash = "#/tasks/" + encodeURIComponent(res.task_id);
+    } catch (e) {
+      said.textContent = String(e.message || e);
+      fork.disabled = false;
+    }
+  });
+  return h("li", { className: "turn-actions", dataset: { turnActions: String(n) } },
+    h("a", { href: changesHref(id, n), className: "changes-of-turn" }, "Changes of turn " + n), " ", rewind, " ", fork, " ", said);
+}
+
 // factsOf is what a task's header says of it besides its status.
 function factsOf(t) {
   const parts = [];
@@ -355,6 +421,7 @@ function factsOf(t) {
   if (t.model) parts.push(h("span", null, "model " + t.model));
   parts.push(h("span", { className: "cost" }, "cost " + money(t.cost_usd)));
   parts.push(h("span", { className: "turns" }, turnCount(t) + (turnCount(t) === 1 ? " turn" : " turns")));
+  if (t.repo) parts.push(h("span", { className: "repo" }, "repo ", h("code", null, t.repo + (t.base ? " @ " + t.base : ""))));
   if (t.workspace) parts.push(h("span", null, h("code", null, t.workspace)));
   if (t.pending_approvals) parts.push(h("span", { className: "attn" }, t.pending_approvals + " waiting for you" + (t.waiting_since ? " for " + ago(t.waiting_since) : "")));
   if (t.wait) parts.push(h("span", { className: "attn" }, waitText(t.wait)));

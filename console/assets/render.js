@@ -165,6 +165,11 @@ export class Timeline {
       }
       case "complete":
         this.complete(r, ev);
+        // What a person may do with a finished turn (its changes, going back to it): the page's.
+        if (this.hooks.turnActions && r.turn && !ev.parent_tool_call_id) {
+          const acts = this.hooks.turnActions(r.turn);
+          if (acts) this.put(r, acts);
+        }
         break;
       case "error":
         this.failed(r, ev.error || {});
@@ -200,6 +205,11 @@ export class Timeline {
       case "turn_retry":
         this.retry(r, ev);
         break;
+      case "workspace_restored": {
+        const w = ev.workspace || {};
+        this.put(r, this.item(r, "warn", "Files restored: " + (w.message || "the worktree is back at its last checkpoint")));
+        break;
+      }
       default:
         this.put(r, this.item(r, "quiet", fold("event " + type, () => pre(pretty(ev)))));
     }
@@ -321,6 +331,7 @@ export class Timeline {
     parts.push(tokens(d.input_tokens) + " in / " + tokens(d.output_tokens) + " out");
     if (d.num_turns) parts.push(d.num_turns + " model calls");
     if (d.terminal_reason) parts.push(d.terminal_reason);
+    if (d.checkpoint) parts.push("checkpoint " + String(d.checkpoint).slice(0, 12));
     this.put(r, this.item(r, d.is_error ? "alert" : "done", parts.join(" · ")));
     if (this.hooks.onComplete) this.hooks.onComplete(d);
   }

@@ -24,6 +24,8 @@ type Task struct {
 	Mode             string           `json:"mode,omitempty"`
 	Model            string           `json:"model,omitempty"`
 	Workspace        string           `json:"workspace,omitempty"`
+	Repo             string           `json:"repo,omitempty"`
+	Base             string           `json:"base,omitempty"`
 	CreatedAt        time.Time        `json:"created_at"`
 	UpdatedAt        time.Time        `json:"updated_at"`
 	Turns            int              `json:"turns"`
@@ -198,6 +200,8 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/v1/tasks/{id}/approvals/{request}", s.decide)
 	mux.HandleFunc("POST /api/v1/tasks/{id}/prompts", s.prompt)
 	mux.HandleFunc("POST /api/v1/tasks/{id}/interrupt", s.accepted)
+	mux.HandleFunc("POST /api/v1/tasks/{id}/rewind", s.rewind)
+	mux.HandleFunc("POST /api/v1/tasks/{id}/fork", s.fork)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such API route")
 	})
@@ -235,6 +239,12 @@ func (s *Server) Handler() http.Handler {
 
 // bodyKey keeps a request's body, read once for the ledger, for its handler.
 type bodyKey struct{}
+
+// bodyOf is the request's body as the ledger read it.
+func bodyOf(r *http.Request) json.RawMessage {
+	raw, _ := r.Context().Value(bodyKey{}).(json.RawMessage)
+	return raw
+}
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
@@ -340,12 +350,15 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 		ID        string `json:"id"`
 		Prompt    string `json:"prompt"`
 		Workspace string `json:"workspace"`
+		Repo      string `json:"repo"`
+		Base      string `json:"base"`
 		Mode      string `json:"mode"`
 		Model     string `json:"model"`
 	}
 	raw, _ := r.Context().Value(bodyKey{}).(json.RawMessage)
-	if err := json.Unmarshal(raw, &body); err != nil || strings.TrimSpace(body.Prompt) == "" || !strings.HasPrefix(body.Workspace, "/") {
-		writeError(w, http.StatusBadRequest, "invalid_input", "a task needs a prompt and an absolute workspace")
+	err := json.Unmarshal(raw, &body)
+	if err != nil || strings.TrimSpace(body.Prompt) == "" || (body.Repo == "") == !strings.HasPrefix(body.Workspace, "/") {
+		writeError(w, http.StatusBadRequest, "invalid_input", "a task needs a prompt and an absolute workspace or a repo")
 		return
 	}
 	key := r.Header.Get("Idempotency-Key")
@@ -363,7 +376,7 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	now := time.Now().UTC()
 	if !seen {
-		s.PutTask(Task{ID: id, Status: "running", Mode: body.Mode, Model: body.Model, Workspace: body.Workspace, CreatedAt: now, UpdatedAt: now})
+		s.PutTask(Task{ID: id, Status: "running", Mode: body.Mode, Model: body.Model, Workspace: body.Workspace, Repo: body.Repo, Base: body.Base, CreatedAt: now, UpdatedAt: now})
 		if s.cfg.HideCreated {
 			s.mu.Lock()
 			s.hidden[id] = true
@@ -374,6 +387,59 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 	t := *s.tasks[id]
 	s.mu.Unlock()
 	writeJSON(w, http.StatusCreated, map[string]any{"task": t, "prompt": map[string]any{"task_id": id, "turn": 1}})
+}
+
+// fork answers as the real API does for a managed task: a new idle task on its repository.
+func (s *Server) fork(w http.ResponseWriter, r *http.Request) {
+	src := r.PathValue("id")
+	var body struct {
+		Turn *int   `json:"turn"`
+		ID   string `json:"id"`
+	}
+	s.mu.Lock()
+	t, ok := s.tasks[src]
+	s.mu.Unlock()
+	switch {
+	case !ok:
+		notFound(w, src)
+	case json.Unmarshal(bodyOf(r), &body) != nil || body.Turn == nil || *body.Turn < 0:
+		writeError(w, http.StatusBadRequest, "invalid_input", "turn is required")
+	case t.Repo == "":
+		writeError(w, http.StatusBadRequest, "invalid_input", "the task has no managed workspace")
+	default:
+		if body.ID == "" {
+			body.ID = src + "-fork"
+		}
+		now := time.Now().UTC()
+		s.PutTask(Task{ID: body.ID, Status: "idle", Repo: t.Repo, Mode: t.Mode, CreatedAt: now, UpdatedAt: now})
+		writeJSON(w, http.StatusCreated, map[string]any{"task_id": body.ID, "forked_from": src, "at_turn": *body.Turn})
+	}
+}
+
+// rewind answers as the real API does for an idle managed task: back at the turn asked for, the
+// later turns set aside; a task with no repository is refused.
+func (s *Server) rewind(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var body struct {
+		Turn *int `json:"turn"`
+	}
+	s.mu.Lock()
+	t, ok := s.tasks[id]
+	s.mu.Unlock()
+	switch {
+	case !ok:
+		notFound(w, id)
+	case json.Unmarshal(bodyOf(r), &body) != nil || body.Turn == nil || *body.Turn < 0:
+		writeError(w, http.StatusBadRequest, "invalid_input", "turn is required")
+	case t.Repo == "":
+		writeError(w, http.StatusConflict, "cannot_rewind", "the task has no managed workspace")
+	default:
+		var aside []int
+		for n := *body.Turn + 1; n <= t.Turns; n++ {
+			aside = append(aside, n)
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"task_id": id, "turn": *body.Turn, "checkpoint": "c", "set_aside": aside})
+	}
 }
 
 func (s *Server) accepted(w http.ResponseWriter, _ *http.Request) {
