@@ -8,6 +8,10 @@ RUN CGO_ENABLED=0 go build -trimpath -o /out/drover ./cmd/drover
 
 FROM node:20-bookworm-slim
 ARG CLAUDE_CODE_VERSION=2.1.332
+# git drives managed workspaces (drover task start --repo).
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends git ca-certificates openssh-client \
+ && rm -rf /var/lib/apt/lists/*
 RUN npm install -g --no-audit --no-fund "@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION}" \
  && useradd --create-home --uid 10001 drover \
  && mkdir -p /var/lib/drover/claude /workspaces \

@@ -5,7 +5,7 @@ GO ?= go
 export GOTOOLCHAIN ?= local
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: tools demo dev test test-short test-load lint bench fuzz build soak
+.PHONY: tools demo dev test test-short test-load lint bench fuzz build soak test-restart
 
 tools:
 	@scripts/tools.sh
@@ -31,6 +31,13 @@ test:
 ## beside it, as on a loaded CI machine; LOAD_RUN narrows it (a go test -run pattern).
 test-load:
 	@scripts/test-load.sh
+
+## test-restart: stop the worker RESTART_N times (default 50, SIGTERM or SIGKILL, idle or in a
+## turn) with a prompt after each; the API's last conversation must hold every prompt
+RESTART_N ?= 50
+test-restart: tools
+	@eval "$$(scripts/tools.sh --print)" && export DROVER_CLAUDE_BIN DROVER_TEMPORAL_BIN && \
+	  $(GO) test -count=1 -v -run '^TestRestartLoop$$' -timeout 60m ./e2e/ -restart.n=$(RESTART_N)
 
 ## soak: SIGKILL the worker in the middle of SOAK_N turns (default 50) on real parts, restart
 ## it each time, and print what came through (make test runs the same test with 3).

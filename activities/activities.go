@@ -104,7 +104,7 @@ func (a *Activities) HostTakesWork(ctx context.Context, queue string) (bool, err
 // interrupt may have raced with the turn's end, or arrive before the turn reaches its CLI (it is
 // then applied as soon as the prompt is sent).
 func (a *Activities) InterruptTurn(ctx context.Context, in task.InterruptTurnInput) error {
-	if err := a.engine.Interrupt(ctx, in.TaskID, in.Turn); err != nil {
+	if err := a.engine.InterruptBy(ctx, in.TaskID, in.Turn, in.By); err != nil {
 		return toTemporal(engine.AsError(err, task.ErrTypeClaudeExited), task.ReassignDetails{})
 	}
 	return nil

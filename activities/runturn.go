@@ -35,6 +35,7 @@ func (a *Activities) RunTurn(ctx context.Context, in task.RunTurnInput) (task.Ru
 		Profile:         in.Profile,
 		SessionID:       in.SessionID,
 		LastMessageUUID: in.LastMessageUUID,
+		NewSession:      in.NewSession,
 		Grants:          in.Grants,
 		ApprovalTimeout: in.ApprovalTimeout,
 		Budget:          in.Budget,

@@ -33,6 +33,14 @@ func TestMain(m *testing.M) {
 type recorder struct {
 	mu    sync.Mutex
 	calls []string
+	// authors are "what by" for every command that names who sent it.
+	authors []string
+}
+
+func (r *recorder) author(what, by string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.authors = append(r.authors, what+" by "+by)
 }
 
 func (r *recorder) record(format string, args ...any) {
@@ -53,16 +61,19 @@ func (r *recorder) Create(_ context.Context, id string, p task.Params, pr task.P
 		return task.PromptAccepted{Turn: 1, PromptUUID: "uuid-" + id}, nil
 	}
 	r.record("start %s %s %q %s", id, p.Workspace, pr.Text, updateID)
+	r.author("start", pr.By)
 	return task.PromptAccepted{Turn: 1, PromptUUID: "uuid-" + id}, nil
 }
 
 func (r *recorder) Prompt(_ context.Context, id string, pr task.Prompt, updateID string) (task.PromptAccepted, error) {
 	r.record("prompt %s %q", id, pr.Text)
+	r.author("prompt", pr.By)
 	return task.PromptAccepted{Turn: 2}, nil
 }
 
-func (r *recorder) Interrupt(_ context.Context, id string) (task.InterruptResult, error) {
+func (r *recorder) InterruptBy(_ context.Context, id, by string) (task.InterruptResult, error) {
 	r.record("interrupt %s", id)
+	r.author("interrupt", by)
 	return task.InterruptResult{}, nil
 }
 
@@ -71,13 +82,15 @@ func (r *recorder) Close(_ context.Context, id string) error {
 	return nil
 }
 
-func (r *recorder) Cancel(_ context.Context, id string) error {
+func (r *recorder) CancelBy(_ context.Context, id, by string) error {
 	r.record("cancel %s", id)
+	r.author("cancel", by)
 	return nil
 }
 
 func (r *recorder) UpdateBudget(_ context.Context, id string, c task.BudgetChange) (task.Budget, error) {
 	r.record("budget %s", id)
+	r.author("budget", c.By)
 	return task.BudgetChange{}.Apply(task.Budget{}), nil
 }
 
@@ -89,6 +102,11 @@ func (r *recorder) Rewind(_ context.Context, id string, turn int) (task.Rewound,
 func (r *recorder) Fork(_ context.Context, src, dst string, turn int, p task.Prompt) (task.PromptAccepted, error) {
 	r.record("fork %s %s %d %q", src, dst, turn, p.Text)
 	return task.PromptAccepted{Turn: 1}, nil
+}
+
+func (r *recorder) Resolve(_ context.Context, id string, c task.AttentionChoice) (int, error) {
+	r.record("resolve %s %s", id, c.Choice)
+	return 2, nil
 }
 
 // Decide checks d as taskclient.Decider does, against the request the reader shows.
@@ -104,6 +122,7 @@ func (r *recorder) Decide(ctx context.Context, id string, d task.Decision, _ tim
 		}
 	}
 	r.record("decide %s %s allow=%v always=%s", id, d.RequestID, d.Allow, d.Always)
+	r.author("decide", d.By)
 	return task.DecisionRecord{TaskID: id, RequestID: d.RequestID, Outcome: task.OutcomeAllowed}, true, nil
 }
 
@@ -535,5 +554,42 @@ func TestTemporalURL(t *testing.T) {
 	a = do(t, ts, "GET", "/api/v1/tasks/known", "")
 	if !strings.Contains(string(a.body), `"temporal_url":"http://127.0.0.1:8233/namespaces/prod/workflows/known"`) {
 		t.Fatalf("show: %s", a.body)
+	}
+}
+
+// A token's name is who the API records as doing what its requests do: a decision (whatever
+// the body's by says), a prompt, a creation's first prompt, an interrupt, a cancel and a budget
+// change; a bare token is named by its place; two tokens of one name are refused.
+func TestTokensNameWhoActs(t *testing.T) {
+	t.Parallel()
+	ana, bare := "ana:0123456789abcdef-ana", "0123456789abcdef-bare"
+	ts, rec := newServer(t, api.Config{Tokens: []string{ana, bare}})
+	as := func(tok string) []string { return []string{"Authorization", "Bearer " + tok} }
+	for _, c := range []struct{ path, body, tok string }{
+		{"/api/v1/tasks/known/approvals/req-1", `{"decision":"allow","by":"somebody else"}`, "0123456789abcdef-ana"},
+		{"/api/v1/tasks/known/prompts", `{"text":"go on"}`, "0123456789abcdef-ana"},
+		{"/api/v1/tasks", `{"prompt":"a","workspace":"/w"}`, bare},
+		{"/api/v1/tasks/known/interrupt", ``, bare},
+		{"/api/v1/tasks/known/cancel", ``, "0123456789abcdef-ana"},
+		{"/api/v1/tasks/known/budget", `{"max_turns":3}`, bare},
+	} {
+		if a := do(t, ts, "POST", c.path, c.body, as(c.tok)...); a.status >= 300 {
+			t.Fatalf("%s: %d %s", c.path, a.status, a.body)
+		}
+	}
+	// The full token is no name: "ana:…" as a bearer token is refused.
+	if a := do(t, ts, "GET", "/api/v1/tasks", "", as(ana)...); a.status != 401 {
+		t.Errorf("name:token as the bearer token: %d", a.status)
+	}
+	want := []string{"decide by ana", "prompt by ana", "start by token-2", "interrupt by token-2", "cancel by ana", "budget by token-2"}
+	rec.mu.Lock()
+	got := append([]string(nil), rec.authors...)
+	rec.mu.Unlock()
+	if strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Errorf("recorded authors:\n%q\nwant:\n%q", got, want)
+	}
+	if _, err := api.New(api.Config{Tasks: &recorder{}, Decider: &recorder{}, Reader: reader{}, DB: pgtest.NewPool(t),
+		Tokens: []string{"ci:0123456789abcdef-one", "ci:0123456789abcdef-two"}}); err == nil || !strings.Contains(err.Error(), "ci") {
+		t.Errorf("two tokens named ci: %v", err)
 	}
 }

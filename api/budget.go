@@ -31,7 +31,7 @@ func (s *Server) changeBudget(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, e)
 		return
 	}
-	c := task.BudgetChange{MaxCostUSD: body.MaxCostUSD, MaxTurns: body.MaxTurns}
+	c := task.BudgetChange{MaxCostUSD: body.MaxCostUSD, MaxTurns: body.MaxTurns, By: actor(r)}
 	if body.MaxDuration != nil {
 		d := time.Duration(*body.MaxDuration)
 		c.MaxDuration = &d

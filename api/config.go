@@ -73,8 +73,10 @@ type Config struct {
 	Exists func(ctx context.Context, taskID string) error
 	// DB holds the event log and the idempotency keys. Required.
 	DB *pgxpool.Pool
-	// Tokens are the bearer tokens a request may carry. Empty means no authentication, which
-	// CheckExposure allows on loopback addresses only.
+	// Tokens are the bearer tokens a request may carry, each "name:secret" or a bare secret
+	// (named token-1, token-2… by its place; see SplitToken): what a request does is recorded
+	// as done by its token's name. Empty means no authentication, which CheckExposure allows on
+	// loopback addresses only, and what requests do is recorded as done by "api".
 	Tokens []string
 	// Workspaces reads the managed tasks' checkpoints from their remote, for the diff and
 	// publish routes. Nil means none: those routes answer unavailable.
@@ -164,10 +166,16 @@ func (c Config) validate() error {
 		c.MaxStreams < 0 || c.StreamIdleTimeout < 0 {
 		errs = append(errs, errors.New("limits and timeouts must not be negative"))
 	}
+	names := map[string]bool{}
 	for i, t := range c.Tokens {
-		if len(t) < MinTokenBytes {
-			errs = append(errs, fmt.Errorf("token %d is %d bytes; use at least %d random bytes", i+1, len(t), MinTokenBytes))
+		name, secret := SplitToken(t, i+1)
+		if len(secret) < MinTokenBytes {
+			errs = append(errs, fmt.Errorf("token %d (%s) is %d bytes; use at least %d random bytes", i+1, name, len(secret), MinTokenBytes))
 		}
+		if names[name] {
+			errs = append(errs, fmt.Errorf("token %d: the name %s is taken by another token; give each token its own name", i+1, name))
+		}
+		names[name] = true
 	}
 	return errors.Join(errs...)
 }

@@ -35,7 +35,8 @@ type DecideRequest struct {
 	Always string `json:"always,omitempty"`
 	// Answers, for a question, are the chosen options per question.
 	Answers map[string][]string `json:"answers,omitempty"`
-	// By names who decides.
+	// By names who decides on a server without tokens (default "api"); a server with tokens
+	// records its token's name instead.
 	By string `json:"by,omitempty"`
 }
 
@@ -82,8 +83,9 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errorf(http.StatusBadRequest, CodeInvalidInput, "always goes with the decision allow_always"))
 		return
 	}
-	if d.By == "" {
-		d.By = "api"
+	if len(s.tokens) > 0 || d.By == "" {
+		// With tokens, who decides is the token's holder, whatever the body says.
+		d.By = actor(r)
 	}
 	if body.Decision == DecisionAllowAlways && d.Always == "" {
 		key, e := s.onlySuggestion(r.Context(), id, reqID)

@@ -108,7 +108,21 @@ func (s *Server) eventPage(w http.ResponseWriter, r *http.Request, id string, af
 		}
 		limit = n
 	}
-	evs, err := store.ListEvents(r.Context(), s.cfg.DB, id, after, limit)
+	var evs []store.Event
+	var err error
+	if v := r.URL.Query().Get("before"); v != "" {
+		// A page read backwards: the last events before a seq (the log's last page when the seq
+		// is past its end).
+		before, perr := strconv.ParseInt(v, 10, 64)
+		if perr != nil || before < 1 || after != 0 {
+			s.writeError(w, r, errorf(http.StatusBadRequest, CodeInvalidInput,
+				fmt.Sprintf("before %q is not a sequence number of 1 or more, or comes with after: give one of them", v)))
+			return
+		}
+		evs, err = store.ListEventsBefore(r.Context(), s.cfg.DB, id, before, limit)
+	} else {
+		evs, err = store.ListEvents(r.Context(), s.cfg.DB, id, after, limit)
+	}
 	if err != nil {
 		s.writeError(w, r, fromError(err))
 		return
@@ -129,36 +143,49 @@ var errStreamEnded = errors.New("the event stream ended")
 // from store.Watch: every event once, in order, with no gap. A comment goes out every
 // KeepAlive while no event does.
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string, after int64) {
+	write, done := s.openStream(w, r)
+	if write == nil {
+		return
+	}
+	defer done()
+	// The retry hint tells EventSource how long to wait before it reconnects.
+	if err := write("retry: 2000\n: events of task %s after %d\n\n", oneLine(id), after); err != nil {
+		return
+	}
+	s.followEvents(r.Context(), id, after, write)
+}
+
+// openStream begins an answer of Server-Sent Events within the server's bound of open streams:
+// it returns the stream's write (each write flushed, with a deadline of its own) and the call
+// that ends the stream's count; nil when it answered 503 or an error instead.
+func (s *Server) openStream(w http.ResponseWriter, r *http.Request) (write func(format string, args ...any) error, done func()) {
 	if n := s.streams.Add(1); n > int64(s.cfg.MaxStreams) {
 		s.streams.Add(-1)
 		w.Header().Set("Retry-After", "5")
 		s.writeError(w, r, errorf(http.StatusServiceUnavailable, taskerr.CodeUnavailable,
 			fmt.Sprintf("this server has %d event streams open, its maximum; close one, or read pages with Accept: application/json", s.cfg.MaxStreams)))
-		return
+		return nil, nil
 	}
-	defer s.streams.Add(-1)
+	done = func() { s.streams.Add(-1) }
 	rc := http.NewResponseController(w)
 	// A stream lasts as long as the client stays; each write has a deadline of its own.
 	if err := rc.SetWriteDeadline(time.Time{}); err != nil {
+		done()
 		s.writeError(w, r, fromError(fmt.Errorf("clearing the write deadline: %w", err)))
-		return
+		return nil, nil
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
-	write := func(format string, args ...any) error {
+	write = func(format string, args ...any) error {
 		_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.RequestTimeout))
 		if _, err := fmt.Fprintf(w, format, args...); err != nil {
 			return err
 		}
 		return rc.Flush()
 	}
-	// The retry hint tells EventSource how long to wait before it reconnects.
-	if err := write("retry: 2000\n: events of task %s after %d\n\n", oneLine(id), after); err != nil {
-		return
-	}
-	s.followEvents(r.Context(), id, after, write)
+	return write, done
 }
 
 // followEvents writes the events of the task after `after` until the client leaves, the

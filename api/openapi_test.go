@@ -21,6 +21,8 @@ var schemaTypes = map[string]reflect.Type{
 	"CreateTask":     reflect.TypeFor[api.CreateTask](),
 	"Budget":         reflect.TypeFor[api.BudgetJSON](),
 	"BudgetChange":   reflect.TypeFor[api.BudgetChange](),
+	"ResolveRequest": reflect.TypeFor[api.ResolveRequest](),
+	"Resolved":       reflect.TypeFor[api.Resolved](),
 	"PromptRequest":  reflect.TypeFor[api.PromptRequest](),
 	"Accepted":       reflect.TypeFor[api.Accepted](),
 	"Created":        reflect.TypeFor[api.Created](),

@@ -65,16 +65,33 @@ func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errorf(http.StatusBadRequest, CodeInvalidInput, fmt.Sprintf("q is %d bytes; use at most %d", len(f.Text), MaxQueryBytes)))
 		return
 	}
-	ts, err := s.cfg.Reader.List(r.Context(), f)
+	read := func(ctx context.Context) (any, error) {
+		ts, err := s.cfg.Reader.List(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]Task, 0, len(ts))
+		for _, t := range ts {
+			out = append(out, Task{Summary: t, TemporalURL: s.temporalURL(t.ID)})
+		}
+		return map[string]any{"tasks": out}, nil
+	}
+	s.answerList(w, r, "tasks", read)
+}
+
+// answerList answers a list's GET: its JSON, or, with Accept: text/event-stream, a stream of
+// it as it changes (streamSnapshots).
+func (s *Server) answerList(w http.ResponseWriter, r *http.Request, name string, read func(ctx context.Context) (any, error)) {
+	if wantsStream(r) {
+		s.streamSnapshots(w, r, name, "", read)
+		return
+	}
+	v, err := read(r.Context())
 	if err != nil {
 		s.writeError(w, r, fromError(err))
 		return
 	}
-	out := make([]Task, 0, len(ts))
-	for _, t := range ts {
-		out = append(out, Task{Summary: t, TemporalURL: s.temporalURL(t.ID)})
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"tasks": out})
+	writeJSON(w, http.StatusOK, v)
 }
 
 func knownStatus(st task.Status) bool {
@@ -100,24 +117,36 @@ func (s *Server) showTask(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, e)
 		return
 	}
-	d, err := s.cfg.Reader.Show(r.Context(), id)
+	read := func(ctx context.Context) (any, error) {
+		d, err := s.cfg.Reader.Show(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		return TaskDetail{Detail: d, TemporalURL: s.temporalURL(id)}, nil
+	}
+	if wantsStream(r) {
+		s.streamSnapshots(w, r, "task", id, read)
+		return
+	}
+	v, err := read(r.Context())
 	if err != nil {
 		s.writeError(w, r, fromError(err))
 		return
 	}
-	writeJSON(w, http.StatusOK, TaskDetail{Detail: d, TemporalURL: s.temporalURL(id)})
+	writeJSON(w, http.StatusOK, v)
 }
 
 func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
-	ps, err := s.cfg.Reader.Pending(r.Context(), "", 0)
-	if err != nil {
-		s.writeError(w, r, fromError(err))
-		return
-	}
-	if ps == nil {
-		ps = []taskview.PendingRequest{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"approvals": ps})
+	s.answerList(w, r, "approvals", func(ctx context.Context) (any, error) {
+		ps, err := s.cfg.Reader.Pending(ctx, "", 0)
+		if err != nil {
+			return nil, err
+		}
+		if ps == nil {
+			ps = []taskview.PendingRequest{}
+		}
+		return map[string]any{"approvals": ps}, nil
+	})
 }
 
 func pathEscape(s string) string { return url.PathEscape(s) }

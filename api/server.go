@@ -52,6 +52,7 @@ var routeTable = []struct {
 	{"POST /api/v1/tasks/{id}/close", false, func(s *Server) http.HandlerFunc { return s.closeTask }},
 	{"POST /api/v1/tasks/{id}/cancel", false, func(s *Server) http.HandlerFunc { return s.cancelTask }},
 	{"POST /api/v1/tasks/{id}/budget", false, func(s *Server) http.HandlerFunc { return s.changeBudget }},
+	{"POST /api/v1/tasks/{id}/resolve", false, func(s *Server) http.HandlerFunc { return s.resolve }},
 	{"GET /api/v1/tasks/{id}/events", false, func(s *Server) http.HandlerFunc { return s.taskEvents }},
 	{"GET /api/v1/tasks/{id}/diff", false, func(s *Server) http.HandlerFunc { return s.taskDiff }},
 	{"POST /api/v1/tasks/{id}/publish", false, func(s *Server) http.HandlerFunc { return s.publishTask }},
@@ -164,7 +165,12 @@ func (s *statusOnly) WriteHeader(code int)        { s.status = code }
 // authorize refuses a request without one of the tokens, when tokens are configured.
 func (s *Server) authorize(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if len(s.tokens) > 0 && !s.tokens.allows(r) {
+		if len(s.tokens) == 0 {
+			h.ServeHTTP(w, r)
+			return
+		}
+		name, ok := s.tokens.holder(r)
+		if !ok {
 			msg := "this server requires a token: send the header Authorization: Bearer <token>"
 			if r.Header.Get("Authorization") != "" {
 				msg = "the token is not one this server accepts; check DROVER_API_TOKENS or DROVER_API_TOKEN_FILE where the server runs"
@@ -172,7 +178,7 @@ func (s *Server) authorize(h http.Handler) http.Handler {
 			s.writeError(w, r, errorf(http.StatusUnauthorized, CodeUnauthorized, msg))
 			return
 		}
-		h.ServeHTTP(w, r)
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), actorKey{}, name)))
 	})
 }
 

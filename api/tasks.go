@@ -28,19 +28,22 @@ const maxPromptBytes = task.MaxPromptBytes
 type Tasks interface {
 	Create(ctx context.Context, taskID string, p task.Params, prompt task.Prompt, updateID string) (task.PromptAccepted, error)
 	Prompt(ctx context.Context, taskID string, prompt task.Prompt, updateID string) (task.PromptAccepted, error)
-	Interrupt(ctx context.Context, taskID string) (task.InterruptResult, error)
+	InterruptBy(ctx context.Context, taskID, by string) (task.InterruptResult, error)
 	Close(ctx context.Context, taskID string) error
-	Cancel(ctx context.Context, taskID string) error
+	CancelBy(ctx context.Context, taskID, by string) error
 	UpdateBudget(ctx context.Context, taskID string, change task.BudgetChange) (task.Budget, error)
 	Rewind(ctx context.Context, taskID string, turn int) (task.Rewound, error)
 	Fork(ctx context.Context, src, dst string, turn int, prompt task.Prompt) (task.PromptAccepted, error)
+	Resolve(ctx context.Context, taskID string, choice task.AttentionChoice) (int, error)
 }
 
 // CreateTask is the body of POST /api/v1/tasks.
 type CreateTask struct {
 	// ID names the task; empty means a new uuid. Creating a task that exists sends it the
 	// prompt, as drover task start does.
-	ID     string `json:"id,omitempty"`
+	ID string `json:"id,omitempty"`
+	// Title names the task for a person; empty means the first line of the prompt.
+	Title  string `json:"title,omitempty"`
 	Prompt string `json:"prompt"`
 	// Attachments are image paths relative to the workspace.
 	Attachments []string            `json:"attachments,omitempty"`
@@ -92,6 +95,7 @@ func (c CreateTask) params() (task.Params, task.Prompt, *taskerr.Error) {
 			Reason: fmt.Sprintf("%q is neither a URL nor an absolute path; give the repository's URL or its full path on the workers' hosts", c.Repo)})
 	}
 	p := task.Params{
+		Title:     strings.TrimSpace(c.Title),
 		Workspace: ws, Repo: c.Repo, Base: c.Base,
 		Profile: task.Profile{Model: c.Model, PermissionMode: c.Mode, AfterPlan: c.AfterPlan,
 			MaxTurns: c.MaxTurns, AppendSystemPrompt: c.SystemPrompt},
@@ -109,7 +113,7 @@ func (c CreateTask) params() (task.Params, task.Prompt, *taskerr.Error) {
 	if err := errors.Join(errs...); err != nil {
 		return p, prompt, invalidInput(err)
 	}
-	return p, prompt, nil
+	return p.WithTitle(prompt), prompt, nil
 }
 
 // Accepted is the answer to a prompt: its turn and place in the queue.
@@ -152,6 +156,7 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, perr)
 		return
 	}
+	prompt.By = actor(r)
 	id := body.ID
 	if id == "" {
 		id = uuid.NewString()
@@ -218,8 +223,8 @@ func (s *Server) recordCreated(ctx context.Context, id string, p task.Params, pr
 	if acc.Turn != 1 {
 		return
 	}
-	p = p.WithDefaults()
-	st := task.State{Status: task.StatusIdle, Workspace: p.Workspace, Repo: p.Repo, Base: p.Base, Model: p.Profile.Model,
+	p = p.WithDefaults().WithTitle(prompt)
+	st := task.State{Status: task.StatusIdle, Title: p.Title, Workspace: p.Workspace, Repo: p.Repo, Base: p.Base, Model: p.Profile.Model,
 		PermissionMode: p.Profile.PermissionMode, Budget: p.Budget,
 		Pending: []task.QueuedPrompt{{Turn: 1, PromptUUID: acc.PromptUUID, Prompt: prompt}}}
 	b, err := json.Marshal(st)
@@ -235,7 +240,7 @@ func (s *Server) recordCreated(ctx context.Context, id string, p task.Params, pr
 // or, before the task has recorded itself there, as p describes it.
 func (s *Server) writeCreated(w http.ResponseWriter, r *http.Request, acc Accepted, p task.Params) {
 	p = p.WithDefaults()
-	t := Task{Summary: taskview.Summary{ID: acc.TaskID, Status: task.StatusIdle, Mode: p.Profile.PermissionMode,
+	t := Task{Summary: taskview.Summary{ID: acc.TaskID, Title: p.Title, Status: task.StatusIdle, Mode: p.Profile.PermissionMode,
 		Model: p.Profile.Model, Workspace: p.Workspace, Repo: p.Repo, Base: p.Base}}
 	if d, err := s.cfg.Reader.Show(r.Context(), acc.TaskID); err == nil {
 		t.Summary = d.Summary
@@ -318,7 +323,7 @@ func (s *Server) promptTask(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, e)
 		return
 	}
-	prompt := task.Prompt{Text: body.Text, Attachments: body.Attachments, Mode: body.Mode}
+	prompt := task.Prompt{Text: body.Text, Attachments: body.Attachments, Mode: body.Mode, By: actor(r)}
 	if err := task.ValidatePrompt(prompt); err != nil {
 		s.writeError(w, r, invalidInput(err))
 		return
@@ -348,7 +353,7 @@ type Control struct {
 
 func (s *Server) interruptTask(w http.ResponseWriter, r *http.Request) {
 	s.control(w, r, true, func(ctx context.Context, id string) (Control, error) {
-		res, err := s.cfg.Tasks.Interrupt(ctx, id)
+		res, err := s.cfg.Tasks.InterruptBy(ctx, id, actor(r))
 		return Control{TaskID: id, Interrupted: &res.Interrupted, Turn: res.Turn}, err
 	})
 }
@@ -361,7 +366,7 @@ func (s *Server) closeTask(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) cancelTask(w http.ResponseWriter, r *http.Request) {
 	s.control(w, r, false, func(ctx context.Context, id string) (Control, error) {
-		return Control{TaskID: id}, s.cfg.Tasks.Cancel(ctx, id)
+		return Control{TaskID: id}, s.cfg.Tasks.CancelBy(ctx, id, actor(r))
 	})
 }
 

@@ -19,7 +19,7 @@ import (
 var boardColumn = map[task.Status]string{
 	"idle": "resting", "running": "working", "closing": "working",
 	"queued_for_account": "limit", "waiting_for_limit": "limit", "waiting_for_spend_cap": "limit", "budget_exhausted": "limit",
-	"completed": "done", "cancelled": "done", "failed": "broken",
+	"needs_attention": "you", "completed": "done", "cancelled": "done", "failed": "broken",
 }
 
 // key presses each key of k in the page as one keyboard does: a keyDown that carries its text

@@ -597,21 +597,21 @@ func TestInboxNotifies(t *testing.T) {
 	if err := p.Do(chromedp.SendKeys(chromedp.CSS(item+"input.reason"), "not on a Friday")); err != nil {
 		t.Fatal(err)
 	}
-	polls := func() int {
-		n := 0
-		for _, c := range api.Calls() {
-			if c.Path == "/api/v1/approvals" {
-				n++
-			}
-		}
-		return n
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for before := polls(); polls() < before+3; {
-		if time.Now().After(deadline) {
-			t.Fatal("the inbox stopped reading the API")
-		}
-		time.Sleep(100 * time.Millisecond)
+	// The inbox changes under it (a request comes and goes, pushed by the API): the item and its
+	// reason stay.
+	api.UpdateTask("b", func(tk *fakeapi.Task) {
+		tk.Pending = append(tk.Pending, fakeapi.PendingRequest{TaskID: "b", RequestID: "req-more", Kind: "tool", Tool: "Bash",
+			Summary: "ls", Since: now, Deadline: now.Add(time.Hour)})
+		tk.PendingApprovals = len(tk.Pending)
+	})
+	waitFor(t, p, `document.querySelector('.inbox-item[data-request-id="req-more"]')`)
+	api.UpdateTask("b", func(tk *fakeapi.Task) {
+		tk.Pending = tk.Pending[:len(tk.Pending)-1]
+		tk.PendingApprovals = len(tk.Pending)
+	})
+	waitFor(t, p, `!document.querySelector('.inbox-item[data-request-id="req-more"]')`)
+	if got := eval[string](t, p, `document.querySelector('`+item+`input.reason').value`); got != "not on a Friday" {
+		t.Errorf("the reason typed reads %q after the inbox changed", got)
 	}
 	if err := p.Do(chromedp.Click(chromedp.CSS(item + "button.deny"))); err != nil {
 		t.Fatal(err)
@@ -646,8 +646,17 @@ func TestLongTaskShowsEarlierOnRequest(t *testing.T) {
 	navigate(t, p, url+"/#/tasks/long")
 	waitFor(t, p, `document.body.dataset.lastSeq == "1500"`)
 	got := domSeqs(t, p)
-	if len(got) != 1000 || slices.Min(got) != 501 || slices.Max(got) != 1500 {
-		t.Fatalf("at first the page shows %d events, %d..%d; want the last 1000", len(got), slices.Min(got), slices.Max(got))
+	if len(got) != 500 || slices.Min(got) != 1001 || slices.Max(got) != 1500 {
+		t.Fatalf("at first the page shows %d events, %d..%d; want the last 500", len(got), slices.Min(got), slices.Max(got))
+	}
+	// It read only those: one page read backwards from the log's end.
+	for _, c := range api.Calls() {
+		if c.Path == "/api/v1/tasks/long/events" && c.LastEventID == "" && !strings.Contains(c.Query, "before=") && !strings.Contains(c.Query, "after=1500") {
+			t.Errorf("the page read the log from its start at first: %s?%s", c.Path, c.Query)
+		}
+	}
+	if got := eval[string](t, p, `document.querySelector("button.earlier").textContent`); !strings.Contains(got, "1,000 earlier") {
+		t.Errorf("the earlier events are offered as %q", got)
 	}
 	if err := p.Do(chromedp.Click(chromedp.CSS("button.earlier"))); err != nil {
 		t.Fatal(err)
@@ -699,6 +708,40 @@ func TestPromptAndInterrupt(t *testing.T) {
 		if got[path] != body {
 			t.Errorf("POST %s: sent %q, want %q", path, got[path], body)
 		}
+	}
+}
+
+// TestNeedsAttentionBox: a task whose session could not be resumed shows a red box that says
+// why, with its two choices; a choice is sent to the API (its ledger is the witness), and the
+// inbox lists the task.
+func TestNeedsAttentionBox(t *testing.T) {
+	t.Parallel()
+	api, url := stack(t, fakeapi.Config{})
+	now := time.Now().UTC()
+	api.PutTask(fakeapi.Task{ID: "stuck", Status: "needs_attention", Mode: "supervised", CreatedAt: now, UpdatedAt: now, Turns: 3,
+		Attention: json.RawMessage(`{"turn":3,"session_id":"s1","error":"No message found with message.uuid of: u9","at":"` + now.Format(time.RFC3339) + `"}`)})
+	p := page(t)
+	navigate(t, p, url+"/#/inbox")
+	waitFor(t, p, `[...document.querySelectorAll("li[data-task-id]")].some((li) => li.dataset.taskId == "stuck")`)
+	navigate(t, p, url+"/#/tasks/stuck")
+	waitFor(t, p, `document.querySelector(".alert.needs-attention")`)
+	if got := eval[string](t, p, `document.querySelector(".alert.needs-attention").textContent`); !strings.Contains(got, "could not be resumed") ||
+		!strings.Contains(got, "No message found") {
+		t.Errorf("the attention box says %q", got)
+	}
+	screenshot(t, p, "needs-attention")
+	if err := p.Do(chromedp.Click(chromedp.CSS(".alert.needs-attention button.resolve-new"))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, p, `document.body.textContent.includes("the waiting prompt runs as turn 4")`)
+	var sent []string
+	for _, c := range api.Calls() {
+		if c.Method == "POST" && c.Path == "/api/v1/tasks/stuck/resolve" {
+			sent = append(sent, string(c.Body))
+		}
+	}
+	if len(sent) != 1 || sent[0] != `{"choice":"new_session"}` {
+		t.Errorf("POST /resolve sent %q, want one {\"choice\":\"new_session\"}", sent)
 	}
 }
 
@@ -779,7 +822,9 @@ func TestStartTaskFromThePage(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, p, `location.hash == "#/tasks/task-1"`)
-	waitFor(t, p, `document.querySelector("h1") && document.querySelector("h1").textContent.includes("task-1")`)
+	// The task is named by the first line of its prompt, as text, with its id beside.
+	waitFor(t, p, `document.querySelector("h1") && document.querySelector("h1").textContent == "fix <b>the</b> build"`)
+	waitFor(t, p, `document.querySelector(".task-id") && !document.querySelector(".task-id").hidden && document.querySelector(".task-id").textContent.includes("task-1")`)
 
 	var creations []fakeapi.Call
 	for _, c := range api.Calls() {

@@ -3,6 +3,7 @@ package console_test
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -344,5 +345,53 @@ func waitForReads(t *testing.T, api *fakeapi.Server, method, path string, n int)
 			t.Fatalf("the page sent %d calls to %s %s, want %d", reads(api, method, path), method, path, n)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestLongTaskLaysOutFoldedTurnsWhenOpened: a long task opens on its last stored events with
+// only its last turn laid out; its earlier turns are folded and hold no event until a person
+// opens one, which then shows its events, each once.
+func TestLongTaskLaysOutFoldedTurnsWhenOpened(t *testing.T) {
+	t.Parallel()
+	api, url := stack(t, fakeapi.Config{})
+	now := time.Now().UTC()
+	api.PutTask(fakeapi.Task{ID: "huge", Status: "idle", CreatedAt: now, UpdatedAt: now})
+	const turns, per = 12, 50
+	var last int64
+	for i := range turns {
+		evs := []json.RawMessage{mustJSON(t, events.AgentEvent{Type: events.TypeUserMessage, Text: fmt.Sprintf("turn %d", i+1)})}
+		for j := 1; j < per; j++ {
+			evs = append(evs, mustJSON(t, events.AgentEvent{Type: events.TypeMessageChunk, MessageID: fmt.Sprintf("m%d-%d", i, j), Text: "words "}))
+		}
+		var err error
+		if last, err = api.Append("huge", i+1, 1, evs...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := page(t)
+	navigate(t, p, url+"/#/tasks/huge")
+	waitFor(t, p, fmt.Sprintf(`document.body.dataset.lastSeq == "%d"`, last))
+	// The last 500 events are turns 3 to 12; only turn 12 is laid out.
+	shown := eval[[]int64](t, p, `[...document.querySelectorAll("#timeline [data-seq]")].map(e => Number(e.dataset.seq))`)
+	if len(shown) != per || slices.Min(shown) != int64((turns-1)*per+1) {
+		t.Fatalf("at first the page lays out %d events from %d, want the last turn's %d", len(shown), slices.Min(shown), per)
+	}
+	folds := eval[string](t, p, `[...document.querySelectorAll("#timeline li.turn > details")].map(d => d.parentElement.dataset.turnNo + (d.open ? "o" : "c")).join(" ")`)
+	if folds != "3c 4c 5c 6c 7c 8c 9c 10c 11c 12o" {
+		t.Errorf("the turns' folds: %q", folds)
+	}
+	eval[bool](t, p, `(document.querySelector('#timeline li.turn[data-turn-no="7"] > details').open = true)`)
+	waitFor(t, p, `document.querySelectorAll('#timeline li.turn[data-turn-no="7"] [data-seq]').length > 0`)
+	got := eval[[]int64](t, p, `[...document.querySelectorAll("#timeline [data-seq]")].map(e => Number(e.dataset.seq))`)
+	slices.Sort(got)
+	want := make([]int64, 0, 2*per)
+	for s := int64(6*per + 1); s <= 7*per; s++ {
+		want = append(want, s)
+	}
+	for s := int64((turns-1)*per + 1); s <= last; s++ {
+		want = append(want, s)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("after opening turn 7 the page holds %d events (%v…), want turns 7 and 12's %d", len(got), got[:min(5, len(got))], len(want))
 	}
 }

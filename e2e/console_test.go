@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/drover-run/drover/internal/browser"
 	fa "github.com/drover-run/drover/internal/offlinemodel"
 	"github.com/drover-run/drover/internal/testkit/testtools"
+	"github.com/drover-run/drover/task"
 )
 
 var consolePNG = flag.String("console.png", "", "TestConsoleSupervisedTask: also write the screenshot of a waiting request here (docs/console.png)")
@@ -87,12 +89,14 @@ func shoot(t *testing.T, p *browser.Page, name string) string {
 // result the model is sent); one denied from the page does not run, and the model reads the
 // reason; a prompt sent from the page runs; a reload in the middle of a turn leaves the page
 // with exactly the events of the Postgres log, none missing, none doubled; "allow always" from
-// the page spares the same command later (it runs twice, asked once).
+// the page spares the same command later (it runs twice, asked once). Who acted is recorded:
+// the page's decisions and prompts by its token's name (ada), a decision from the command line
+// by the user who ran it, each shown on the page and in the event log.
 func TestConsoleSupervisedTask(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.startWorker("host-" + e.queue)
-	s := e.startAPI("DROVER_API_TOKENS=" + apiToken)
+	s := e.startAPI("DROVER_API_TOKENS=ada:" + apiToken)
 	s.token = apiToken
 	id := e.taskID("console")
 	marker := filepath.Join(e.workspace, "approved.txt")
@@ -112,6 +116,8 @@ func TestConsoleSupervisedTask(t *testing.T) {
 		fa.Reply(fa.UseBash(same)),
 		fa.Reply(fa.UseBash(same)), // granted: not asked
 		fa.Reply(fa.Text("Both done.")),
+		fa.Reply(fa.UseBash("echo from the command line")),
+		fa.Reply(fa.Text("Ran it.")),
 	)
 	// The task is started from the page's form, as a newcomer does.
 	p := e.consolePage()
@@ -256,7 +262,52 @@ func TestConsoleSupervisedTask(t *testing.T) {
 	if got := pageEval[string](t, p, `[...document.querySelectorAll('.request[data-outcome="allowed"] .request-state')].map(e => e.textContent).join("|")`); !strings.Contains(got, "always: ") {
 		t.Errorf("the page does not show the grant: %q", got)
 	}
+	checkAuthors(t, e, p, s, id)
 	if d := p.Dialogs(); len(d) > 0 {
 		t.Errorf("dialogs opened: %v", d)
+	}
+}
+
+// checkAuthors: the page's decisions and prompts were recorded by the token's name (the event
+// log and the page say ada); a request approved with the command line is recorded by the user
+// who ran it, and the page says so.
+func checkAuthors(t *testing.T, e *env, p *browser.Page, s *apiServer, id string) {
+	t.Helper()
+	var decidedBy, promptBy []string
+	for _, ev := range e.events(id) {
+		switch {
+		case ev.Type == "permission_decision" && ev.Agent.Decision != nil:
+			decidedBy = append(decidedBy, ev.Agent.Decision.By)
+		case ev.Type == "user_message" && ev.Agent.Text == "clean up":
+			promptBy = append(promptBy, ev.Agent.By)
+		}
+	}
+	if strings.Join(decidedBy, ",") != "ada,ada,ada" || strings.Join(promptBy, ",") != "ada" {
+		t.Errorf("the log records decisions by %q and the page's prompt by %q, want ada", decidedBy, promptBy)
+	}
+	if got := pageEval[string](t, p, `[...document.querySelectorAll('.request[data-outcome] .request-state')].map(e => e.textContent).join("|")`); strings.Count(got, "by ada") != 3 {
+		t.Errorf("the page's decisions read %q, want each by ada", got)
+	}
+	e.pageWait(p, "the page's prompt by ada", `[...document.querySelectorAll("#timeline .who")].some(e => e.textContent == "Prompt by ada")`)
+
+	s.must(202, nil, "POST", "/api/v1/tasks/"+id+"/prompts", `{"text":"run it from the terminal"}`)
+	waiting := `.request:not(.settled)`
+	e.pageWait(p, "the request to run from the command line", `document.querySelector('`+waiting+` button.approve')`)
+	var reqID string
+	for _, r := range e.requestRows(id) {
+		if r.Status == task.OutcomePending {
+			reqID = r.RequestID
+		}
+	}
+	if out, err := e.droverCLI("task", "approve", id, reqID); err != nil {
+		t.Fatalf("drover task approve: %v: %s", err, out)
+	}
+	u, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.pageWait(p, "the command line's decision on the page", `[...document.querySelectorAll('.request[data-outcome="allowed"] .request-state')].some(e => e.textContent.includes("by `+u.Username+`"))`)
+	if row := e.row(id, reqID); row.DecidedBy != u.Username {
+		t.Errorf("the command line's decision is recorded by %q, want %q", row.DecidedBy, u.Username)
 	}
 }

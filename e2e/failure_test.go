@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"os"
+	"os/exec"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -220,15 +222,17 @@ func TestDatabaseConnectionsDroppedMidTurn(t *testing.T) {
 	}
 }
 
-// The CLI refuses to resume where the task's record says (here the record
-// names a message the transcript does not have): the turn fails at once,
-// without retries, says why, and the next prompt starts a new session.
-func TestRejectedResumeStartsOver(t *testing.T) {
+// The task's record names a message its transcript does not have: no way to resume the session
+// there works, and none that would continue from an earlier point is taken. The task needs
+// attention (drover task show says so) and nothing reaches the API; once a person repaired the
+// record, drover task resolve --retry runs the prompt in the same session, with the old
+// conversation.
+func TestRejectedResumeNeedsAttentionThenRetry(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	// No process is kept between turns: every turn resumes from the record.
 	e.startWorker("host-"+e.queue, "--keep-alive", "-1s")
-	e.fake.Enqueue(fa.Reply(fa.Text("first")), fa.Reply(fa.Text("fresh start")))
+	e.fake.Enqueue(fa.Reply(fa.Text("first")), fa.Reply(fa.Text("second")))
 	id := e.taskID("bad-resume")
 	if _, err := e.tc.Start(e.ctx, id, e.params(), task.Prompt{Text: "one"}, ""); err != nil {
 		t.Fatal(err)
@@ -238,31 +242,168 @@ func TestRejectedResumeStartsOver(t *testing.T) {
 		id, "00000000-0000-4000-8000-00000000dead"); err != nil {
 		t.Fatal(err)
 	}
+	before := len(e.fake.MainRequests())
 	if _, err := e.tc.Prompt(e.ctx, id, task.Prompt{Text: "two"}, ""); err != nil {
 		t.Fatal(err)
 	}
-	st := e.waitTurns(id, 2)
-	if st.Totals.FailedTurns != 1 || !strings.Contains(st.LastError, "No message found") {
-		t.Fatalf("after the rejected resume: failed %d, last error %q", st.Totals.FailedTurns, st.LastError)
+	st := e.waitStatus(id, task.StatusNeedsAttention)
+	if st.Attention == nil || !strings.Contains(st.Attention.Error, "No message found") || st.SessionID != first.SessionID {
+		t.Fatalf("needs attention: %+v", st)
 	}
-	rec, err := store.GetTurn(e.ctx, e.db(), id, 2)
-	if err != nil {
+	if n := len(e.fake.MainRequests()); n != before {
+		t.Fatalf("the API received %d requests while the session could not be resumed", n-before)
+	}
+	e.waitFor("the read side to show the task needs attention", func() bool {
+		out, err := e.droverCLI("task", "show", id)
+		return err == nil && strings.Contains(out, "NEEDS ATTENTION") && strings.Contains(out, "drover task resolve "+id+" --retry")
+	})
+
+	// A person repairs the record and retries.
+	if _, err := e.db().Exec(e.ctx, `UPDATE executors_running SET last_message_uuid = $2 WHERE task_id = $1`,
+		id, first.LastMessageUUID); err != nil {
 		t.Fatal(err)
 	}
-	if rec.Attempts != 1 || rec.Status != task.TurnFailed {
-		t.Errorf("turn 2: %s after %d attempts, want failed after 1 (a rejected resume is not retried)", rec.Status, rec.Attempts)
+	out := e.mustDrover("task", "resolve", id, "--retry")
+	if !strings.Contains(out, "the waiting prompt runs as turn 3") {
+		t.Errorf("drover task resolve said %q", out)
 	}
+	st = e.waitTurns(id, 3)
+	if st.SessionID != first.SessionID || st.Attention != nil {
+		t.Fatalf("after the retry: %+v", st)
+	}
+	reqs := e.fake.MainRequests()
+	var said strings.Builder
+	for _, m := range reqs[len(reqs)-1].Messages {
+		said.WriteString(m.Text() + "\n")
+	}
+	for _, want := range []string{"one", "first", "two"} {
+		if !strings.Contains(said.String(), want) {
+			t.Errorf("the conversation of the retried prompt lacks %q: %s", want, said.String())
+		}
+	}
+}
+
+// The committed message is in the transcript but off the chain the CLI resumes (another branch
+// from an earlier message was written after it, as a truncating resume does): the CLI refuses it,
+// and the attempt rebuilds the transcript along the committed chain and resumes there, in the
+// same session, with the whole conversation and nothing of the other branch; the log says so.
+func TestResumeOffTheMainChainFallsBack(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	w := e.startWorker("host-"+e.queue, "--keep-alive", "-1s")
+	e.fake.Enqueue(fa.Reply(fa.Text("first")), fa.Reply(fa.Text("second")))
+	id := e.taskID("branch")
+	if _, err := e.tc.Start(e.ctx, id, e.params(), task.Prompt{Text: "one"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	first := e.waitTurns(id, 1)
+	if _, err := e.tc.Prompt(e.ctx, id, task.Prompt{Text: "two"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	second := e.waitTurns(id, 2)
+	w.stop()
+	// A branch from turn 1's answer, written by the CLI itself, after turn 2; the mirror is gone,
+	// so the host's transcript is what the CLI reads.
+	e.fake.Enqueue(fa.Reply(fa.Text("branch answer")))
+	side := exec.Command(suite.claudeBin, "-p", "side branch prompt", "--output-format", "text",
+		"--resume", first.SessionID, "--resume-session-at", first.LastMessageUUID)
+	side.Dir = e.workspace
+	side.Env = setEnv(e.workerEnv("side", "info"), "CLAUDE_CONFIG_DIR="+e.configDir)
+	if out, err := side.CombinedOutput(); err != nil {
+		t.Fatalf("the side branch: %v\n%s", err, out)
+	}
+	if _, err := e.db().Exec(e.ctx, `DELETE FROM session_mirrors`); err != nil {
+		t.Fatal(err)
+	}
+	e.startWorker("host-"+e.queue, "--keep-alive", "-1s")
+	e.fake.Enqueue(fa.Reply(fa.Text("third")))
 	if _, err := e.tc.Prompt(e.ctx, id, task.Prompt{Text: "three"}, ""); err != nil {
 		t.Fatal(err)
 	}
-	st = e.waitTurns(id, 3)
-	if st.Totals.FailedTurns != 1 || st.SessionID == "" || st.SessionID == first.SessionID {
-		t.Errorf("turn 3 should run in a new session: %+v (first session %s)", st, first.SessionID)
+	st := e.waitTurns(id, 3)
+	if st.Totals.FailedTurns != 0 || st.SessionID != second.SessionID || st.Status != task.StatusIdle {
+		t.Fatalf("after the refused resume: %+v", st)
 	}
 	reqs := e.fake.MainRequests()
+	var said strings.Builder
 	for _, m := range reqs[len(reqs)-1].Messages {
-		if m.Role == "assistant" && strings.Contains(m.Text(), "first") {
-			t.Errorf("the new session still carries the old conversation: %q", m.Text())
+		said.WriteString(m.Text() + "\n")
+	}
+	for _, want := range []string{"one", "first", "two", "second", "three"} {
+		if !strings.Contains(said.String(), want) {
+			t.Errorf("the conversation turn 3 sent lacks %q: %s", want, said.String())
+		}
+	}
+	if strings.Contains(said.String(), "side branch") || strings.Contains(said.String(), "branch answer") {
+		t.Errorf("the conversation turn 3 sent holds the other branch: %s", said.String())
+	}
+	var fellBack []string
+	for _, ev := range e.events(id) {
+		if ev.Agent.Type == events.TypeError && ev.Agent.Error != nil && ev.Agent.Error.Kind == events.ErrorResumeRejected {
+			fellBack = append(fellBack, ev.Agent.Error.Message)
+		}
+	}
+	t.Logf("resume steps logged: %q", fellBack)
+	if len(fellBack) == 0 {
+		t.Error("the log does not say the resume fell back (did the CLI take the committed message off its chain?)")
+	}
+}
+
+// When no way to resume the session works (its transcript and its mirror are gone), the task
+// needs attention: nothing reaches the API, no new session starts, until a person chooses; then a
+// new session starts seeded with a summary of the old one.
+func TestUnresumableSessionNeedsAttention(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.startWorker("host-"+e.queue, "--keep-alive", "-1s")
+	e.fake.Enqueue(fa.Reply(fa.Text("the answer is forty-two")), fa.Reply(fa.Text("fresh start")))
+	id := e.taskID("lost-session")
+	if _, err := e.tc.Start(e.ctx, id, e.params(), task.Prompt{Text: "what is the answer?"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	first := e.waitTurns(id, 1)
+	if _, err := e.db().Exec(e.ctx, `DELETE FROM session_mirrors`); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range transcriptFiles(e.configDir, first.SessionID) {
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := len(e.fake.MainRequests())
+	if _, err := e.tc.Prompt(e.ctx, id, task.Prompt{Text: "and doubled?"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	var st task.State
+	e.waitFor("the task to need attention", func() bool {
+		var err error
+		st, err = e.tc.State(e.ctx, id)
+		return err == nil && st.Status == task.StatusNeedsAttention
+	})
+	if st.Attention == nil || st.SessionID != first.SessionID || len(st.Pending) != 1 {
+		t.Fatalf("needs attention: %+v", st)
+	}
+	if n := len(e.fake.MainRequests()); n != before {
+		t.Fatalf("the API received %d requests while the session could not be resumed", n-before)
+	}
+	tc := *e.tc
+	tc.DB = e.db()
+	turn, err := tc.Resolve(e.ctx, id, task.AttentionChoice{Choice: task.ResolveNewSession})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st = e.waitTurns(id, turn)
+	if st.SessionID == "" || st.SessionID == first.SessionID || st.Attention != nil {
+		t.Fatalf("after the choice: %+v", st)
+	}
+	reqs := e.fake.MainRequests()
+	var said strings.Builder
+	for _, m := range reqs[len(reqs)-1].Messages {
+		said.WriteString(m.Text() + "\n")
+	}
+	for _, want := range []string{"what is the answer?", "the answer is forty-two", "and doubled?"} {
+		if !strings.Contains(said.String(), want) {
+			t.Errorf("the new session's first request lacks %q: %s", want, said.String())
 		}
 	}
 }

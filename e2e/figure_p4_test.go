@@ -88,12 +88,16 @@ func BenchmarkFigureP4(b *testing.B) {
 	}
 
 	var bareTPS, droverTPS, starts []float64
+	var bareCLI, droverCLI []float64 // the CLIs' CPU per turn, ms
+	var stackCPU []p5Batch           // drover's stack's CPU per turn, ms, by class
+	db := dbName(e.dsn)
 	var barePeakKB, barePeakProcs, cliPeakKB, cliPeakProcs int64
 	bare := func() {
 		sampler := sampleChildren(b, os.Getpid(), suite.claudeBin, 200*time.Millisecond)
 		sem := make(chan struct{}, concurrency)
 		var wg sync.WaitGroup
 		errs := make([]error, tasks)
+		reaped := ownReapedCPU()
 		t0 := time.Now()
 		for k := range tasks {
 			sem <- struct{}{}
@@ -104,6 +108,7 @@ func BenchmarkFigureP4(b *testing.B) {
 		}
 		wg.Wait()
 		wall := time.Since(t0)
+		bareCLI = append(bareCLI, (ownReapedCPU()-reaped)/float64(tasks*p4Turns))
 		kb, procs := sampler.stop()
 		for _, err := range errs {
 			if err != nil {
@@ -116,6 +121,7 @@ func BenchmarkFigureP4(b *testing.B) {
 	drover := func() {
 		prefix := "p4-" + uuid.NewString()[:8] + "-"
 		sampler := sampleChildren(b, workerPID, suite.claudeBin, 200*time.Millisecond)
+		cpu, reaped := snapshotCPU(workerPID, db), reapedCPU(workerPID)
 		t0 := time.Now()
 		sent := forEachTask(tasks, prefix, func(id string) error {
 			if _, err := e.tc.Start(e.ctx, id, e.params(), task.Prompt{Text: "prompt 1 of " + id}, ""); err != nil {
@@ -130,6 +136,13 @@ func BenchmarkFigureP4(b *testing.B) {
 		})
 		e.waitAllComplete(prefix, tasks*p4Turns, func() error { return e.failedTurns(prefix) })
 		wall := time.Since(t0)
+		used := p5Batch(snapshotCPU(workerPID, db).since(cpu))
+		// The CLIs that ended are counted in the worker's reaped children, with their guards.
+		used[classCLI] += reapedCPU(workerPID) - reaped
+		for c := range used {
+			used[c] /= float64(tasks * p4Turns)
+		}
+		stackCPU, droverCLI = append(stackCPU, used), append(droverCLI, used[classCLI])
 		kb, procs := sampler.stop()
 		starts = append(starts, float64(sampler.started()))
 		if err := sent(); err != nil {
@@ -162,7 +175,8 @@ func BenchmarkFigureP4(b *testing.B) {
 	tps := ratioRow("P4", "turns/s, many tasks on one worker (ratio: drover ÷ bare CLIs at the same concurrency)",
 		bareTPS, droverTPS, "turns/s", bench.RatioAtLeast(p4RatioGoal))
 	started := bench.Median(starts)
-	tps.Note = fmt.Sprintf("%s; %.0f CLI starts for %d tasks", limits, started, tasks)
+	tps.Note = fmt.Sprintf("%s; %.0f CLI starts for %d tasks; CPU per turn: the CLI %.0f ms under drover, %.0f ms bare; drover's stack %s",
+		limits, started, tasks, bench.Median(droverCLI), bench.Median(bareCLI), stackParts(stackCPU))
 	rows := []bench.Row{tps,
 		{Figure: "P4 starts", What: "CLI processes the worker started ÷ tasks (baseline: the bare sessions, one each)",
 			Unit: "processes", Baseline: float64(tasks), Drover: started, Ratio: started / float64(tasks), Runs: runs,

@@ -26,14 +26,14 @@ func TestInterruptRunningTurn(t *testing.T) {
 		fa.Reply(fa.Text("after the interrupt")),
 	)
 	id := e.taskID("interrupted")
-	if _, err := e.tc.Start(e.ctx, id, e.params(), task.Prompt{Text: "long question"}, ""); err != nil {
+	if _, err := e.tc.Start(e.ctx, id, e.params(), task.Prompt{Text: "long question", By: "ben"}, ""); err != nil {
 		t.Fatal(err)
 	}
 	e.waitFor("the turn to stream", func() bool {
 		_, ok := streamed(e.events(id), 0, "STARTED-LONG-ANSWER")
 		return ok
 	})
-	r, err := e.tc.Interrupt(e.ctx, id)
+	r, err := e.tc.InterruptBy(e.ctx, id, "ana")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,14 +48,26 @@ func TestInterruptRunningTurn(t *testing.T) {
 	if rec.Status != task.TurnInterrupted || rec.Attempts != 1 {
 		t.Errorf("turn 1 record: status %s attempts %d, want interrupted after one attempt", rec.Status, rec.Attempts)
 	}
-	var interrupted bool
+	// The log says the turn was interrupted, and by whom; and who sent its prompt.
+	var interruptedBy, promptBy []string
 	for _, ev := range e.events(id) {
 		if ev.Agent.Type == events.TypeInterrupted || (ev.Agent.Type == events.TypeError && ev.Agent.Error != nil && ev.Agent.Error.Kind == events.ErrorInterrupted) {
-			interrupted = true
+			interruptedBy = append(interruptedBy, ev.Agent.By)
+		}
+		if ev.Agent.Type == events.TypeUserMessage && ev.Agent.Text == "long question" {
+			promptBy = append(promptBy, ev.Agent.By)
 		}
 	}
-	if !interrupted {
+	if len(interruptedBy) == 0 {
 		t.Error("the log does not say the turn was interrupted")
+	}
+	for _, by := range interruptedBy {
+		if by != "ana" {
+			t.Errorf("the log says the turn was interrupted by %q, want ana", by)
+		}
+	}
+	if strings.Join(promptBy, ",") != "ben" {
+		t.Errorf("the log says the prompt was sent by %q, want ben once", promptBy)
 	}
 
 	if _, err := e.tc.Prompt(e.ctx, id, task.Prompt{Text: "next question"}, ""); err != nil {

@@ -453,7 +453,7 @@ type cpRun struct {
 	*wsEnv
 	id    string
 	proxy *pgtest.Proxy
-	// lostLocal is turns/2 in the lost host's mirror at the kill ("" when none).
+	// mirrorOf reads turns/2 in the host's own mirror ("" when it has none).
 	mirrorOf func() string
 }
 

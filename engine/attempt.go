@@ -49,6 +49,8 @@ func (e *Engine) RunTurn(ctx context.Context, req Request) (task.RunTurnResult, 
 		return task.RunTurnResult{}, &Error{Type: task.ErrTypeWorkerStopping, Err: errDraining}
 	}
 	defer untrack()
+	// Who asked to interrupt the turn is of no use once its attempt ended.
+	defer e.forgetInterruptAuthor(req.TaskID, req.Turn)
 
 	a := &attempt{e: e, req: req, log: log, meter: e.meterAttempt(ctx, req)}
 	stopHeartbeat := a.heartbeat(ctx)
@@ -155,16 +157,7 @@ func (a *attempt) run(ctx context.Context) (o outcome) {
 	if f := a.gate(ctx); f != nil {
 		return failed(f)
 	}
-	ex, fresh, f := a.executor(ctx, in.workspace, at)
-	if f != nil {
-		return failed(f)
-	}
-	a.ex = ex
-	ended, f := a.startTurn(ctx, ex, fresh, in.images)
-	if f != nil {
-		return failed(f)
-	}
-	return a.wait(ctx, ex, ended)
+	return a.resumeWithFallback(ctx, in, at)
 }
 
 // prepared is what an attempt's request resolves to before anything is recorded.
@@ -220,7 +213,7 @@ func (a *attempt) begin(ctx context.Context, workspace string) (store.AttemptBeg
 		TaskID: req.TaskID, AttemptID: req.AttemptID, AttemptToken: req.AttemptToken, HostID: e.cfg.HostID,
 		Turn: req.Turn, Prompt: req.Prompt.Text, PromptUUID: req.PromptUUID,
 		Workspace: workspace, Model: req.Profile.Model, PID: warmPID,
-		FallbackSessionID: req.SessionID, FallbackMessageUUID: req.LastMessageUUID,
+		FallbackSessionID: req.SessionID, FallbackMessageUUID: req.LastMessageUUID, NewSession: req.NewSession,
 		LostTurnError: "the turn's last attempt was lost with its worker; it was not completed",
 	})
 	switch {
@@ -293,7 +286,7 @@ func (a *attempt) emitRestored(sessionID string) {
 // interrupts at once a turn that was asked to stop before it started.
 func (a *attempt) startTurn(ctx context.Context, ex *executor, fresh bool, images []claudecode.Image) (<-chan turnEnd, *Error) {
 	e, req := a.e, a.req
-	var logSink streamjson.Sink = a.logSink()
+	var logSink streamjson.Sink = a.authorSink(a.logSink())
 	if a.managed() {
 		a.hold = &holdSink{next: logSink}
 		logSink = a.hold
@@ -359,8 +352,11 @@ func (a *attempt) wait(ctx context.Context, ex *executor, ended <-chan turnEnd) 
 	e := a.e
 	stall := time.NewTicker(min(e.cfg.StallTimeout/4, time.Minute))
 	defer stall.Stop()
+	limited := ex.retryLimits()
 	for {
 		select {
+		case d := <-limited:
+			return a.stopForLimit(ctx, ex, ended, d)
 		case <-stall.C:
 			if quiet := ex.quietFor(); quiet >= e.cfg.StallTimeout {
 				return failed(failure(task.ErrTypeClaudeStalled, "claude printed nothing for %s; stopped it", quiet.Round(time.Second)))
@@ -569,8 +565,8 @@ func (e *Engine) commit(ctx context.Context, a *attempt, c store.TurnCommit, res
 }
 
 // endAttempt records a failed attempt on the executor row: failed (or stopped, when it was
-// stopped on purpose), its pid gone, the session forgotten when the CLI refused it, and the
-// turn closed when no attempt follows. It retries briefly through database failures; what it
+// stopped on purpose), its pid gone, and the turn closed when no attempt follows. The session
+// stands even when the CLI refused to resume it: only a person starts a new one. It retries briefly through database failures; what it
 // cannot record, the next attempt's claim overwrites.
 func (e *Engine) endAttempt(ctx context.Context, req Request, f *Error) {
 	final := lastAttempt(req, f)
@@ -580,7 +576,7 @@ func (e *Engine) endAttempt(ctx context.Context, req Request, f *Error) {
 	}
 	end := store.AttemptEnd{
 		TaskID: req.TaskID, AttemptID: req.AttemptID, Status: status,
-		Error: f.Type + ": " + f.Error(), ForgetSession: f.Type == task.ErrTypeResumeRejected,
+		Error: f.Type + ": " + f.Error(),
 	}
 	if final {
 		end.AbandonTurn = req.Turn
@@ -610,16 +606,16 @@ func (e *Engine) endAttempt(ctx context.Context, req Request, f *Error) {
 // executor returns a process for the task standing exactly at the resume point: the kept one
 // when it qualifies, else a fresh one started with --resume/--resume-session-at (or a new
 // session). fresh reports a process started for this attempt.
-func (a *attempt) executor(ctx context.Context, workspace string, at resumePoint) (ex *executor, fresh bool, f *Error) {
+func (a *attempt) executor(ctx context.Context, workspace string, at resumePoint, step resumeStep) (ex *executor, fresh bool, f *Error) {
 	e := a.e
 	if ex := e.pool.get(a.req.TaskID); ex != nil {
-		if ex.reusableAt(at.sessionID, at.uuid) && (ex.supervisable || !a.hooked()) {
+		if step == resumeExact && ex.reusableAt(at.sessionID, at.uuid) && (ex.supervisable || !a.hooked()) {
 			a.log.Debug("reusing the running claude process", "pid", ex.pid())
 			return ex, false, nil
 		}
 		e.drop(ctx, ex, "not at the committed resume point")
 	}
-	spec, f := a.spec(ctx, workspace, at)
+	spec, f := a.spec(ctx, workspace, at, step)
 	if f != nil {
 		return nil, false, f
 	}
@@ -631,7 +627,7 @@ func (a *attempt) executor(ctx context.Context, workspace string, at resumePoint
 
 // spec is how to start the task's CLI at the resume point: the command, the session to resume
 // (restored from its mirror first) or a new one, and the debug capture when configured.
-func (a *attempt) spec(ctx context.Context, workspace string, at resumePoint) (executorSpec, *Error) {
+func (a *attempt) spec(ctx context.Context, workspace string, at resumePoint, step resumeStep) (executorSpec, *Error) {
 	e, req := a.e, a.req
 	spec := executorSpec{hostID: e.cfg.HostID, stopTimeout: e.cfg.StopTimeout, backgroundWait: e.cfg.BackgroundWait,
 		supervisable: a.hooked(), windows: &e.windows}
@@ -651,8 +647,14 @@ func (a *attempt) spec(ctx context.Context, workspace string, at resumePoint) (e
 			a.log.Info("restored the session from its mirror", "session_id", at.sessionID, "files", n, "took", time.Since(start).Round(time.Millisecond))
 		}
 	}
+	if f := a.rebuildChain(at, step); f != nil {
+		return spec, f
+	}
 	if at.sessionID != "" && at.uuid != "" {
 		spec.cmd.Resume, spec.cmd.ResumeSessionAt = at.sessionID, at.uuid
+		if step == resumePlain {
+			spec.cmd.ResumeSessionAt = "" // the rebuilt transcript ends at the committed message
+		}
 		spec.sessionID, spec.resumeSessionID, spec.resumeAt = at.sessionID, at.sessionID, at.uuid
 		if a.forksSession(at) {
 			if f := a.forkSession(&spec, workspace); f != nil {

@@ -21,6 +21,9 @@ type Engine struct {
 	// this host, or between two attempts): task id → turn.
 	interruptsMu sync.Mutex
 	interrupts   map[string]int
+	// interruptedBy names who asked for the interrupt of each task's turn (under interruptsMu),
+	// for the turn's interrupted event; an attempt forgets its task's when it ends.
+	interruptedBy map[string]interruptAsk
 
 	// running are the attempts running on this host, by task, so that a cancelled task's turn
 	// can be stopped at once.
@@ -62,7 +65,7 @@ func New(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	removeLeftoverDirs(cfg.HostID, cfg.Logger)
-	e := &Engine{cfg: cfg, pool: newPool(), interrupts: make(map[string]int), running: make(map[string]runningAttempt)}
+	e := &Engine{cfg: cfg, pool: newPool(), interrupts: make(map[string]int), interruptedBy: map[string]interruptAsk{}, running: make(map[string]runningAttempt)}
 	if cfg.MaxConcurrentTurns > 0 {
 		e.procSlots = make(chan struct{}, cfg.MaxConcurrentTurns+cfg.MaxIdle)
 	}
@@ -111,6 +114,8 @@ type Request struct {
 	// the executor row's committed point wins over them.
 	SessionID       string
 	LastMessageUUID string
+	// NewSession starts the turn in a new session (task.RunTurnInput.NewSession).
+	NewSession bool
 	// PreviousFailure says why the previous attempt failed, for the turn_retry event.
 	PreviousFailure string
 	// Grants are the permissions granted for the rest of the task so far ("allow always").
@@ -132,6 +137,23 @@ type Request struct {
 // with status interrupted. An interrupt for a turn not running yet is remembered and applied as
 // soon as the turn's prompt is sent. It is not an error when the turn has already ended.
 func (e *Engine) Interrupt(ctx context.Context, taskID string, turn int) error {
+	return e.InterruptBy(ctx, taskID, turn, "")
+}
+
+// interruptAsk is who asked to interrupt which turn.
+type interruptAsk struct {
+	turn int
+	by   string
+}
+
+// InterruptBy is Interrupt on behalf of by (empty: nobody named), whom the turn's interrupted
+// event names.
+func (e *Engine) InterruptBy(ctx context.Context, taskID string, turn int, by string) error {
+	if by != "" {
+		e.interruptsMu.Lock()
+		e.interruptedBy[taskID] = interruptAsk{turn: turn, by: by}
+		e.interruptsMu.Unlock()
+	}
 	ex := e.pool.get(taskID)
 	if ex == nil || !ex.runningTurn(turn) {
 		e.interruptsMu.Lock()
@@ -141,6 +163,25 @@ func (e *Engine) Interrupt(ctx context.Context, taskID string, turn int) error {
 		return nil
 	}
 	return ex.interrupt(ctx)
+}
+
+// interruptAuthor is who asked to interrupt the task's turn; empty when nobody named did.
+func (e *Engine) interruptAuthor(taskID string, turn int) string {
+	e.interruptsMu.Lock()
+	defer e.interruptsMu.Unlock()
+	if a, ok := e.interruptedBy[taskID]; ok && a.turn == turn {
+		return a.by
+	}
+	return ""
+}
+
+// forgetInterruptAuthor drops who asked to interrupt the task's turn, once its attempt ends.
+func (e *Engine) forgetInterruptAuthor(taskID string, turn int) {
+	e.interruptsMu.Lock()
+	defer e.interruptsMu.Unlock()
+	if a, ok := e.interruptedBy[taskID]; ok && a.turn <= turn {
+		delete(e.interruptedBy, taskID)
+	}
 }
 
 // takeInterrupt reports, once, whether an interrupt is recorded for the turn.

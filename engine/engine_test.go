@@ -985,13 +985,13 @@ func TestAnAttemptOfACancelledTaskRefusesToRun(t *testing.T) {
 		c.Exit(&claudecode.ExitError{Code: 1})
 	}
 	r := newRig(t, crash)
-	if err := store.RecordCancel(r.ctx, r.db, r.taskID, "an-earlier-run"); err != nil {
+	if err := store.RecordCancel(r.ctx, r.db, r.taskID, "an-earlier-run", ""); err != nil {
 		t.Fatal(err)
 	}
 	if _, e := r.run(r.req(1, 1, "go")); e == nil || e.Type != task.ErrTypeClaudeExited {
 		t.Fatalf("attempt 1: %v, want %s", e, task.ErrTypeClaudeExited)
 	}
-	if err := store.RecordCancel(r.ctx, r.db, r.taskID, "run"); err != nil {
+	if err := store.RecordCancel(r.ctx, r.db, r.taskID, "run", ""); err != nil {
 		t.Fatal(err)
 	}
 	_, e := r.run(r.req(1, 2, "go"))

@@ -67,10 +67,12 @@ type executor struct {
 	turnErr   *events.ErrorInfo
 	retryWait time.Duration
 	limitEv   *events.RateLimit
-	busy      bool
-	idleAt    time.Time // when the last turn ended
-	turn      int       // the running turn, while busy
-	sessionID string    // the session the process serves
+	// rateLimited hears the running turn's first retry of a 429 (see noteRetry).
+	rateLimited chan time.Duration
+	busy        bool
+	idleAt      time.Time // when the last turn ended
+	turn        int       // the running turn, while busy
+	sessionID   string    // the session the process serves
 	// position is the transcript uuid the session stands at after the last committed turn;
 	// only a process at the committed position may be reused.
 	position string
@@ -248,6 +250,7 @@ func (ex *executor) emit(ev events.AgentEvent) {
 		if ev.RateLimit != nil && ev.RateLimit.RetryDelayMS > 0 {
 			ex.retryWait = time.Duration(ev.RateLimit.RetryDelayMS) * time.Millisecond
 		}
+		ex.noteRetry(ev.RateLimit)
 		if rl := ev.RateLimit; rl != nil && (rl.Source == events.RateLimitSourceEvent || rl.Source == events.RateLimitSourceAPIError) {
 			// The CLI reports the account's state when it changes, not on every answer: the
 			// last report stands until the next. An API error names the state it met.
@@ -429,6 +432,7 @@ func (ex *executor) beginTurn(turn int, sink streamjson.Sink) (<-chan turnEnd, e
 	ex.held = nil
 	ex.turnErr = nil
 	ex.retryWait = 0
+	ex.rateLimited = make(chan time.Duration, 1)
 	ex.ended = make(chan turnEnd, 1)
 	return ex.ended, nil
 }

@@ -20,7 +20,7 @@ import (
 func (e *Engine) Rewind(ctx context.Context, in task.RewindInput) (task.Rewound, error) {
 	m := e.cfg.Workspaces
 	if m == nil {
-		return task.Rewound{}, failure(task.ErrTypeCannotRewind, "this host manages no workspaces (start its worker with --workspace-root)")
+		return task.Rewound{}, failure(task.ErrTypeCannotRewind, "this host manages no workspaces (its worker needs git and a --worktree-root)")
 	}
 	p, err := store.TurnEnd(ctx, e.cfg.DB, in.TaskID, in.Turn)
 	switch {

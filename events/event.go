@@ -74,6 +74,10 @@ type AgentEvent struct {
 	MessageID string `json:"message_id,omitempty"`
 	// UUID is the transcript entry of a user_message.
 	UUID string `json:"uuid,omitempty"`
+	// By names the person (an API token's name, a user of the command line) who sent a
+	// user_message's prompt, or who asked for the interrupt an interrupted event (or an error of
+	// kind interrupted) reports; empty when unknown.
+	By string `json:"by,omitempty"`
 
 	ToolCallID string             `json:"tool_call_id,omitempty"`
 	ToolName   string             `json:"tool_name,omitempty"`

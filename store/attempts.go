@@ -29,6 +29,10 @@ type AttemptStart struct {
 	// has none (a task whose rows were lost).
 	FallbackSessionID   string
 	FallbackMessageUUID string
+	// NewSession starts the turn in a new session: the row's committed resume point is not
+	// taken (a person chose so when it could not be resumed). Only the turn's first attempt
+	// fixes its resume point; later ones get the same.
+	NewSession bool
 	// LostTurnError is recorded on earlier turns of the task still marked running: turns run
 	// one at a time, so their last attempt died with its worker.
 	LostTurnError string
@@ -126,8 +130,8 @@ const (
 	recordTurnSQL = `
 		INSERT INTO task_turns AS t (task_id, turn, prompt, prompt_uuid, resume_session_id, resume_from_uuid)
 		SELECT $1, $2, $3, $4,
-			CASE WHEN x.session_id <> '' THEN x.session_id ELSE $5 END,
-			CASE WHEN x.session_id <> '' THEN x.last_message_uuid ELSE $6 END
+			CASE WHEN x.session_id <> '' AND NOT $7 THEN x.session_id ELSE $5 END,
+			CASE WHEN x.session_id <> '' AND NOT $7 THEN x.last_message_uuid ELSE $6 END
 		FROM executors_running x WHERE x.task_id = $1
 		ON CONFLICT (task_id, turn) DO UPDATE SET attempts = t.attempts + 1
 		WHERE t.status = 'running' AND t.prompt_uuid = excluded.prompt_uuid`
@@ -140,7 +144,7 @@ func (s AttemptStart) batch() *pgx.Batch {
 	b := &pgx.Batch{}
 	b.Queue(claimExecutorSQL, s.TaskID, s.AttemptID, s.AttemptToken, s.Turn, s.HostID, s.Workspace, s.Model, s.PID)
 	b.Queue(closeLostTurnsSQL, s.TaskID, s.Turn, s.LostTurnError)
-	b.Queue(recordTurnSQL, s.TaskID, s.Turn, s.Prompt, s.PromptUUID, s.FallbackSessionID, s.FallbackMessageUUID)
+	b.Queue(recordTurnSQL, s.TaskID, s.Turn, s.Prompt, s.PromptUUID, s.FallbackSessionID, s.FallbackMessageUUID, s.NewSession)
 	b.Queue(`SELECT `+turnColumns+` FROM task_turns WHERE task_id = $1 AND turn = $2`, s.TaskID, s.Turn)
 	b.Queue(taskCostSQL, s.TaskID)
 	b.Queue(registerWriterSQL, s.TaskID, s.AttemptID)
@@ -198,8 +202,8 @@ type AttemptEnd struct {
 	// cancelled). Either way its process is gone.
 	Status ExecutorStatus
 	Error  string
-	// ForgetSession clears the committed resume point: the CLI refused to resume it, so the
-	// task's next turn starts a new session.
+	// ForgetSession clears the committed resume point. (A refused resume no longer does: the
+	// task waits for a person, who may choose a new session, AttemptStart.NewSession.)
 	ForgetSession bool
 	// AbandonTurn, when positive, is the turn that gets no further attempt: its record is closed
 	// as failed with Error (a finished record is left alone).

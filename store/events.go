@@ -191,6 +191,34 @@ func ListEvents(ctx context.Context, db DB, taskID string, afterSeq int64, limit
 	return events, nil
 }
 
+// ListEventsBefore returns the task's last limit events before beforeSeq (all of them when
+// limit is 0), in sequence order: a page of the log read backwards, from its end when beforeSeq
+// is past it.
+func ListEventsBefore(ctx context.Context, db DB, taskID string, beforeSeq int64, limit int) ([]Event, error) {
+	var lim *int
+	if limit > 0 {
+		lim = &limit
+	}
+	rows, err := db.Query(ctx, `
+		SELECT task_id, seq, turn, attempt, type, payload, created_at FROM (
+			SELECT task_id, seq, turn, attempt, type, payload, created_at
+			FROM task_events WHERE task_id = $1 AND seq < $2
+			ORDER BY seq DESC LIMIT $3) last
+		ORDER BY seq`, taskID, beforeSeq, lim)
+	if err != nil {
+		return nil, fmt.Errorf("listing events of task %s before %d: %w", taskID, beforeSeq, err)
+	}
+	events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Event, error) {
+		var e Event
+		err := row.Scan(&e.TaskID, &e.Seq, &e.Turn, &e.Attempt, &e.Type, &e.Payload, &e.CreatedAt)
+		return e, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing events of task %s before %d: %w", taskID, beforeSeq, err)
+	}
+	return events, nil
+}
+
 // OpenToolCall is a tool call whose tool_call event has no closing tool_update in the log.
 type OpenToolCall struct {
 	Turn             int

@@ -20,8 +20,9 @@ func RecordTaskState(ctx context.Context, db DB, taskID string, status task.Stat
 		return fmt.Errorf("recording the state of task %q: the task id, its status and its state are required", taskID)
 	}
 	_, err := db.Exec(ctx, `
-		INSERT INTO tasks (task_id, status, state, recorded_at, recorded_seq) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (task_id) DO UPDATE SET status = EXCLUDED.status, state = EXCLUDED.state,
+		INSERT INTO tasks (task_id, status, state, title, recorded_at, recorded_seq)
+		VALUES ($1, $2, $3, coalesce($3::jsonb->>'title', ''), $4, $5)
+		ON CONFLICT (task_id) DO UPDATE SET status = EXCLUDED.status, state = EXCLUDED.state, title = EXCLUDED.title,
 			recorded_at = EXCLUDED.recorded_at, recorded_seq = EXCLUDED.recorded_seq
 		WHERE (tasks.recorded_at, tasks.recorded_seq) <= (EXCLUDED.recorded_at, EXCLUDED.recorded_seq)`,
 		taskID, status, state, at, seq)
@@ -35,6 +36,9 @@ func RecordTaskState(ctx context.Context, db DB, taskID string, status task.Stat
 // records one) and what its turns, requests and executor row add up to.
 type TaskRow struct {
 	TaskID string
+	// Title is the recorded title; for a task recorded without one, its first turn's prompt
+	// (task.TitleOf makes a title of it).
+	Title string
 	// Status is the recorded status; without a record, running while a turn runs, else idle.
 	Status task.Status
 	// State is the task.State the workflow recorded last, as JSON; nil when none was.
@@ -61,7 +65,7 @@ type TaskRow struct {
 type TaskFilter struct {
 	Status           task.Status // only tasks with this status
 	AwaitingApproval bool        // only tasks with a request waiting for a decision
-	// Text keeps the tasks whose id, workspace, model or a prompt contains it (any case).
+	// Text keeps the tasks whose id, title, workspace, model or a prompt contains it (any case).
 	Text  string
 	Limit int // at most this many; 0: all
 }
@@ -77,7 +81,11 @@ WITH ids AS (
 		t.state,
 		least(t.created_at, tt.first_at, pr.first_at, x.created_at) AS created_at,
 		greatest(t.recorded_at, tt.last_at, pr.last_at, x.updated_at) AS updated_at,
-		coalesce(x.workspace, '') AS workspace, coalesce(x.model, '') AS model,
+		coalesce(nullif(t.title, ''), (SELECT p.prompt FROM task_turns p WHERE p.task_id = i.task_id ORDER BY p.turn LIMIT 1),
+			t.state->'pending'->0->'prompt'->>'text', '') AS title,
+		coalesce(x.workspace, '') AS workspace,
+		coalesce(nullif(x.model, ''), (SELECT e.payload->>'context_window_model' FROM task_events e
+			WHERE e.task_id = i.task_id AND e.type = 'context_window' ORDER BY e.seq DESC LIMIT 1), '') AS model,
 		coalesce(x.session_id, '') AS session_id, coalesce(x.last_message_uuid, '') AS resume_at,
 		coalesce(x.host_id, '') AS host_id,
 		tt.turns, tt.failed, tt.running_turn, tt.cost, tt.input, tt.output, tt.cache_read, tt.cache_creation,
@@ -101,11 +109,12 @@ WITH ids AS (
 		FROM permission_requests WHERE task_id = i.task_id) pr
 	WHERE ($1 = '' OR i.task_id = $1)
 )
-SELECT task_id, status, state, created_at, updated_at, workspace, model, session_id, resume_at, host_id,
+SELECT task_id, title, status, state, created_at, updated_at, workspace, model, session_id, resume_at, host_id,
 	turns, failed, running_turn, cost, input, output, cache_read, cache_creation, pending, since
 FROM rows
 WHERE ($2 = '' OR status = $2) AND (NOT $3 OR pending > 0)
-	AND ($4 = '' OR strpos(lower(task_id), lower($4)) > 0 OR strpos(lower(workspace), lower($4)) > 0
+	AND ($4 = '' OR strpos(lower(task_id), lower($4)) > 0 OR strpos(lower(title), lower($4)) > 0
+		OR strpos(lower(workspace), lower($4)) > 0
 		OR strpos(lower(coalesce(state->>'workspace', '')), lower($4)) > 0
 		OR strpos(lower(model), lower($4)) > 0 OR strpos(lower(coalesce(state->>'model', '')), lower($4)) > 0
 		OR EXISTS (SELECT 1 FROM task_turns p WHERE p.task_id = rows.task_id AND strpos(lower(p.prompt), lower($4)) > 0))
@@ -115,7 +124,7 @@ LIMIT $5`
 func scanTaskRow(row pgx.Row) (TaskRow, error) {
 	var r TaskRow
 	var since *time.Time
-	err := row.Scan(&r.TaskID, &r.Status, &r.State, &r.CreatedAt, &r.UpdatedAt, &r.Workspace, &r.Model,
+	err := row.Scan(&r.TaskID, &r.Title, &r.Status, &r.State, &r.CreatedAt, &r.UpdatedAt, &r.Workspace, &r.Model,
 		&r.SessionID, &r.ResumeAt, &r.HostID, &r.Totals.Turns, &r.FailedTurns, &r.RunningTurn,
 		&r.Totals.CostUSD, &r.Totals.InputTokens, &r.Totals.OutputTokens, &r.Totals.CacheReadTokens,
 		&r.Totals.CacheCreationTokens, &r.PendingApprovals, &since)
@@ -185,4 +194,33 @@ func QueuedPrompts(ctx context.Context, db DB, taskID string) (int, error) {
 		return 0, fmt.Errorf("reading the queued prompts of task %s: %w", taskID, err)
 	}
 	return n, nil
+}
+
+// TaskTitles returns the title of each task of ids that has one: the recorded title, else its
+// first turn's prompt, else the prompt its recorded state queues first (task.TitleOf makes a
+// title of a prompt).
+func TaskTitles(ctx context.Context, db DB, ids []string) (map[string]string, error) {
+	out := map[string]string{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := db.Query(ctx, `
+		SELECT i.id, coalesce(nullif(t.title, ''),
+			(SELECT p.prompt FROM task_turns p WHERE p.task_id = i.id ORDER BY p.turn LIMIT 1),
+			t.state->'pending'->0->'prompt'->>'text', '')
+		FROM unnest($1::text[]) AS i(id) LEFT JOIN tasks t ON t.task_id = i.id`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("reading the titles of %d tasks: %w", len(ids), err)
+	}
+	var id, title string
+	_, err = pgx.ForEachRow(rows, []any{&id, &title}, func() error {
+		if title != "" {
+			out[id] = title
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the titles of %d tasks: %w", len(ids), err)
+	}
+	return out, nil
 }

@@ -215,21 +215,3 @@ func TaskTotals(ctx context.Context, db DB, taskID string) (Totals, error) {
 	}
 	return t, nil
 }
-
-// SetCheckpoint makes commit, recorded by turn (0: a task's base), the task's last committed
-// checkpoint: what its next attempt restores the worktree to. A rewind sets it back to an
-// earlier turn's; a fork seeds a new task's row with the turn it starts from. The task's row is
-// made when it has none; its owner and resume point are left as they are.
-func SetCheckpoint(ctx context.Context, db DB, taskID, commit string, turn int) error {
-	if taskID == "" || turn < 0 {
-		return fmt.Errorf("setting the checkpoint of task %q: a task id and a turn of 0 or more are required", taskID)
-	}
-	_, err := db.Exec(ctx, `
-		INSERT INTO executors_running (task_id, attempt_id, checkpoint, checkpoint_turn) VALUES ($1, '', $2, $3)
-		ON CONFLICT (task_id) DO UPDATE SET checkpoint = excluded.checkpoint,
-			checkpoint_turn = excluded.checkpoint_turn, updated_at = now()`, taskID, commit, turn)
-	if err != nil {
-		return fmt.Errorf("setting the checkpoint of task %s: %w", taskID, err)
-	}
-	return nil
-}

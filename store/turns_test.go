@@ -578,22 +578,3 @@ func TestCommitTurnRecordsTheCheckpoint(t *testing.T) {
 		t.Fatalf("a commit without a checkpoint left (%q, %d), want (c1, 1)", e.Checkpoint, e.CheckpointTurn)
 	}
 }
-
-// TestSetCheckpointSeedsAndSetsBack: a new task's row can be seeded with a checkpoint (a fork),
-// which its first attempt's begin reads; an existing task's can be set back (a rewind).
-func TestSetCheckpointSeedsAndSetsBack(t *testing.T) {
-	t.Parallel()
-	ctx, db := t.Context(), pgtest.NewPool(t)
-	must(t, store.SetCheckpoint(ctx, db, "fork", "c3", 3))
-	b := begin(t, db, attempt("fork", "f1", 1))
-	if b.Checkpoint != "c3" || b.CheckpointTurn != 3 {
-		t.Fatalf("the fork begins at (%q, %d), want (c3, 3)", b.Checkpoint, b.CheckpointTurn)
-	}
-	_, err := store.CommitTurn(ctx, db, store.TurnCommit{TaskID: "fork", Turn: 1, AttemptID: "f1", SessionID: "s", LastMessageUUID: "u",
-		Status: task.TurnCompleted, Checkpoint: "c4"})
-	must(t, err)
-	must(t, store.SetCheckpoint(ctx, db, "fork", "", 0))
-	if e := getExecutor(t, db, "fork"); e.Checkpoint != "" || e.CheckpointTurn != 0 || e.SessionID != "s" || e.AttemptID != "f1" {
-		t.Fatalf("after setting back to the base: %+v", e)
-	}
-}

@@ -96,13 +96,14 @@ type Hub struct {
 
 	mu      sync.Mutex
 	subs    map[string]map[*subscriber]struct{}
+	rowSubs map[*subscriber]struct{} // the watches of task rows (WatchTasks)
 	watches int
 	gen     *generation // the running listener, nil while no watch runs
 }
 
 // subscriber is one watch as the hub sees it.
 type subscriber struct {
-	taskID    string
+	taskID    string        // the task watched; for a watch of task rows, "" means every task
 	wake      chan struct{} // capacity 1: a pending wake-up
 	announced atomic.Int64  // the highest seq a notification announced
 	force     atomic.Bool   // read whatever was announced: the listener (re)connected
@@ -133,7 +134,7 @@ func NewHub(pool *pgxpool.Pool, cfg HubConfig) *Hub {
 		cc := pool.Config().ConnConfig
 		cfg.Connect = func(ctx context.Context) (*pgx.Conn, error) { return pgx.ConnectConfig(ctx, cc.Copy()) }
 	}
-	return &Hub{pool: pool, cfg: cfg, subs: map[string]map[*subscriber]struct{}{}}
+	return &Hub{pool: pool, cfg: cfg, subs: map[string]map[*subscriber]struct{}{}, rowSubs: map[*subscriber]struct{}{}}
 }
 
 // Watches is the number of watches running on the hub.
@@ -145,15 +146,19 @@ func (h *Hub) Watches() int {
 
 // subscribe adds s and starts the listener if none runs; the channel it returns is closed once
 // the listener listens.
-func (h *Hub) subscribe(s *subscriber) <-chan struct{} {
+func (h *Hub) subscribe(s *subscriber, rows bool) <-chan struct{} {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	set := h.subs[s.taskID]
-	if set == nil {
-		set = map[*subscriber]struct{}{}
-		h.subs[s.taskID] = set
+	if rows {
+		h.rowSubs[s] = struct{}{}
+	} else {
+		set := h.subs[s.taskID]
+		if set == nil {
+			set = map[*subscriber]struct{}{}
+			h.subs[s.taskID] = set
+		}
+		set[s] = struct{}{}
 	}
-	set[s] = struct{}{}
 	h.watches++
 	if h.gen == nil {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -164,12 +169,16 @@ func (h *Hub) subscribe(s *subscriber) <-chan struct{} {
 }
 
 // unsubscribe removes s and stops the listener when s was the last watch.
-func (h *Hub) unsubscribe(s *subscriber) {
+func (h *Hub) unsubscribe(s *subscriber, rows bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	delete(h.subs[s.taskID], s)
-	if len(h.subs[s.taskID]) == 0 {
-		delete(h.subs, s.taskID)
+	if rows {
+		delete(h.rowSubs, s)
+	} else {
+		delete(h.subs[s.taskID], s)
+		if len(h.subs[s.taskID]) == 0 {
+			delete(h.subs, s.taskID)
+		}
 	}
 	h.watches--
 	if h.watches == 0 && h.gen != nil {
@@ -213,7 +222,7 @@ func (h *Hub) listenOnce(ctx context.Context, listening func()) error {
 		_ = conn.Close(cctx)
 		cancel()
 	}()
-	if _, err := conn.Exec(ctx, "LISTEN "+EventsChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+EventsChannel+"; LISTEN "+TasksChannel); err != nil {
 		return fmt.Errorf("listening: %w", err)
 	}
 	listening()
@@ -229,6 +238,16 @@ func (h *Hub) listenOnce(ctx context.Context, listening func()) error {
 // dispatch wakes the watches of the task a notification names, or every watch when it cannot
 // be parsed.
 func (h *Hub) dispatch(n *pgconn.Notification) {
+	if n.Channel == TasksChannel {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		for s := range h.rowSubs {
+			if s.taskID == "" || s.taskID == n.Payload {
+				s.poke()
+			}
+		}
+		return
+	}
 	if n.Channel != EventsChannel {
 		return
 	}
@@ -259,6 +278,9 @@ func (h *Hub) wakeAll() {
 			s.poke()
 		}
 	}
+	for s := range h.rowSubs {
+		s.poke()
+	}
 }
 
 // Watch calls fn with every event of cfg.TaskID after cfg.AfterSeq, in order, each exactly once,
@@ -278,8 +300,8 @@ func (h *Hub) Watch(ctx context.Context, cfg WatchConfig, fn func(Event) error) 
 		return fmt.Errorf("watching events: %w", err)
 	}
 	s := &subscriber{taskID: cfg.TaskID, wake: make(chan struct{}, 1)}
-	ready := h.subscribe(s)
-	defer h.unsubscribe(s)
+	ready := h.subscribe(s, false)
+	defer h.unsubscribe(s, false)
 	select {
 	case <-ready:
 	case <-ctx.Done():
@@ -327,6 +349,40 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 		return false
 	case <-t.C:
 		return true
+	}
+}
+
+// TasksChannel is the Postgres notification channel on which every change of what a task's
+// listing shows is announced (its recorded state, a turn's accounting, a permission request),
+// with the task's id as payload. Triggers send it (migration 0014).
+const TasksChannel = "drover_tasks"
+
+// WatchTasks calls look once the hub listens on TasksChannel, then again after every change of
+// the row of task taskID ("": of any task) it announces and after every reconnect (what changed
+// meanwhile was not announced), until ctx is done (it returns ctx.Err()) or look fails (it
+// returns that error). Changes announced while look runs make one more call, not one each, so a
+// slow reader is never behind by more than one read.
+func (h *Hub) WatchTasks(ctx context.Context, taskID string, look func(ctx context.Context) error) error {
+	s := &subscriber{taskID: taskID, wake: make(chan struct{}, 1)}
+	ready := h.subscribe(s, true)
+	defer h.unsubscribe(s, true)
+	select {
+	case <-ready:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	for {
+		if err := look(ctx); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("watching tasks: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-s.wake:
+		}
 	}
 }
 

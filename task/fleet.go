@@ -47,7 +47,7 @@ func (s Status) Final() bool {
 // Statuses lists every status a task can show, in the order a person reads them.
 func Statuses() []Status {
 	return []Status{StatusIdle, StatusRunning, StatusQueuedForAccount, StatusWaitingForLimit,
-		StatusWaitingForSpendCap, StatusBudgetExhausted, StatusClosing, StatusCompleted, StatusFailed,
+		StatusWaitingForSpendCap, StatusBudgetExhausted, StatusNeedsAttention, StatusClosing, StatusCompleted, StatusFailed,
 		StatusCancelled}
 }
 
@@ -118,6 +118,8 @@ type BudgetChange struct {
 	MaxCostUSD  *float64       `json:"max_cost_usd,omitempty"`
 	MaxTurns    *int           `json:"max_turns,omitempty"`
 	MaxDuration *time.Duration `json:"max_duration,omitempty"`
+	// By names who changes the budget, for the record (State.BudgetBy).
+	By string `json:"by,omitempty"`
 }
 
 // BudgetBound names one bound of a Budget, by its JSON name.

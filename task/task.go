@@ -122,6 +122,9 @@ type Profile struct {
 
 // Params start a task. They travel with every continue-as-new, so keep them small.
 type Params struct {
+	// Title names the task for a person (lists, its page, the Temporal UI); WithTitle makes
+	// one from the first prompt when none is given.
+	Title string `json:"title,omitempty"`
 	// Workspace is the directory the CLI runs in, on the executor's host: an unmanaged folder
 	// (no isolation, checkpoint or move to another host). Empty when Repo is set.
 	Workspace string `json:"workspace"`
@@ -170,6 +173,8 @@ type FirstPrompt struct {
 // Prompt is one user prompt.
 type Prompt struct {
 	Text string `json:"text"`
+	// By names who sent it (an API token's name, a user of the command line), for the record.
+	By string `json:"by,omitempty"`
 	// Attachments are workspace-relative paths of files (images) to attach.
 	Attachments []string `json:"attachments,omitempty"`
 	// Mode, when set, is the permission mode the task runs in from this prompt's turn on.
@@ -236,6 +241,10 @@ type Carry struct {
 	HostBudget Budget `json:"host_budget,omitzero"`
 	// BudgetExhausted is set while the task's budget is spent.
 	BudgetExhausted *BudgetExhausted `json:"budget_exhausted,omitempty"`
+	// Attention is set while the task needs a person (its session could not be resumed).
+	Attention *Attention `json:"attention,omitempty"`
+	// NewSessionTurn is the turn a person chose to start in a new session, until it runs.
+	NewSessionTurn int `json:"new_session_turn,omitempty"`
 }
 
 // RecentPrompt is one accepted prompt Update and the answer it got.
@@ -267,6 +276,7 @@ func (t Totals) BilledCostUSD() float64 { return t.CostUSD + t.FailedAttemptsCos
 // State is the answer to QueryState.
 type State struct {
 	Status    Status `json:"status"`
+	Title     string `json:"title,omitempty"`
 	Workspace string `json:"workspace"`
 	// Repo and Base are a managed task's repository and base (see Params).
 	Repo            string         `json:"repo,omitempty"`
@@ -288,10 +298,14 @@ type State struct {
 	// Wait says why and until when the task waits for its account, while its status is
 	// waiting_for_limit, waiting_for_spend_cap or queued_for_account.
 	Wait *Wait `json:"wait,omitempty"`
-	// Budget is the task's budget as it now stands.
-	Budget Budget `json:"budget,omitzero"`
+	// Budget is the task's budget as it now stands; BudgetBy names who changed it last (empty:
+	// as the task was started).
+	Budget   Budget `json:"budget,omitzero"`
+	BudgetBy string `json:"budget_by,omitempty"`
 	// BudgetExhausted says which bound the task reached, while its status is budget_exhausted.
 	BudgetExhausted *BudgetExhausted `json:"budget_exhausted,omitempty"`
+	// Attention says why the task waits for a person, while its status is needs_attention.
+	Attention *Attention `json:"attention,omitempty"`
 }
 
 // RunTurnInput is the input of the RunTurn activity.
@@ -328,6 +342,9 @@ type RunTurnInput struct {
 	// from Postgres, which also knows the attempts the workflow never heard of).
 	Budget Budget  `json:"budget,omitzero"`
 	Spent  *Totals `json:"spent,omitempty"`
+	// NewSession starts the turn in a new session, whatever the task's committed resume point:
+	// a person chose so when the old session could not be resumed (ResolveNewSession).
+	NewSession bool `json:"new_session,omitempty"`
 }
 
 // TurnStatus is where a turn stands: running, or how it ended. The same names are the status
@@ -385,6 +402,14 @@ type InterruptTurnInput struct {
 	// Repo is a managed task's repository, given to StopExecutor when the task ends: its
 	// worktree is removed with its process.
 	Repo string `json:"repo,omitempty"`
+	// By names who asked for the interrupt (InterruptRequest.By).
+	By string `json:"by,omitempty"`
+}
+
+// InterruptRequest is the argument of UpdateInterrupt (a task from before it takes none).
+type InterruptRequest struct {
+	// By names who asks, for the record: the turn's interrupted event names them.
+	By string `json:"by,omitempty"`
 }
 
 // Search attribute names shown in the Temporal UI.
@@ -394,6 +419,8 @@ const (
 	SearchTurns     = "DroverTurns"
 	SearchModel     = "DroverModel"
 	SearchWorkspace = "DroverWorkspace"
+	// SearchTitle is the task's title (Text), set when the task starts.
+	SearchTitle = "DroverTitle"
 	// SearchAwaitingApproval is true while a permission request of the task waits for a
 	// person; SearchAwaitingSince is when the oldest of them was asked (unset when none waits).
 	// The Temporal UI's list of waiting tasks is the query

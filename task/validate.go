@@ -87,6 +87,9 @@ func (p Params) WithDefaults() Params {
 // *InvalidError, joined. Zero values are valid: they mean the defaults.
 func (p Params) Validate() error {
 	var errs []error
+	if err := validateTitle(p.Title); err != nil {
+		errs = append(errs, err)
+	}
 	switch {
 	case p.Workspace == "" && p.Repo == "":
 		errs = append(errs, invalid("workspace", "is required: the folder the agent works in (or give repo, a repository the task works on in a worktree of its own)"))
@@ -165,7 +168,7 @@ func (c BudgetChange) Validate() error {
 		b.MaxDuration = *c.MaxDuration
 	}
 	errs := b.validate("")
-	if c == (BudgetChange{}) {
+	if c.MaxCostUSD == nil && c.MaxTurns == nil && c.MaxDuration == nil {
 		errs = append(errs, invalid("budget", "changes nothing; set max_cost_usd, max_turns or max_duration"))
 	}
 	return errors.Join(errs...)

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/workflows"
@@ -31,14 +33,21 @@ func (c *Client) Create(ctx context.Context, taskID string, p task.Params, promp
 	if updateID == "" {
 		updateID = uuid.NewString()
 	}
+	p = p.WithTitle(prompt)
 	p.First = &task.FirstPrompt{Prompt: prompt, UpdateID: updateID}
-	run, err := c.Temporal.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+	opts := client.StartWorkflowOptions{
 		ID:                                       taskID,
+		TypedSearchAttributes:                    workflows.StartSearchAttributes(p),
 		TaskQueue:                                c.queue(),
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
-	}, task.WorkflowName, p)
+	}
+	run, err := c.Temporal.ExecuteWorkflow(ctx, opts, task.WorkflowName, p)
+	if titleUnknown(err) {
+		opts.TypedSearchAttributes = temporal.NewSearchAttributes()
+		run, err = c.Temporal.ExecuteWorkflow(ctx, opts, task.WorkflowName, p)
+	}
 	var running *serviceerror.WorkflowExecutionAlreadyStarted
 	switch {
 	case errors.As(err, &running):
@@ -47,6 +56,15 @@ func (c *Client) Create(ctx context.Context, taskID string, p task.Params, promp
 		return out, fmt.Errorf("creating task %s: %w", taskID, err)
 	}
 	return task.PromptAccepted{Turn: 1, PromptUUID: workflows.PromptUUID(run.GetRunID(), 1)}, nil
+}
+
+// titleUnknown reports whether a start was refused because the namespace lacks the title's search
+// attribute (a namespace set up before it existed, whose workers have not registered it yet):
+// the task then starts without it, its title on the read side all the same.
+func titleUnknown(err error) bool {
+	var invalid *serviceerror.InvalidArgument
+	return err != nil && strings.Contains(err.Error(), task.SearchTitle) &&
+		(errors.As(err, &invalid) || strings.Contains(err.Error(), "not defined"))
 }
 
 // pollerFresh is how recently a worker must have polled to count as running: a poll waits up

@@ -13,9 +13,12 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
+	"github.com/drover-run/drover/taskview"
+	"github.com/drover-run/drover/workflows"
 )
 
 // Client sends commands to tasks. The zero TaskQueue means task.SharedQueue. With DB set,
@@ -49,9 +52,12 @@ func (c *Client) Start(ctx context.Context, taskID string, p task.Params, prompt
 	if updateID == "" {
 		updateID = uuid.NewString() // one id for every send below
 	}
-	err := retryNotReady(ctx, func() error {
+	p = p.WithTitle(prompt)
+	attrs := workflows.StartSearchAttributes(p)
+	send := func() error {
 		start := c.Temporal.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 			ID:                       taskID,
+			TypedSearchAttributes:    attrs,
 			TaskQueue:                c.queue(),
 			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 			WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE,
@@ -69,7 +75,12 @@ func (c *Client) Start(ctx context.Context, taskID string, p task.Params, prompt
 			return err
 		}
 		return h.Get(ctx, &out)
-	})
+	}
+	err := retryNotReady(ctx, send)
+	if titleUnknown(err) {
+		attrs = temporal.NewSearchAttributes()
+		err = retryNotReady(ctx, send)
+	}
 	if err != nil {
 		return out, fmt.Errorf("starting task %s: %w", taskID, err)
 	}
@@ -119,8 +130,13 @@ func (c *Client) Prompt(ctx context.Context, taskID string, prompt task.Prompt, 
 
 // Interrupt stops the task's running turn, if any. The task stays open.
 func (c *Client) Interrupt(ctx context.Context, taskID string) (task.InterruptResult, error) {
+	return c.InterruptBy(ctx, taskID, "")
+}
+
+// InterruptBy is Interrupt on behalf of by, whom the turn's interrupted event names.
+func (c *Client) InterruptBy(ctx context.Context, taskID, by string) (task.InterruptResult, error) {
 	var out task.InterruptResult
-	if err := c.update(ctx, taskID, task.UpdateInterrupt, "", &out); err != nil {
+	if err := c.update(ctx, taskID, task.UpdateInterrupt, "", &out, task.InterruptRequest{By: by}); err != nil {
 		return out, fmt.Errorf("interrupting task %s: %w", taskID, err)
 	}
 	return out, nil
@@ -141,6 +157,11 @@ func (c *Client) Close(ctx context.Context, taskID string) error {
 // worker starts before it has seen the cancel (store.RecordCancel). When Temporal cannot be
 // told, the record is withdrawn.
 func (c *Client) Cancel(ctx context.Context, taskID string) error {
+	return c.CancelBy(ctx, taskID, "")
+}
+
+// CancelBy is Cancel on behalf of by, whom the cancel's record names (with DB set).
+func (c *Client) CancelBy(ctx context.Context, taskID, by string) error {
 	if c.DB == nil {
 		if err := c.Temporal.CancelWorkflow(ctx, taskID, ""); err != nil {
 			return fmt.Errorf("cancelling task %s: %w", taskID, err)
@@ -152,7 +173,7 @@ func (c *Client) Cancel(ctx context.Context, taskID string) error {
 		return fmt.Errorf("cancelling task %s: %w", taskID, err)
 	}
 	runID := desc.WorkflowExecution.RunID
-	if err := store.RecordCancel(ctx, c.DB, taskID, runID); err != nil {
+	if err := store.RecordCancel(ctx, c.DB, taskID, runID, by); err != nil {
 		return fmt.Errorf("cancelling task %s: %w", taskID, err)
 	}
 	if err := c.Temporal.CancelWorkflow(ctx, taskID, runID); err != nil {
@@ -245,4 +266,29 @@ func (c *Client) UpdateBudget(ctx context.Context, taskID string, change task.Bu
 		return out, fmt.Errorf("changing the budget of task %s: %w", taskID, err)
 	}
 	return out, nil
+}
+
+// Resolve answers a task that needs attention (task.UpdateResolve): retry resumes its session
+// again; new_session starts its waiting prompt in a new session seeded with choice.Summary, or,
+// when that is empty and the client has a database, with a summary of the old session built from
+// the task's records (taskview.View.SessionSummary). It returns the turn that runs the waiting
+// prompt.
+func (c *Client) Resolve(ctx context.Context, taskID string, choice task.AttentionChoice) (int, error) {
+	if err := choice.Validate(); err != nil {
+		return 0, fmt.Errorf("resolving task %s: %w", taskID, &task.InvalidError{Field: "choice", Reason: err.Error()})
+	}
+	if choice.Choice == task.ResolveNewSession && choice.Summary == "" {
+		if c.DB != nil {
+			s, err := taskview.SessionSummary(ctx, c.DB, taskID)
+			if err != nil {
+				return 0, fmt.Errorf("resolving task %s: %w", taskID, err)
+			}
+			choice.Summary = s
+		}
+	}
+	var turn int
+	if err := c.update(ctx, taskID, task.UpdateResolve, "", &turn, choice); err != nil {
+		return 0, fmt.Errorf("resolving task %s: %w", taskID, err)
+	}
+	return turn, nil
 }

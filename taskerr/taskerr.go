@@ -177,6 +177,8 @@ func describeType(t, msg string) (string, int, string) {
 	switch t {
 	case task.ErrTypeNotPending:
 		return CodeNotPending, http.StatusConflict, msg + "; run drover task pending to see what waits"
+	case task.ErrTypeNoAttentionNeeded:
+		return CodeNotPending, http.StatusConflict, msg
 	case task.ErrTypeInvalidDecision, task.ErrTypeInvalidParams, task.ErrTypeInvalidPrompt,
 		task.ErrTypeInvalidInput:
 		return CodeInvalidInput, http.StatusBadRequest, msg

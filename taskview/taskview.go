@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -60,13 +61,15 @@ func (e *NotFoundError) Is(target error) bool { return target == store.ErrNotFou
 type Filter struct {
 	Status           task.Status // only tasks with this status
 	AwaitingApproval bool        // only tasks with a request waiting for a person
-	Text             string      // only tasks whose id, workspace, model or a prompt contains it
+	Text             string      // only tasks whose id, title, workspace, model or a prompt contains it
 	Limit            int         // at most this many; 0: all
 }
 
 // Summary is one task in a listing: the HTTP API's Task.
 type Summary struct {
-	ID        string              `json:"id"`
+	ID string `json:"id"`
+	// Title names the task: the one it was given, else the first line of its first prompt.
+	Title     string              `json:"title,omitempty"`
 	Status    task.Status         `json:"status"`
 	Mode      task.PermissionMode `json:"mode,omitempty"`
 	Model     string              `json:"model,omitempty"`
@@ -86,9 +89,14 @@ type Summary struct {
 	WaitingSince     *time.Time `json:"waiting_since,omitempty"`
 	LastError        string     `json:"last_error,omitempty"`
 	// Wait says why and until when the task waits for its account (a waiting status).
-	Wait            *task.Wait            `json:"wait,omitempty"`
-	Budget          *task.Budget          `json:"budget,omitempty"`
+	Wait   *task.Wait   `json:"wait,omitempty"`
+	Budget *task.Budget `json:"budget,omitempty"`
+	// BudgetBy names who changed the budget last; empty: as the task was started.
+	BudgetBy        string                `json:"budget_by,omitempty"`
 	BudgetExhausted *task.BudgetExhausted `json:"budget_exhausted,omitempty"`
+	// Attention says why the task waits for a person (status needs_attention): its session
+	// could not be resumed. Answer with POST /api/v1/tasks/{id}/resolve (drover task resolve).
+	Attention *task.Attention `json:"attention,omitempty"`
 }
 
 // Tokens adds up the tokens of a task's turns.
@@ -143,11 +151,17 @@ type Detail struct {
 	// Totals are the workflow's own, as it recorded them: with the cost of failed attempts and
 	// the time turns ran (nil until a state is recorded).
 	Totals *task.Totals `json:"totals,omitempty"`
+	// CancelledBy names who asked for the task's cancel, and CancelledAt when; both empty when
+	// nobody did.
+	CancelledBy string     `json:"cancelled_by,omitempty"`
+	CancelledAt *time.Time `json:"cancelled_at,omitempty"`
 }
 
 // PendingRequest is a permission request waiting for a person.
 type PendingRequest struct {
-	TaskID    string           `json:"task_id"`
+	TaskID string `json:"task_id"`
+	// TaskTitle is the title of the request's task (Summary.Title).
+	TaskTitle string           `json:"task_title,omitempty"`
 	RequestID string           `json:"request_id"`
 	Turn      int              `json:"turn"`
 	Kind      task.RequestKind `json:"kind"`
@@ -235,6 +249,11 @@ func (v *View) Show(ctx context.Context, taskID string) (Detail, error) {
 	if d.Pending, err = v.Pending(ctx, taskID, 0); err != nil {
 		return Detail{}, err
 	}
+	if by, at, found, err := store.CancelOf(ctx, v.Pool, taskID); err != nil {
+		return Detail{}, err
+	} else if found {
+		d.CancelledBy, d.CancelledAt = by, &at
+	}
 	reqs, err := store.ListTaskPermissions(ctx, v.Pool, taskID)
 	if err != nil {
 		return Detail{}, err
@@ -252,7 +271,7 @@ func (v *View) Show(ctx context.Context, taskID string) (Detail, error) {
 
 // summarize makes a row's Summary, and returns the recorded state it read (nil when none).
 func summarize(r store.TaskRow) (Summary, *task.State) {
-	s := Summary{ID: r.TaskID, Status: r.Status, Model: r.Model, Workspace: r.Workspace,
+	s := Summary{ID: r.TaskID, Title: task.TitleOf(r.Title), Status: r.Status, Model: r.Model, Workspace: r.Workspace,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Turns: r.Totals.Turns, CostUSD: r.Totals.CostUSD,
 		PendingApprovals: r.PendingApprovals}
 	if !r.WaitingSince.IsZero() {
@@ -269,7 +288,7 @@ func summarize(r store.TaskRow) (Summary, *task.State) {
 	s.Mode, s.LastError = st.PermissionMode, st.LastError
 	s.Model, s.Workspace = first(st.Model, s.Model), first(st.Workspace, s.Workspace)
 	s.Repo, s.Base = st.Repo, st.Base
-	s.Wait, s.BudgetExhausted = st.Wait, st.BudgetExhausted
+	s.Wait, s.BudgetExhausted, s.Attention, s.BudgetBy = st.Wait, st.BudgetExhausted, st.Attention, st.BudgetBy
 	if !st.Budget.IsZero() {
 		b := st.Budget
 		s.Budget = &b
@@ -295,8 +314,19 @@ func (v *View) Pending(ctx context.Context, taskID string, limit int) ([]Pending
 		return nil, err
 	}
 	out := make([]PendingRequest, 0, len(rows))
+	var ids []string
 	for _, r := range rows {
 		out = append(out, pendingOf(r))
+		if !slices.Contains(ids, r.TaskID) {
+			ids = append(ids, r.TaskID)
+		}
+	}
+	titles, err := store.TaskTitles(ctx, v.Pool, ids)
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		out[i].TaskTitle = task.TitleOf(titles[out[i].TaskID])
 	}
 	return out, nil
 }

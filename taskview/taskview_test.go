@@ -268,3 +268,54 @@ func TestEventsAndWatch(t *testing.T) {
 		t.Errorf("watched %v, want 2 3 4 5", seqs)
 	}
 }
+
+// A task's title is the recorded one, else the first line of its first prompt, and the list's
+// text filter finds it; its model is the one it was given, else the one its CLI reported.
+func TestTitleAndModel(t *testing.T) {
+	t.Parallel()
+	ctx, db := t.Context(), pgtest.NewPool(t)
+	v := taskview.New(db)
+	base := time.Now().Add(-time.Hour).UTC()
+	record(t, db, "named", task.State{Status: task.StatusIdle, Title: "Quarterly report", Workspace: "/w"}, base, 1)
+	turn(t, db, "unnamed", 1, "\n  migrate the billing tables\nthen check", "completed", 0, 0, 0, base)
+	_, _, err := store.AppendEvents(ctx, db, "unnamed", []store.EventInput{{Turn: 1, Attempt: 1, Type: "context_window",
+		Payload: json.RawMessage(`{"type":"context_window","context_window_size":200000,"context_window_used":10,"context_window_model":"claude-reported"}`)}})
+	must(t, err)
+	for text, want := range map[string]string{"QUARTERLY": "named", "billing": "unnamed"} {
+		list, err := v.List(ctx, taskview.Filter{Text: text})
+		must(t, err)
+		if len(list) != 1 || list[0].ID != want {
+			t.Fatalf("search %q: %+v, want %s", text, list, want)
+		}
+	}
+	d, err := v.Show(ctx, "unnamed")
+	must(t, err)
+	if d.Title != "migrate the billing tables" || d.Model != "claude-reported" {
+		t.Errorf("unnamed: title %q, model %q", d.Title, d.Model)
+	}
+	d, err = v.Show(ctx, "named")
+	must(t, err)
+	if d.Title != "Quarterly report" {
+		t.Errorf("named: title %q", d.Title)
+	}
+}
+
+// Who changed a task's budget (its recorded state says) and who cancelled it (the cancel's
+// record says) are shown with the task.
+func TestWhoChangedBudgetAndCancelled(t *testing.T) {
+	t.Parallel()
+	ctx, db := t.Context(), pgtest.NewPool(t)
+	v := taskview.New(db)
+	record(t, db, "t1", task.State{Status: task.StatusIdle, Workspace: "/w", Budget: task.Budget{MaxTurns: 3}, BudgetBy: "ana"}, time.Now(), 1)
+	must(t, store.RecordCancel(ctx, db, "t1", "run-1", "ben"))
+	d, err := v.Show(ctx, "t1")
+	must(t, err)
+	if d.BudgetBy != "ana" || d.CancelledBy != "ben" || d.CancelledAt == nil {
+		t.Errorf("budget by %q, cancelled by %q at %v", d.BudgetBy, d.CancelledBy, d.CancelledAt)
+	}
+	list, err := v.List(ctx, taskview.Filter{})
+	must(t, err)
+	if len(list) != 1 || list[0].BudgetBy != "ana" {
+		t.Errorf("the list: %+v", list)
+	}
+}

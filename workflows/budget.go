@@ -57,6 +57,7 @@ func (s *taskState) updateBudget(ctx workflow.Context, c task.BudgetChange) (tas
 	// The status may change without a turn: an idle task that had spent its budget is idle again.
 	defer s.publish(ctx)
 	s.p.Budget = c.Apply(s.p.Budget)
+	s.budgetBy = c.By
 	b := s.budget()
 	log := workflow.GetLogger(ctx)
 	if s.exhausted == nil {

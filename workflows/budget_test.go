@@ -61,7 +61,7 @@ func TestBudgetCutTurnContinuesOnceRaised(t *testing.T) {
 		low = sendUpdate(env, task.UpdateBudget, "b0", task.BudgetChange{MaxCostUSD: ptr(0.5)})
 	}, time.Minute)
 	env.RegisterDelayedCallback(func() {
-		raised = sendUpdate(env, task.UpdateBudget, "b1", task.BudgetChange{MaxCostUSD: ptr(2.0)})
+		raised = sendUpdate(env, task.UpdateBudget, "b1", task.BudgetChange{MaxCostUSD: ptr(2.0), By: "ana"})
 	}, 2*time.Minute)
 	env.RegisterDelayedCallback(func() {
 		after = query(t, env)
@@ -83,6 +83,8 @@ func TestBudgetCutTurnContinuesOnceRaised(t *testing.T) {
 
 	assert.Equal(t, task.Budget{MaxCostUSD: 2, MaxTurns: 50}, as[task.Budget](t, raised))
 	assert.Nil(t, after.BudgetExhausted)
+	assert.Empty(t, spent.BudgetBy, "a budget as the task was started was changed by nobody")
+	assert.Equal(t, "ana", after.BudgetBy, "who changed the budget last")
 	calls := rec.runCalls()
 	require.Equal(t, []int{1, 2, 3}, turnsOf(calls), "the cut turn is continued by a turn of its own")
 	assert.Equal(t, continueAfterBudget, calls[2].In.Prompt.Text)

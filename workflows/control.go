@@ -40,11 +40,16 @@ func (s *taskState) close(ctx workflow.Context) error {
 	return nil
 }
 
+// validateInterrupt is the validator of UpdateInterrupt: validateOpen, whoever asks.
+func (s *taskState) validateInterrupt(ctx workflow.Context, _ task.InterruptRequest) error {
+	return s.validateOpen(ctx)
+}
+
 // interrupt is the handler of UpdateInterrupt. It asks the host to interrupt
 // the running turn; the turn's RunTurn activity then ends by itself with status
 // interrupted. The activity is not cancelled: cancelling would cost the turn
 // its result.
-func (s *taskState) interrupt(ctx workflow.Context) (task.InterruptResult, error) {
+func (s *taskState) interrupt(ctx workflow.Context, req task.InterruptRequest) (task.InterruptResult, error) {
 	turn := s.running
 	if turn == 0 {
 		return task.InterruptResult{}, nil
@@ -57,7 +62,7 @@ func (s *taskState) interrupt(ctx workflow.Context) (task.InterruptResult, error
 		return task.InterruptResult{}, nil
 	}
 	actx := s.controlContext(ctx, s.hostQueue, s.lim.interruptTimeout, fmt.Sprintf("interrupt turn %d", turn))
-	in := task.InterruptTurnInput{TaskID: s.taskID, Turn: turn}
+	in := task.InterruptTurnInput{TaskID: s.taskID, Turn: turn, By: req.By}
 	if err := workflow.ExecuteActivity(actx, task.ActivityInterruptTurn, in).Get(ctx, nil); err != nil {
 		return task.InterruptResult{}, interruptFailed(turn, err)
 	}

@@ -193,6 +193,29 @@ func TestIdleTimeoutEndsTheTask(t *testing.T) {
 	assert.Equal(t, 50*time.Minute, env.Now().Sub(start).Round(time.Minute), "the task ends an idle timeout after its last turn")
 }
 
+// The idle timer runs on through a turn: one that fires while a turn runs does not close the
+// task, which stays open for a whole idle timeout after its last turn.
+func TestIdleTimeoutCountsFromTheLastTurn(t *testing.T) {
+	t.Parallel()
+	env := newEnv(t, defaultLimits)
+	rec := &recorder{}
+	rec.mockHosts(env, hostA)
+	rec.mockControl(env)
+	rec.mockRunTurn(env, completeTurn).After(20 * time.Minute)
+	p := params()
+	p.IdleTimeout = 30 * time.Minute
+	// Turn 1 runs 0–20 min, the task waits from 20; the prompt at 40 runs turn 2 from 40 to 60,
+	// across the first timer's end (50); the task closes 30 minutes after turn 2, at 90.
+	env.RegisterDelayedCallback(func() { sendPrompt(env, "p1", "one") }, 0)
+	env.RegisterDelayedCallback(func() { sendPrompt(env, "p2", "two") }, 40*time.Minute)
+	start := env.Now()
+	env.ExecuteWorkflow(task.WorkflowName, p)
+	st := result(t, env)
+	assert.Equal(t, task.StatusCompleted, st.Status)
+	assert.Equal(t, []int{1, 2}, turnsOf(rec.runCalls()))
+	assert.Equal(t, 90*time.Minute, env.Now().Sub(start).Round(time.Minute), "the task ends an idle timeout after its last turn")
+}
+
 func TestInvalidParamsFailTheWorkflow(t *testing.T) {
 	t.Parallel()
 	for name, tc := range map[string]struct {

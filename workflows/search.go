@@ -19,7 +19,17 @@ var (
 	workspaceKey = temporal.NewSearchAttributeKeyKeyword(task.SearchWorkspace)
 	awaitingKey  = temporal.NewSearchAttributeKeyBool(task.SearchAwaitingApproval)
 	sinceKey     = temporal.NewSearchAttributeKeyTime(task.SearchAwaitingSince)
+	titleKey     = temporal.NewSearchAttributeKeyString(task.SearchTitle)
 )
+
+// StartSearchAttributes are the search attributes a task starts with: its title, which never
+// changes (a run that continues as new keeps it). None for a task with no title.
+func StartSearchAttributes(p task.Params) temporal.SearchAttributes {
+	if p.Title == "" {
+		return temporal.NewSearchAttributes()
+	}
+	return temporal.NewSearchAttributes(titleKey.ValueSet(p.Title))
+}
 
 // SearchAttributes are the custom search attributes TaskWorkflow upserts, with
 // their types, as the operator service's AddSearchAttributes takes them. A
@@ -34,6 +44,7 @@ func SearchAttributes() map[string]enumspb.IndexedValueType {
 		workspaceKey.GetName():   workspaceKey.GetValueType(),
 		awaitingKey.GetName():    awaitingKey.GetValueType(),
 		sinceKey.GetName():       sinceKey.GetValueType(),
+		titleKey.GetName():       titleKey.GetValueType(),
 		accountKey.GetName():     accountKey.GetValueType(),
 		limitResetsKey.GetName(): limitResetsKey.GetValueType(),
 	}

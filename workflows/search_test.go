@@ -73,6 +73,7 @@ func TestSearchAttributesForRegistration(t *testing.T) {
 	assert.Equal(t, map[string]enumspb.IndexedValueType{
 		task.SearchStatus:           enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 		task.SearchCostUSD:          enumspb.INDEXED_VALUE_TYPE_DOUBLE,
+		task.SearchTitle:            enumspb.INDEXED_VALUE_TYPE_TEXT,
 		task.SearchTurns:            enumspb.INDEXED_VALUE_TYPE_INT,
 		task.SearchModel:            enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 		task.SearchWorkspace:        enumspb.INDEXED_VALUE_TYPE_KEYWORD,

@@ -23,6 +23,8 @@ type taskState struct {
 
 	// turn is the highest turn number given out.
 	turn int
+	// idle is the run's idle timer, kept across its waits for work (idleTimerVersion).
+	idle idleTimer
 	// pending are the accepted prompts that wait for their turn, in order;
 	// queuedBytes is the sum of their encoded sizes.
 	pending     []task.QueuedPrompt
@@ -72,7 +74,15 @@ type taskState struct {
 	// budgetChangeID).
 	hostBudget task.Budget
 	exhausted  *task.BudgetExhausted
-	budgeted   bool
+	// budgetBy names who changed the budget last (BudgetChange.By); a run that continued as
+	// new starts without it.
+	budgetBy string
+	budgeted bool
+
+	// attention is set while the task needs a person (see resumeRefused); newSessionTurn is the
+	// turn a person chose to start in a new session.
+	attention      *task.Attention
+	newSessionTurn int
 
 	published published
 
@@ -107,6 +117,8 @@ func newTaskState(p task.Params, lim limits, taskID, firstRunID string) *taskSta
 			x := *c.BudgetExhausted
 			s.exhausted = &x
 		}
+		s.attention = cloneAttention(c.Attention)
+		s.newSessionTurn = c.NewSessionTurn
 		for _, q := range s.pending {
 			s.queuedBytes += task.PromptSize(q.Prompt)
 		}
@@ -127,6 +139,8 @@ func (s *taskState) status() task.Status {
 		return task.StatusRunning
 	case s.exhausted != nil:
 		return task.StatusBudgetExhausted
+	case s.attention != nil:
+		return task.StatusNeedsAttention
 	case s.closing:
 		return task.StatusClosing
 	}
@@ -137,6 +151,7 @@ func (s *taskState) status() task.Status {
 func (s *taskState) snapshot() task.State {
 	return task.State{
 		Status:          s.status(),
+		Title:           s.p.Title,
 		Workspace:       s.p.Workspace,
 		Repo:            s.p.Repo,
 		Base:            s.p.Base,
@@ -153,8 +168,10 @@ func (s *taskState) snapshot() task.State {
 		Awaiting:        slices.Clone(s.awaiting),
 		Grants:          slices.Clone(s.grants),
 		Budget:          s.budget(),
+		BudgetBy:        s.budgetBy,
 		BudgetExhausted: cloneExhausted(s.exhausted),
 		Wait:            s.waitSnapshot(),
+		Attention:       cloneAttention(s.attention),
 	}
 }
 
@@ -184,6 +201,8 @@ func (s *taskState) carry() *task.Carry {
 		Decided:         slices.Clone(s.decided),
 		HostBudget:      s.hostBudget,
 		BudgetExhausted: cloneExhausted(s.exhausted),
+		Attention:       cloneAttention(s.attention),
+		NewSessionTurn:  s.newSessionTurn,
 	}
 }
 

@@ -144,6 +144,8 @@ func (s *taskState) afterTry(ctx workflow.Context, t *turnTries, res task.RunTur
 		return false, nil
 	case s.budgeted && s.refusedForBudget(ctx, q, err):
 		return false, nil
+	case s.resumeRefused(ctx, q, err):
+		return false, nil
 	default:
 		s.turnErrored(q.Turn, err)
 		return false, nil
@@ -280,6 +282,7 @@ func (s *taskState) executeRunTurn(ctx workflow.Context, q task.QueuedPrompt, at
 		AttemptsBefore:  attemptsBefore,
 	}
 	s.budgetInput(&in)
+	in.NewSession = s.newSessionTurn == q.Turn
 	var res task.RunTurnResult
 	actx, s.cancelTurn = workflow.WithCancel(actx)
 	defer func() { s.cancelTurn = nil }()
@@ -328,6 +331,9 @@ func (s *taskState) cancelAtOnce(ctx workflow.Context, fut workflow.Future, turn
 
 // turnEnded records the result of a turn that ran to its end.
 func (s *taskState) turnEnded(turn int, res task.RunTurnResult) {
+	if turn == s.newSessionTurn {
+		s.newSessionTurn = 0
+	}
 	if res.SessionID != "" {
 		s.sessionID = res.SessionID
 	}

@@ -32,9 +32,17 @@ import (
 // it checks anything: how testdata/record_state_activity.json was made by the code of its time.
 var saveTurnHistory = flag.String("turnhistory.save", "", "write the warm turns' history to this file")
 
+// saveIdleHistory, when set, is where TestWarmTurnHistoryWithIdleTimeout writes its history: how
+// testdata/idle_timer_per_turn.json was made by the code of its time.
+var saveIdleHistory = flag.String("turnhistory.saveidle", "", "write the warm turns' history, with an idle timeout, to this file")
+
 // recordStateActivityHistory is a task of warm turns recorded when the read side's record was an
 // activity of its own (recordAsActivity): it must replay as it ran.
 const recordStateActivityHistory = "record_state_activity.json"
+
+// idleTimerPerTurnHistory is a task with an idle timeout recorded when each wait for a prompt
+// started a timer of its own: it must replay as it ran.
+const idleTimerPerTurnHistory = "idle_timer_per_turn.json"
 
 // warmTurns is how many warm turns TestWarmTurnHistory runs after the first one.
 const warmTurns = 5
@@ -110,7 +118,7 @@ func TestWarmTurnHistory(t *testing.T) {
 	t.Cleanup(c.Close)
 
 	witness := &stateWitness{}
-	taskID, runID := runWarmTurns(ctx, t, c, witness)
+	taskID, runID := runWarmTurns(ctx, t, c, witness, params())
 	hist := fetchHistory(ctx, t, c, taskID, runID)
 	if *saveTurnHistory != "" {
 		b, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
@@ -162,7 +170,7 @@ func TestWarmTurnHistory(t *testing.T) {
 
 // runWarmTurns runs a task on stub activities: a first turn, then warmTurns prompts, each sent
 // once the witness shows the task idle after the turn before, then a close.
-func runWarmTurns(ctx context.Context, t *testing.T, c client.Client, witness *stateWitness) (taskID, runID string) {
+func runWarmTurns(ctx context.Context, t *testing.T, c client.Client, witness *stateWitness, p task.Params) (taskID, runID string) {
 	id := uuid.NewString()[:8]
 	shared, host := "shared-"+id, task.HostQueue("host-"+id)
 	sw := worker.New(c, shared, worker.Options{})
@@ -185,7 +193,7 @@ func runWarmTurns(ctx context.Context, t *testing.T, c client.Client, witness *s
 
 	taskID = "task-" + id
 	start := c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{ID: taskID, TaskQueue: shared,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING}, task.WorkflowName, params())
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING}, task.WorkflowName, p)
 	h, err := c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{StartWorkflowOperation: start,
 		UpdateOptions: client.UpdateWorkflowOptions{UpdateName: task.UpdatePrompt, UpdateID: "p1",
 			Args: []any{task.Prompt{Text: "prompt 1"}}, WaitForStage: client.WorkflowUpdateStageCompleted}})
@@ -271,4 +279,48 @@ func countWarmTurns(hist *historypb.History) []turnCount {
 		}
 	}
 	return counts
+}
+
+// A task with an idle timeout keeps one timer across its turns: a warm turn starts and cancels
+// none (before, each wait for a prompt started a timer and the prompt cancelled it), and the
+// history replays, as does one recorded when every wait started its own timer.
+func TestWarmTurnHistoryWithIdleTimeout(t *testing.T) {
+	t.Parallel()
+	srv := temporaltest.Start(t, devserver.SearchAttributeFlags(SearchAttributes()))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	c, err := client.DialContext(ctx, client.Options{HostPort: srv.Address(), Namespace: srv.Namespace(), Logger: logger})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+
+	p := params()
+	p.IdleTimeout = time.Hour
+	taskID, runID := runWarmTurns(ctx, t, c, &stateWitness{}, p)
+	hist := fetchHistory(ctx, t, c, taskID, runID)
+	if *saveIdleHistory != "" {
+		b, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(*saveIdleHistory, append(b, '\n'), 0o644))
+	}
+	counts := countWarmTurns(hist)
+	require.Len(t, counts, warmTurns, "a segment of history for each warm turn")
+	for i, n := range counts {
+		t.Logf("warm turn %d: %d events, %d timers started", i+2, n.events, n.timers)
+		assert.Zero(t, n.timers, "timers started in warm turn %d", i+2)
+		assert.LessOrEqual(t, n.events, maxEventsPerTurn, "events of warm turn %d", i+2)
+	}
+	started := 0
+	for _, ev := range hist.Events {
+		if ev.GetEventType() == enumspb.EVENT_TYPE_TIMER_STARTED {
+			started++
+		}
+	}
+	assert.Equal(t, 1, started, "one idle timer in the whole run")
+
+	replayer := worker.NewWorkflowReplayer()
+	Register(replayer)
+	require.NoError(t, replayer.ReplayWorkflowHistory(logger, hist), "the history replays")
+	require.NoError(t, replayer.ReplayWorkflowHistoryFromJSONFile(logger, filepath.Join("testdata", idleTimerPerTurnHistory)),
+		"a history of a timer per wait replays")
 }

@@ -185,45 +185,88 @@ func TestFailedResultIsRecorded(t *testing.T) {
 		"a failed turn's cost still counts")
 }
 
-func TestResumeRejectedClearsTheSession(t *testing.T) {
+func TestResumeRejectedNeedsAttention(t *testing.T) {
+	for _, choice := range task.Resolutions() {
+		t.Run(string(choice), func(t *testing.T) {
+			t.Parallel()
+			env := newEnv(t, defaultLimits)
+			rec := &recorder{}
+			rec.mockHosts(env, hostA)
+			rec.mockControl(env)
+			rec.mockRunTurn(env, func(c runCall) (task.RunTurnResult, error) {
+				if c.In.Turn == 2 {
+					// Retryable as far as the error goes: only the retry policy's
+					// NonRetryableErrorTypes stops a second attempt.
+					return task.RunTurnResult{}, temporalAppError("no conversation found with session ID s1", task.ErrTypeResumeRejected)
+				}
+				return completeTurn(c)
+			})
+			var waiting, early task.State
+			var resolved *update
+			env.RegisterDelayedCallback(func() {
+				sendPrompt(env, "p1", "one")
+				sendPrompt(env, "p2", "two")
+			}, 0)
+			env.RegisterDelayedCallback(func() {
+				waiting = query(t, env)
+				sendPrompt(env, "p3", "three")
+			}, time.Hour)
+			env.RegisterDelayedCallback(func() {
+				early = query(t, env)
+				resolved = sendUpdate(env, task.UpdateResolve, "r1", task.AttentionChoice{Choice: choice, Summary: "we said one"})
+				sendUpdate(env, task.UpdateClose, "close")
+			}, 2*time.Hour)
+			env.ExecuteWorkflow(task.WorkflowName, params())
+			st := result(t, env)
+
+			calls := rec.runCalls()
+			require.Equal(t, []int{1, 2, 3, 4}, turnsOf(calls), "nothing runs until a person chooses; the refused prompt runs again as turn 3")
+			assert.Equal(t, task.StatusNeedsAttention, waiting.Status)
+			require.NotNil(t, waiting.Attention)
+			assert.Equal(t, 2, waiting.Attention.Turn)
+			assert.Contains(t, waiting.Attention.Error, "no conversation found")
+			assert.NotEmpty(t, waiting.SessionID, "the session stands")
+			assert.Equal(t, task.StatusNeedsAttention, early.Status, "a new prompt does not run past the choice")
+			assert.Len(t, early.Pending, 2)
+			assert.Equal(t, 3, as[int](t, resolved))
+			assert.Equal(t, "two", calls[1].In.Prompt.Text)
+			switch choice {
+			case task.ResolveRetry:
+				assert.Equal(t, "two", calls[2].In.Prompt.Text)
+				assert.Equal(t, "s1", calls[2].In.SessionID, "a retry resumes the same session")
+				assert.False(t, calls[2].In.NewSession)
+			case task.ResolveNewSession:
+				assert.Equal(t, task.SeededPrompt("we said one", "two"), calls[2].In.Prompt.Text)
+				assert.Empty(t, calls[2].In.SessionID)
+				assert.True(t, calls[2].In.NewSession, "a new session, as the person chose")
+			}
+			assert.False(t, calls[3].In.NewSession)
+			assert.Nil(t, st.Attention)
+			assert.Equal(t, 4, st.Totals.Turns)
+			assert.Equal(t, 1, st.Totals.FailedTurns)
+		})
+	}
+}
+
+func TestResolveIsRefusedWhenNothingNeedsAttention(t *testing.T) {
 	t.Parallel()
 	env := newEnv(t, defaultLimits)
 	rec := &recorder{}
 	rec.mockHosts(env, hostA)
 	rec.mockControl(env)
-	rec.mockRunTurn(env, func(c runCall) (task.RunTurnResult, error) {
-		if c.In.Turn == 2 {
-			// Retryable as far as the error goes: only the retry policy's
-			// NonRetryableErrorTypes stops a second attempt.
-			return task.RunTurnResult{}, temporalAppError("no conversation found with session ID s1", task.ErrTypeResumeRejected)
-		}
-		return completeTurn(c)
-	})
-	var between task.State
+	rec.mockRunTurn(env, completeTurn)
+	var u *update
 	env.RegisterDelayedCallback(func() {
 		sendPrompt(env, "p1", "one")
-		sendPrompt(env, "p2", "two")
 	}, 0)
 	env.RegisterDelayedCallback(func() {
-		between = query(t, env)
-		sendPrompt(env, "p3", "three")
+		u = sendUpdate(env, task.UpdateResolve, "r1", task.AttentionChoice{Choice: task.ResolveRetry})
 		sendUpdate(env, task.UpdateClose, "close")
 	}, time.Hour)
 	env.ExecuteWorkflow(task.WorkflowName, params())
-	st := result(t, env)
-
-	calls := rec.runCalls()
-	require.Equal(t, []int{1, 2, 3}, turnsOf(calls), "ResumeRejected is not retried")
-	assert.Equal(t, task.StatusIdle, between.Status, "the task goes back to idle")
-	assert.Empty(t, between.SessionID)
-	assert.Empty(t, between.LastMessageUUID)
-	assert.Contains(t, between.LastError, task.ErrTypeResumeRejected)
-	assert.Contains(t, between.LastError, "no conversation found")
-	assert.Contains(t, between.LastError, "new session")
-	assert.Equal(t, "s1", calls[1].In.SessionID, "turn 2 tried to resume")
-	assert.Equal(t, [2]string{"", ""}, [2]string{calls[2].In.SessionID, calls[2].In.LastMessageUUID},
-		"turn 3 starts a new session")
-	assert.Equal(t, task.Totals{CostUSD: 0.5, InputTokens: 20, OutputTokens: 40, Turns: 3, FailedTurns: 1}, st.Totals)
+	result(t, env)
+	require.True(t, u.rejected)
+	assert.Contains(t, u.err.Error(), "does not need attention")
 }
 
 func TestInvalidInputIsNotRetried(t *testing.T) {

@@ -63,7 +63,7 @@ func (s *taskState) setHandlers(ctx workflow.Context) error {
 		return fmt.Errorf("setting the %s update handler: %w", task.UpdatePrompt, err)
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, task.UpdateInterrupt, s.interrupt,
-		workflow.UpdateHandlerOptions{Validator: s.validateOpen, Description: "interrupt the running turn"}); err != nil {
+		workflow.UpdateHandlerOptions{Validator: s.validateInterrupt, Description: "interrupt the running turn"}); err != nil {
 		return fmt.Errorf("setting the %s update handler: %w", task.UpdateInterrupt, err)
 	}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, task.UpdateClose, s.close,
@@ -74,6 +74,9 @@ func (s *taskState) setHandlers(ctx workflow.Context) error {
 		return err
 	}
 	if err := s.setRewindHandler(ctx); err != nil {
+		return err
+	}
+	if err := s.setAttentionHandler(ctx); err != nil {
 		return err
 	}
 	return s.setApprovalHandlers(ctx)
@@ -99,6 +102,10 @@ func (s *taskState) loop(ctx workflow.Context) (task.State, error) {
 			return s.snapshot(), s.continueAsNew(ctx)
 		case len(s.pending) > 0 && s.exhausted != nil:
 			if err := s.waitForBudget(ctx); err != nil {
+				return s.cancelled(ctx, err)
+			}
+		case len(s.pending) > 0 && s.attention != nil:
+			if err := s.waitForAttention(ctx); err != nil {
 				return s.cancelled(ctx, err)
 			}
 		case len(s.pending) > 0 && !s.rewinding:
@@ -129,6 +136,22 @@ func (s *taskState) waitForWork(ctx workflow.Context) error {
 	if s.p.IdleTimeout <= 0 {
 		return workflow.Await(ctx, ready)
 	}
+	if workflow.GetVersion(ctx, idleTimerVersion, workflow.DefaultVersion, idleTimerKept) == workflow.DefaultVersion {
+		return s.waitWithOwnTimer(ctx, ready)
+	}
+	idle, err := s.idle.wait(ctx, s.p.IdleTimeout, ready)
+	if err != nil {
+		return err
+	}
+	if idle {
+		s.closeIdle(ctx)
+	}
+	return nil
+}
+
+// waitWithOwnTimer is waitForWork with an idle timeout in runs from before idleTimerKept: each
+// wait starts a timer of its own, cancelled when work comes first.
+func (s *taskState) waitWithOwnTimer(ctx workflow.Context, ready func() bool) error {
 	ok, err := workflow.AwaitWithOptions(ctx, workflow.AwaitOptions{
 		Timeout:      s.p.IdleTimeout,
 		TimerOptions: workflow.TimerOptions{Summary: "idle timeout"},
@@ -137,10 +160,14 @@ func (s *taskState) waitForWork(ctx workflow.Context) error {
 		return err
 	}
 	if !ok && !ready() {
-		workflow.GetLogger(ctx).Info("task idle for its idle timeout; closing", "idle_timeout", s.p.IdleTimeout)
-		s.closing = true
+		s.closeIdle(ctx)
 	}
 	return nil
+}
+
+func (s *taskState) closeIdle(ctx workflow.Context) {
+	workflow.GetLogger(ctx).Info("task idle for its idle timeout; closing", "idle_timeout", s.p.IdleTimeout)
+	s.closing = true
 }
 
 // completed ends the task after a close or an idle timeout.

@@ -24,7 +24,7 @@ const (
 	c1QuickEvents    = 1000
 	c1BaselineEvents = 50
 	// c1RenderGoalRatio bounds the time to the first render of a 5,000-event task, as a multiple of
-	// a 50-event task's: the page reads every stored event but lays out only the last 1,000 at
+	// a 50-event task's: the page reads only the log's last 500 events and lays out their last turn at
 	// first, so a hundred times the events must not cost a hundred times the wait.
 	c1RenderGoalRatio = 8
 	// c1HeapGoalMiB bounds the page's JavaScript heap with 5,000 events shown.

@@ -36,6 +36,8 @@ func figures(stack *stackRunner) []bench.Figure {
 			bench.RatioAtLeast(0.8), "BenchmarkFigureP4"),
 		d1(stack),
 		c1(),
+		stack.figure("C2", "console: first render of a 50,000-event task from drover serve and Postgres (and JS heap ≤ 100 MiB)",
+			bench.DroverAtMost(1000, "ms"), "BenchmarkFigureC2"),
 	}
 	all = append(all, wFigures()...)
 	all = append(all, p5Figures(stack)...)

@@ -56,7 +56,8 @@ type env struct {
 	// home is the user's home folder, where the CLI keeps its state by default.
 	home string
 	// apiTokens are the bearer tokens drover serve accepts (DROVER_API_TOKENS, comma-separated,
-	// and DROVER_API_TOKEN_FILE, one a line); apiTokensErr says why the file could not be read.
+	// and DROVER_API_TOKEN_FILE, one a line), each name:token or a bare token (api.SplitToken);
+	// apiTokensErr says why the file could not be read.
 	apiTokens    []string
 	apiTokensErr error
 }

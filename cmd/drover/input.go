@@ -66,7 +66,7 @@ func (in *promptInput) prompt(args []string, stdin io.Reader) (task.Prompt, erro
 	if strings.TrimSpace(text) == "" {
 		return task.Prompt{}, inputError(fmt.Errorf("the prompt is empty; %s", sources))
 	}
-	p := task.Prompt{Text: text, Attachments: splitList(in.attach)}
+	p := task.Prompt{Text: text, Attachments: splitList(in.attach), By: currentUser()}
 	if err := task.ValidatePrompt(p); err != nil {
 		return task.Prompt{}, inputError(err)
 	}

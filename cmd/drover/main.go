@@ -59,7 +59,8 @@ Environment:
   ANTHROPIC_BASE_URL       another Messages API address
   OTEL_EXPORTER_OTLP_ENDPOINT  export traces and metrics over OTLP/gRPC
   DROVER_METRICS_TOKEN     the bearer token a scraper of the worker's metrics presents (required beyond loopback)
-  DROVER_API_TOKENS        bearer tokens drover serve accepts, comma-separated (required beyond loopback)
+  DROVER_API_TOKENS        bearer tokens drover serve accepts, comma-separated, each NAME:TOKEN
+                           (the name records who did what) or a bare TOKEN (required beyond loopback)
   DROVER_API_TOKEN_FILE    a file of such tokens, one a line
   DROVER_LOG_LEVEL         debug, info (default), warn, error
   DROVER_DEBUG_AGENT_MESSAGES=true  capture raw and normalized JSONL of every CLI run

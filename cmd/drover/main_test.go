@@ -122,7 +122,7 @@ func TestCompletion(t *testing.T) {
 		line []string
 		want []string
 	}{
-		{[]string{"__complete", "task", ""}, []string{"start", "prompt", "interrupt", "close", "cancel", "budget", "list", "show", "diff", "rewind", "fork", "watch", "pending", "approve", "deny"}},
+		{[]string{"__complete", "task", ""}, []string{"start", "prompt", "interrupt", "close", "cancel", "budget", "resolve", "list", "show", "diff", "rewind", "fork", "watch", "pending", "approve", "deny"}},
 		{[]string{"__complete", "task", "start", "--mode", ""}, []string{"autonomous", "supervised", "plan"}},
 		{[]string{"__complete", "task", "show", "t1", "-o", ""}, []string{"text", "json"}},
 	} {

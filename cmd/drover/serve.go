@@ -26,10 +26,13 @@ func newServeCommand(a *app) *cobra.Command {
 		Long: `Serve drover's HTTP API under /api/v1 (see docs/api.md and /api/v1/openapi.json),
 and the web console at /. It listens on loopback by default; on any other address
 it refuses to start unless DROVER_API_TOKENS or DROVER_API_TOKEN_FILE gives the
-bearer tokens every request must carry. Its pool of Postgres connections is set in
+bearer tokens every request must carry: each NAME:TOKEN, whose name the server records
+as the author of what its requests do (decisions, prompts, interrupts, cancels, budget
+changes), or a bare TOKEN, named token-1, token-2… by its place. Its pool of Postgres connections is set in
 DROVER_DATABASE_URL (?pool_max_conns=N); an open event stream holds none of them.`,
 		Example: `  drover serve
-  DROVER_API_TOKEN_FILE=/run/secrets/drover-api drover serve --listen 0.0.0.0:8090`,
+  DROVER_API_TOKEN_FILE=/run/secrets/drover-api drover serve --listen 0.0.0.0:8090
+  DROVER_API_TOKENS=ana:$(cat ana.token),ci:$(cat ci.token) drover serve`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			ctx := c.Context()

@@ -32,6 +32,7 @@ func newTaskCommand(a *app) *cobra.Command {
 		newTaskControlCommand(a, "close"),
 		newTaskControlCommand(a, "cancel"),
 		newTaskBudgetCommand(a),
+		newTaskResolveCommand(a),
 		newTaskListCommand(a),
 		newTaskShowCommand(a),
 		newTaskDiffCommand(a),

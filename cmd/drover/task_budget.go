@@ -52,6 +52,7 @@ waiting prompts run, and a turn cut for the budget is continued.`,
 		if err := change.Validate(); err != nil {
 			return inputError(err)
 		}
+		change.By = currentUser()
 		id, ctx := args[0], c.Context()
 		return a.withClient(ctx, func(tc *taskclient.Client) error {
 			b, err := tc.UpdateBudget(ctx, id, change)

@@ -38,7 +38,7 @@ func newTaskControlCommand(a *app, verb string) *cobra.Command {
 		return a.withClient(ctx, func(tc *taskclient.Client) error {
 			switch verb {
 			case "interrupt":
-				r, err := tc.Interrupt(ctx, id)
+				r, err := tc.InterruptBy(ctx, id, currentUser())
 				if err != nil {
 					return err
 				}
@@ -83,5 +83,5 @@ func (a *app) cancelTask(ctx context.Context, tc *taskclient.Client, id string) 
 	defer pool.Close()
 	withDB := *tc
 	withDB.DB = pool
-	return withDB.Cancel(ctx, id)
+	return withDB.CancelBy(ctx, id, currentUser())
 }

@@ -21,11 +21,11 @@ type promptAccepted struct {
 
 func newTaskStartCommand(a *app) *cobra.Command {
 	var (
-		id, workspace, repo, base, model, mode, afterPlan, requestID string
-		maxTurns                                                     int
-		idle, approvalTimeout                                        time.Duration
-		budget                                                       task.Budget
-		in                                                           promptInput
+		id, title, workspace, repo, base, model, mode, afterPlan, requestID string
+		maxTurns                                                            int
+		idle, approvalTimeout                                               time.Duration
+		budget                                                              task.Budget
+		in                                                                  promptInput
 	)
 	c := &cobra.Command{
 		Use:   "start PROMPT...",
@@ -37,13 +37,14 @@ same --id) sends it the prompt.
 		Example: `  drover task start --id hello --workspace . "Say hello"
   drover task start --id fix --repo https://github.com/me/app.git --base main "Fix the failing test"
   drover task start "Fix the failing test" --max-turns 20 --idle-timeout 1h
-  drover task start --id docs --prompt-file brief.md
+  drover task start --id docs --title "Docs for the API" --prompt-file brief.md
   git diff | drover task start --id review -`,
 		Args: cobra.ArbitraryArgs,
 	}
 	out := addOutputFlags(c, false)
 	f := c.Flags()
 	f.StringVar(&id, "id", "", "task id (default: a new uuid); starting an existing task sends it the prompt")
+	f.StringVar(&title, "title", "", "the task's name in lists and the Temporal UI (default: the first line of the prompt)")
 	addFolderFlags(c, &workspace, &repo, &base)
 	f.StringVar(&model, "model", "", "model for the CLI's --model (default: the CLI's)")
 	f.StringVar(&mode, "mode", string(task.Autonomous), "permission mode: "+modesHelp())
@@ -67,6 +68,7 @@ same --id) sends it the prompt.
 			return err
 		}
 		p := task.Params{
+			Title:     strings.TrimSpace(title),
 			Workspace: ws, Repo: rp, Base: base,
 			Profile: task.Profile{Model: model, PermissionMode: task.PermissionMode(mode), MaxTurns: maxTurns,
 				AfterPlan: task.PermissionMode(afterPlan)},

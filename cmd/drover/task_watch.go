@@ -242,6 +242,9 @@ func describe(a events.AgentEvent) string {
 	case events.TypeAvailableCommands:
 		return fmt.Sprintf("%d slash commands", len(a.AvailableCommands))
 	case events.TypeUserMessage:
+		if a.By != "" {
+			return "> " + oneLine(a.Text, 120) + "  (by " + a.By + ")"
+		}
 		return "> " + oneLine(a.Text, 120)
 	case events.TypeMessageChunk:
 		return sub + oneLine(a.Text, 160)

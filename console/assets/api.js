@@ -114,16 +114,21 @@ export function taskPath(id) {
   return "/api/v1/tasks/" + encodeURIComponent(id);
 }
 
-// EventStream follows a task's event log: first the stored events in pages (JSON), then the live
-// stream (text/event-stream) from the last sequence number seen, resuming with Last-Event-ID
-// whenever the connection drops. onEvents receives arrays of {seq, type, turn, attempt, time,
-// event}; onState receives "loading", "live", "reconnecting" or "ended", a detail, and the HTTP
-// status of a refusal.
+// LAST_SEQ is past the end of every log: a page read before it is the log's last.
+const LAST_SEQ = Number.MAX_SAFE_INTEGER;
+
+// EventStream follows a task's event log: first the stored events (JSON: the last `tail` of them
+// when tail is set, else all of them in pages), then the live stream (text/event-stream) from the
+// last sequence number seen, resuming with Last-Event-ID whenever the connection drops. onEvents
+// receives arrays of {seq, type, turn, attempt, time, event}; onState receives "loading", "live",
+// "reconnecting" or "ended", a detail, and the HTTP status of a refusal. earlier() reads the
+// events before a seq.
 export class EventStream {
-  constructor(taskID, onEvents, onState) {
+  constructor(taskID, onEvents, onState, tail) {
     this.taskID = taskID;
     this.onEvents = onEvents;
     this.onState = onState;
+    this.tail = tail || 0;
     this.after = 0;
     this.stopped = false;
     this.ctrl = null;
@@ -171,6 +176,12 @@ export class EventStream {
   // backlog reads the stored events page by page and hands them over at once, so that the page
   // lays out a long task once rather than once per page.
   async backlog() {
+    if (this.tail && this.after === 0) {
+      // A long task opens on its end: the events before it come when asked for (earlier).
+      const page = await getJSON(taskPath(this.taskID) + "/events?before=" + LAST_SEQ + "&limit=" + this.tail);
+      this.deliver((page && page.events) || []);
+      return;
+    }
     const all = [];
     try {
       for (let after = this.after; ;) {
@@ -187,6 +198,12 @@ export class EventStream {
     }
   }
 
+  // earlier reads at most limit stored events before seq, in order.
+  async earlier(seq, limit) {
+    const page = await getJSON(taskPath(this.taskID) + "/events?before=" + seq + "&limit=" + Math.min(limit, PAGE));
+    return ((page && page.events) || []).map((raw) => normalizeRecord(raw, 0, "")).filter(Boolean);
+  }
+
   // live reads the event stream until it ends; it reports whether any event came.
   async live() {
     this.ctrl = new AbortController();
@@ -200,43 +217,102 @@ export class EventStream {
     }
     if (!resp.ok) throw await errorOf(resp);
     this.onState("live", "");
-    const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
-    let buf = "", got = false;
-    let id = "", type = "", data = [];
+    let got = false;
     const batch = [];
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buf += value;
-      let nl;
-      while ((nl = buf.search(/\r\n|\r|\n/)) >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + (buf.startsWith("\r\n", nl) ? 2 : 1));
-        if (line === "") {
-          if (data.length) {
-            let parsed = null;
-            try { parsed = JSON.parse(data.join("\n")); } catch (_) { parsed = null; }
-            const rec = parsed && normalizeRecord(parsed, Number(id) || 0, type);
-            if (rec && rec.seq > 0) batch.push(rec);
-          }
-          id = ""; type = ""; data = [];
-          continue;
-        }
-        if (line.startsWith(":")) continue;
-        const colon = line.indexOf(":");
-        const field = colon < 0 ? line : line.slice(0, colon);
-        let val = colon < 0 ? "" : line.slice(colon + 1);
-        if (val.startsWith(" ")) val = val.slice(1);
-        if (field === "id") id = val;
-        else if (field === "event") type = val;
-        else if (field === "data") data.push(val);
-      }
+    await readEvents(resp, (id, type, data) => {
+      let parsed = null;
+      try { parsed = JSON.parse(data); } catch (_) { parsed = null; }
+      const rec = parsed && normalizeRecord(parsed, Number(id) || 0, type);
+      if (rec && rec.seq > 0) batch.push(rec);
+    }, () => {
       if (batch.length) {
         got = true;
         this.deliver(batch.splice(0));
       }
-    }
+    });
     return got;
+  }
+}
+
+// readEvents reads a text/event-stream answer to its end: onEvent(id, type, data) for each event
+// with data, and onChunk() after each piece read (so that a caller hands over a batch at once).
+async function readEvents(resp, onEvent, onChunk) {
+  const reader = resp.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buf = "";
+  let id = "", type = "", data = [];
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buf += value;
+    let nl;
+    while ((nl = buf.search(/\r\n|\r|\n/)) >= 0) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + (buf.startsWith("\r\n", nl) ? 2 : 1));
+      if (line === "") {
+        if (data.length) onEvent(id, type, data.join("\n"));
+        id = ""; type = ""; data = [];
+        continue;
+      }
+      if (line.startsWith(":")) continue;
+      const colon = line.indexOf(":");
+      const field = colon < 0 ? line : line.slice(0, colon);
+      let val = colon < 0 ? "" : line.slice(colon + 1);
+      if (val.startsWith(" ")) val = val.slice(1);
+      if (field === "id") id = val;
+      else if (field === "event") type = val;
+      else if (field === "data") data.push(val);
+    }
+    if (onChunk) onChunk();
+  }
+}
+
+// LiveList follows a list of the API (the tasks, the approvals) as it changes: the API answers
+// its GET with Accept: text/event-stream by sending the list now and again at every change, so
+// the page reads nothing on a timer. onList receives each list's JSON (as the GET answers it);
+// onError an error while the stream is down (null once it is back). It reconnects, backing off
+// from 0.5 s to 10 s.
+export class LiveList {
+  constructor(path, onList, onError) {
+    this.path = path;
+    this.onList = onList;
+    this.onError = onError || (() => {});
+    this.stopped = false;
+    this.ctrl = null;
+    this.run();
+  }
+
+  stop() {
+    this.stopped = true;
+    if (this.ctrl) this.ctrl.abort();
+  }
+
+  async run() {
+    let delay = 500;
+    while (!this.stopped) {
+      try {
+        this.ctrl = new AbortController();
+        const resp = await fetch(this.path, { method: "GET", headers: headers({ Accept: "text/event-stream" }), signal: this.ctrl.signal, cache: "no-store" });
+        if (resp.status === 401) {
+          await askToken("");
+          continue;
+        }
+        if (!resp.ok) throw await errorOf(resp);
+        await readEvents(resp, (_id, type, data) => {
+          if (type === "error") return;
+          let list;
+          try { list = JSON.parse(data); } catch (_) { return; }
+          delay = 500;
+          this.onError(null);
+          this.onList(list);
+        });
+        if (this.stopped) return;
+      } catch (err) {
+        if (this.stopped) return;
+        this.onError(err);
+      }
+      await new Promise((r) => setTimeout(r, delay));
+      delay = Math.min(delay * 2, 10000);
+    }
   }
 }
 

@@ -1,30 +1,33 @@
 // The console's pages: the task list (#/), the board (#/board), a new task (#/new), one task
 // (#/tasks/<id>) and the inbox (#/inbox); and the keys that work on them.
 
-import { getJSON, postJSON, taskPath, newKey, EventStream } from "./api.js";
+import { getJSON, postJSON, taskPath, newKey, EventStream, LiveList } from "./api.js";
 import { h, append, clear, money, tokens, ago, statusBadge, pre, safeHref } from "./dom.js";
 import { Timeline } from "./render.js";
 import { changesPage, changesHref } from "./changes.js";
 import { Status, STATUSES, FINAL_STATUSES, WAITING_STATUSES, Mode, MODES, Kind } from "./enums.js";
 
-const POLL_MS = 3000;
-// A task's page reads the task when its events say it changed; this slow read is for what
-// changes without an event (an account's wait).
-const TASK_POLL_MS = 15000;
+// The lists (tasks, approvals) come pushed by the API as they change; their relative times
+// ("2m ago") are written again this often, from what the page holds, without a request.
+const CLOCK_MS = 30000;
 // How often the page looks whether a running task has gone quiet.
 const STALL_CHECK_MS = 1000;
 // A running task that has written nothing for this long is shown as possibly stalled.
 const STALL_MS = 90000;
-// The stored events a task's page shows at first; the earlier ones come on request.
-const WINDOW = 1000;
+// The stored events a task's page reads and shows at first; the earlier ones come on request,
+// EARLIER_PAGE at a time.
+const WINDOW = 500;
+const EARLIER_PAGE = 5000;
 
 const main = document.getElementById("main");
+const PAGE_TITLE = document.title;
 let view = null; // the current page: {stop(), items?() → elements j/k move among, key?(key, item) → handled}
 
 function route() {
   if (view && view.stop) view.stop();
   view = null;
   clear(main);
+  document.title = PAGE_TITLE;
   const hash = location.hash || "#/";
   const c = hash.match(/^#\/tasks\/([^/]+)\/changes(?:\/(\d+))?$/);
   const m = !c && hash.match(/^#\/tasks\/(.+)$/);
@@ -73,28 +76,57 @@ function listPage() {
   append(main, [h("div", { className: "task-head" }, h("h1", null, "Tasks"), board, h("a", { href: "#/new", className: "button new-task" }, "New task")),
     h("div", { className: "filters" }, statusSel, q, h("label", null, awaiting, " awaiting approval")),
     err, table]);
-  const load = async () => {
+  const query = () => {
     const params = new URLSearchParams();
     if (statusSel.value) params.set("status", statusSel.value);
     if (q.value.trim()) params.set("q", q.value.trim());
     if (awaiting.checked) params.set("awaiting_approval", "true");
-    let data;
-    try {
-      data = await getJSON("/api/v1/tasks" + (params.toString() ? "?" + params : ""));
-      errorBox(err, null);
-    } catch (e) {
-      errorBox(err, e);
-      return;
-    }
+    return params.toString() ? "?" + params : "";
+  };
+  const show = (data) => {
+    const keep = keptItem(body);
     const rows = (data.tasks || []).map(taskRow);
     clear(body);
     if (!rows.length) body.append(h("tr", null, h("td", { className: "muted" }, "no tasks")));
     append(body, rows);
+    refocus(body, keep);
   };
-  for (const c of [statusSel, awaiting]) c.addEventListener("change", load);
-  q.addEventListener("input", load);
-  const poll = poller(load, POLL_MS);
-  return { stop: poll.stop, items: () => [...body.querySelectorAll("tr[data-task-id]")] };
+  const live = liveTasks(query, show, err);
+  for (const c of [statusSel, awaiting]) c.addEventListener("change", live.restart);
+  q.addEventListener("input", live.restart);
+  return { stop: live.stop, items: () => [...body.querySelectorAll("tr[data-task-id]")] };
+}
+
+// liveTasks follows the tasks that query() selects, pushed by the API as they change (no
+// timer reads them), showing each list with show; restart follows a new query. The list is
+// shown again every CLOCK_MS from what the page holds, so that its relative times move on.
+function liveTasks(query, show, err) {
+  let feed = null, last = null;
+  const start = () => {
+    if (feed) feed.stop();
+    feed = new LiveList("/api/v1/tasks" + query(), (data) => { last = data; show(data); }, (e) => errorBox(err, e));
+  };
+  start();
+  const clock = setInterval(() => { if (last) show(last); }, CLOCK_MS);
+  return { restart: start, stop() { feed.stop(); clearInterval(clock); } };
+}
+
+// keptItem is what a list drawn again must keep of its items: the task whose item has the focus,
+// and the one chosen with j/k.
+function keptItem(root) {
+  const focused = document.activeElement && root.contains(document.activeElement) && document.activeElement.closest("[data-task-id]");
+  const chosen = root.querySelector(".selected[data-task-id]");
+  return { focused: focused && focused.dataset.taskId, chosen: chosen && chosen.dataset.taskId };
+}
+
+// refocus gives the items of a list drawn again what keptItem kept: the focus and the choice.
+function refocus(root, keep) {
+  const item = (id) => id && root.querySelector('[data-task-id="' + CSS.escape(id) + '"]');
+  const chosen = item(keep.chosen);
+  if (chosen) chosen.classList.add("selected");
+  const focused = item(keep.focused);
+  const link = focused && focused.querySelector("a");
+  if (link) link.focus();
 }
 
 // ---- the board: tasks grouped by what they wait for ----
@@ -106,7 +138,7 @@ const BOARD = [
 ];
 
 function columnOf(t) {
-  if (t.pending_approvals > 0) return "you";
+  if (t.pending_approvals > 0 || t.status === Status.NEEDS_ATTENTION) return "you";
   if (t.status === Status.FAILED) return "broken";
   if (FINAL_STATUSES.includes(t.status)) return "done";
   if (WAITING_STATUSES.includes(t.status) || t.status === Status.BUDGET_EXHAUSTED) return "limit";
@@ -126,28 +158,16 @@ function boardPage() {
   append(main, [h("div", { className: "task-head" }, h("h1", null, "Board"), h("a", { href: "#/", className: "view-switch" }, "List"),
     h("a", { href: "#/new", className: "button new-task" }, "New task")),
   h("div", { className: "filters" }, q), err, h("div", { className: "board" }, [...cols.values()].map((c) => c.col))]);
-  const load = async () => {
-    let data;
-    try {
-      data = await getJSON("/api/v1/tasks" + (q.value.trim() ? "?q=" + encodeURIComponent(q.value.trim()) : ""));
-      errorBox(err, null);
-    } catch (e) {
-      errorBox(err, e);
-      return;
-    }
-    const focused = document.activeElement && document.activeElement.closest("[data-task-id]");
-    const keep = focused && focused.dataset.taskId;
+  const show = (data) => {
+    const keep = keptItem(main.querySelector(".board"));
     for (const c of cols.values()) clear(c.list);
     for (const t of data.tasks || []) cols.get(columnOf(t)).list.append(boardCard(t));
     for (const c of cols.values()) c.count.textContent = String(c.list.children.length);
-    if (keep) {
-      const again = main.querySelector('.board [data-task-id="' + CSS.escape(keep) + '"] a');
-      if (again) again.focus();
-    }
+    refocus(main.querySelector(".board"), keep);
   };
-  q.addEventListener("input", load);
-  const poll = poller(load, POLL_MS);
-  return { stop: poll.stop, items: () => [...main.querySelectorAll(".board li[data-task-id]")] };
+  const live = liveTasks(() => (q.value.trim() ? "?q=" + encodeURIComponent(q.value.trim()) : ""), show, err);
+  q.addEventListener("input", live.restart);
+  return { stop: live.stop, items: () => [...main.querySelectorAll(".board li[data-task-id]")] };
 }
 
 function boardCard(t) {
@@ -156,9 +176,14 @@ function boardCard(t) {
   if (t.wait) facts.push(waitText(t.wait));
   if (t.last_error) facts.push("error: " + t.last_error);
   return h("li", { className: "card", dataset: { taskId: t.id, status: t.status || "" } },
-    h("a", { href: "#/tasks/" + encodeURIComponent(t.id) }, t.id), " ", statusBadge(t.status),
+    taskLink(t), " ", statusBadge(t.status),
     h("div", { className: "muted" }, [t.mode, money(t.cost_usd), t.updated_at ? ago(t.updated_at) + " ago" : ""].filter(Boolean).join(" · ")),
     facts.length ? h("div", { className: t.pending_approvals ? "attn" : "bad" }, facts.join(" · ")) : null);
+}
+
+// taskLink is a link to a task's page, named by its title (its id when it has none).
+function taskLink(t) {
+  return h("a", { href: "#/tasks/" + encodeURIComponent(t.id), className: "task-link", title: t.id }, t.title || t.id);
 }
 
 function taskRow(t) {
@@ -166,9 +191,10 @@ function taskRow(t) {
   if (t.pending_approvals) waiting.push(t.pending_approvals + " waiting" + (t.waiting_since ? " for " + ago(t.waiting_since) : ""));
   if (t.wait) waiting.push(waitText(t.wait));
   if (t.budget_exhausted) waiting.push("budget spent (" + (t.budget_exhausted.bound || "") + ")");
+  if (t.attention) waiting.push("needs attention: the session could not be resumed");
   if (t.last_error) waiting.push("error: " + t.last_error);
   const tr = h("tr", { dataset: { taskId: t.id, status: t.status || "" } },
-    h("td", null, h("a", { href: "#/tasks/" + encodeURIComponent(t.id) }, t.id)),
+    h("td", { className: "task-name" }, taskLink(t), t.title ? h("div", { className: "muted task-id" }, t.id) : null),
     h("td", null, statusBadge(t.status)),
     h("td", null, t.mode || ""),
     h("td", null, t.model || ""),
@@ -192,6 +218,7 @@ const MODE_HELP = {
 };
 
 function newTaskPage() {
+  const titleBox = h("input", { type: "text", name: "title", maxLength: 120, placeholder: "the first line of the prompt" });
   const promptBox = h("textarea", { name: "prompt", rows: 6, placeholder: "What should the agent do?" });
   promptBox.required = true;
   const workspace = h("input", { type: "text", name: "workspace", placeholder: "/absolute/path/of/the/folder/on/the/workers" });
@@ -220,6 +247,7 @@ function newTaskPage() {
     help ? h("span", { className: "muted" }, help) : null);
   const form = h("form", { className: "new-task" },
     field("Prompt", promptBox),
+    field("Title", titleBox, "optional: the task's name in the lists"),
     field("Workspace", workspace, "the folder the agent works in, as the workers' hosts see it: unmanaged (no isolation, checkpoint or move)"),
     field("Repository", repo, "or: a git repository the task works on in a worktree and branch of its own, checkpointed every turn"),
     field("Base", base, "with a repository: the branch, tag or commit to start from"),
@@ -252,6 +280,7 @@ function newTaskPage() {
     } else {
       body.workspace = workspace.value.trim();
     }
+    if (titleBox.value.trim()) body.title = titleBox.value.trim();
     if (model.value.trim()) body.model = model.value.trim();
     if (id.value.trim()) body.id = id.value.trim();
     if (maxCost.value !== "") body.budget = { max_cost_usd: Number(maxCost.value) };
@@ -299,6 +328,7 @@ function notFoundText(id) {
 
 function taskPage(id) {
   const title = h("h1", null, id);
+  const idLine = h("div", { className: "muted task-id", hidden: true }, "task " + id);
   const status = h("span");
   const facts = h("div", { className: "facts" });
   const gauge = contextGauge();
@@ -308,7 +338,7 @@ function taskPage(id) {
   const list = h("ol", { className: "timeline", id: "timeline" });
   const box = promptBox(id);
   const changes = h("a", { href: changesHref(id, 0), className: "view-switch changes-link", hidden: true }, "Changes");
-  append(main, [h("div", { className: "task-head" }, title, status, stream, changes), facts, gauge.el, err, stall, list, box.form]);
+  append(main, [h("div", { className: "task-head" }, title, status, stream, changes), idLine, facts, gauge.el, err, stall, list, box.form]);
 
   let task = null, lastEventAt = Date.now(), stopped = false;
   const timeline = new Timeline(list, {
@@ -322,6 +352,11 @@ function taskPage(id) {
   });
   const showTask = (t) => {
     task = t;
+    if (t.title && title.textContent !== t.title) {
+      title.textContent = t.title;
+      document.title = t.title + " · drover";
+    }
+    idLine.hidden = !t.title;
     clear(status).append(statusBadge(t.status));
     changes.hidden = !t.repo;
     list.classList.toggle("managed", !!t.repo);
@@ -361,7 +396,15 @@ function taskPage(id) {
       catchTimer = setTimeout(() => catchUp(tries + 1), 100 * 2 ** tries);
     });
   };
-  const poll = poller(refresh, TASK_POLL_MS);
+  // The task's row, pushed by the API whenever it changes (what changes with no event too: an
+  // account's wait, a budget).
+  const live = new LiveList(taskPath(id), (t) => {
+    if (!stopped) showTask(t);
+  }, (e) => {
+    if (!e) return errorBox(err, null);
+    if (e.status !== 404) return errorBox(err, e);
+    clear(err).append(h("div", { className: started.has(id) ? "muted starting" : "alert" }, notFoundText(id)));
+  });
   const stallCheck = poller(async () => {
     const quiet = Date.now() - lastEventAt;
     // A turn that waits for a person writes nothing until the person answers: that is no stall.
@@ -371,7 +414,7 @@ function taskPage(id) {
     stall.dataset.checkedAt = String(Date.now());
   }, STALL_CHECK_MS);
   const follow = followTimeline(id, timeline, list, stream, () => stopped, () => catchUp(0));
-  return { stop() { stopped = true; poll.stop(); stallCheck.stop(); clearTimeout(catchTimer); follow.stop(); } };
+  return { stop() { stopped = true; live.stop(); stallCheck.stop(); clearTimeout(catchTimer); follow.stop(); } };
 }
 
 // turnActions are what a person may do with a managed task's finished turn: see its changes, take
@@ -414,6 +457,29 @@ function turnActions(id, n) {
     h("a", { href: changesHref(id, n), className: "changes-of-turn" }, "Changes of turn " + n), " ", rewind, " ", fork, " ", said);
 }
 
+// attentionBox is the red box of a task whose session could not be resumed, with the two
+// choices a person has: resume it again, or start a new session seeded with a summary.
+function attentionBox(t) {
+  const note = h("span", { className: "note" });
+  const choose = (choice) => async (ev) => {
+    ev.target.disabled = true;
+    try {
+      const res = await postJSON(taskPath(t.id) + "/resolve", { choice });
+      note.textContent = " Chosen: " + choice + "; the waiting prompt runs as turn " + res.turn + ".";
+    } catch (e) {
+      note.textContent = " Not taken: " + (e.message || e);
+      ev.target.disabled = false;
+    }
+  };
+  const retry = h("button", { type: "button", className: "resolve-retry" }, "Retry the session");
+  const fresh = h("button", { type: "button", className: "resolve-new" }, "Start a new session with a summary");
+  retry.addEventListener("click", choose("retry"));
+  fresh.addEventListener("click", choose("new_session"));
+  return h("div", { className: "alert needs-attention" },
+    "Needs attention: the session of turn " + t.attention.turn + " could not be resumed (" + (t.attention.error || "") +
+    "). Nothing runs until you choose. ", retry, " ", fresh, note);
+}
+
 // factsOf is what a task's header says of it besides its status.
 function factsOf(t) {
   const parts = [];
@@ -425,7 +491,10 @@ function factsOf(t) {
   if (t.workspace) parts.push(h("span", null, h("code", null, t.workspace)));
   if (t.pending_approvals) parts.push(h("span", { className: "attn" }, t.pending_approvals + " waiting for you" + (t.waiting_since ? " for " + ago(t.waiting_since) : "")));
   if (t.wait) parts.push(h("span", { className: "attn" }, waitText(t.wait)));
+  if (t.budget_by) parts.push(h("span", { className: "budget-by" }, "budget set by " + t.budget_by));
+  if (t.cancelled_by) parts.push(h("span", { className: "cancelled-by" }, "cancelled by " + t.cancelled_by + (t.cancelled_at ? " " + ago(t.cancelled_at) + " ago" : "")));
   if (t.budget_exhausted) parts.push(h("span", { className: "attn" }, "budget spent: " + (t.budget_exhausted.bound || "")));
+  if (t.attention) parts.push(attentionBox(t));
   if (t.last_error) parts.push(h("span", { className: "bad" }, "last error: " + t.last_error));
   parts.push(temporalLink(t));
   return parts;
@@ -452,28 +521,51 @@ function followTimeline(id, timeline, list, stream, stopped, loaded) {
   // While the stored events load, the page is not laid out between pages (a long task would be
   // laid out once per page); once they are in, it scrolls to the end once.
   let loading = true;
-  // A long task first shows its last WINDOW stored events, and the earlier ones on request.
+  // A long task first reads and shows only its last WINDOW stored events: the earlier ones are
+  // read, EARLIER_PAGE at a time, when asked for (the log's seqs have no gaps, so the first seq
+  // shown says how many come before it).
   const all = [];
   const earlier = h("button", { type: "button", className: "earlier", hidden: true });
   list.before(earlier);
-  earlier.addEventListener("click", () => {
-    earlier.hidden = true;
+  const offerEarlier = () => {
+    const before = all.length ? all[0].seq - 1 : 0;
+    earlier.hidden = before <= 0;
+    earlier.disabled = false;
+    earlier.textContent = before <= EARLIER_PAGE ? "Show the " + before.toLocaleString() + " earlier events"
+      : "Show " + EARLIER_PAGE.toLocaleString() + " earlier events (of " + before.toLocaleString() + ")";
+  };
+  earlier.addEventListener("click", async () => {
+    earlier.disabled = true;
+    let older;
+    try {
+      older = await events.earlier(all[0].seq, EARLIER_PAGE);
+    } catch (err) {
+      earlier.disabled = false;
+      earlier.textContent = "Earlier events could not be read: " + String(err.message || err) + " (try again)";
+      return;
+    }
+    all.unshift(...older);
     timeline.reset();
     timeline.add(all);
+    document.body.dataset.lastSeq = String(timeline.lastSeq);
+    offerEarlier();
   });
+  // The first screen: the next frame once the stored events read at first are laid out (or once
+  // the log turned out empty), marked for the benchmark (figure C2).
+  let shown = false;
+  const firstScreen = () => {
+    if (shown) return;
+    shown = true;
+    requestAnimationFrame(() => setTimeout(() => performance.mark("drover-first-screen")));
+  };
   const events = new EventStream(id, (recs) => {
     if (stopped()) return;
     const atEnd = !loading && window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
     for (const r of recs) all.push(r);
-    if (loading && recs.length > WINDOW) {
-      const cut = recs.length - WINDOW;
-      earlier.hidden = false;
-      earlier.textContent = "Show the " + cut.toLocaleString() + " earlier events";
-      for (const r of recs.slice(0, cut)) timeline.skip(r);
-      recs = recs.slice(cut);
-    }
+    if (loading) offerEarlier();
     timeline.add(recs);
     document.body.dataset.lastSeq = String(timeline.lastSeq);
+    firstScreen();
     if (atEnd) window.scrollTo(0, document.body.scrollHeight);
   }, (state, detail, status) => {
     if (status === 404) detail = started.has(id) ? "the task is starting" : "no such task";
@@ -484,13 +576,14 @@ function followTimeline(id, timeline, list, stream, stopped, loaded) {
       loaded();
       window.scrollTo(0, document.body.scrollHeight);
     }
+    if (state !== "loading") firstScreen();
     if (state !== "loading" && !document.body.dataset.timelineReady) {
       document.body.dataset.timelineReady = "1";
       // The stored events are in the page; the next frame shows them (read by the benchmark).
       performance.mark("drover-timeline-ready");
       requestAnimationFrame(() => setTimeout(() => performance.mark("drover-timeline-painted")));
     }
-  });
+  }, WINDOW);
   events.start();
   return { stop: () => events.stop(), loading: () => loading };
 }
@@ -552,41 +645,35 @@ function inboxPage() {
   append(main, [h("h1", null, "Inbox"), err,
     h("h2", null, "Waiting for a decision"), empty, reqs,
     h("h2", null, "Tasks that need a look"), attn]);
-  const load = async () => {
-    let approvals, tasks;
-    try {
-      [approvals, tasks] = await Promise.all([getJSON("/api/v1/approvals"), getJSON("/api/v1/tasks")]);
-      errorBox(err, null);
-    } catch (e) {
-      errorBox(err, e);
-      return;
-    }
-    // Items stay as they are while listed (a reason being typed keeps its text and focus); new
-    // requests, the newest, go at the end.
-    const list = approvals.approvals || [];
+  // Items stay as they are while listed (a reason being typed keeps its text and focus); new
+  // requests, the newest, go at the end.
+  const showRequests = (list) => {
     const keys = new Set(list.map((p) => (p.task_id || "") + "/" + p.request_id));
     for (const [key, el] of items) if (!keys.has(key)) { el.remove(); items.delete(key); }
     for (const p of list) {
       const key = (p.task_id || "") + "/" + p.request_id;
       if (!items.has(key)) {
-        const el = inboxItem(p, load);
+        const el = inboxItem(p);
         items.set(key, el);
         reqs.append(el);
       }
     }
     empty.hidden = list.length > 0;
+  };
+  const showTasks = (data) => {
     clear(attn);
-    const bad = (tasks.tasks || []).filter((t) => [Status.FAILED, Status.BUDGET_EXHAUSTED, Status.WAITING_FOR_SPEND_CAP].includes(t.status) || t.last_error);
+    const bad = (data.tasks || []).filter((t) => [Status.FAILED, Status.BUDGET_EXHAUSTED, Status.WAITING_FOR_SPEND_CAP, Status.NEEDS_ATTENTION].includes(t.status) || t.last_error);
     if (!bad.length) attn.append(h("li", { className: "muted" }, "No failed or stopped task."));
     for (const t of bad) {
-      attn.append(h("li", { dataset: { taskId: t.id } }, h("a", { href: "#/tasks/" + encodeURIComponent(t.id) }, t.id), " ", statusBadge(t.status),
+      attn.append(h("li", { dataset: { taskId: t.id } }, taskLink(t), " ", statusBadge(t.status),
         t.last_error ? h("span", { className: "bad" }, " " + t.last_error) : null,
         t.budget_exhausted ? h("span", null, " budget spent (" + (t.budget_exhausted.bound || "") + ")") : null));
     }
   };
-  const poll = poller(load, POLL_MS);
+  const unwatch = watchApprovals(showRequests);
+  const live = liveTasks(() => "", showTasks, err);
   return {
-    stop: poll.stop,
+    stop() { unwatch(); live.stop(); },
     items: () => [...reqs.querySelectorAll(".inbox-item")],
     // a approves the chosen request, d denies it (with the reason typed, else asks for one).
     key: (key, item) => {
@@ -597,7 +684,7 @@ function inboxPage() {
   };
 }
 
-function inboxItem(p, reload) {
+function inboxItem(p) {
   const taskID = p.task_id || "";
   const state = h("span", { className: "muted" });
   const reason = h("input", { type: "text", placeholder: "reason (needed to deny)", className: "reason" });
@@ -613,14 +700,13 @@ function inboxItem(p, reload) {
     try {
       await postJSON(taskPath(taskID) + "/approvals/" + encodeURIComponent(p.request_id), body);
       state.textContent = "sent";
-      reload();
     } catch (e) {
       state.textContent = "not sent: " + (e.message || e);
     }
   };
   const kind = p.kind || Kind.TOOL;
   return h("li", { className: "inbox-item", dataset: { requestId: p.request_id || "", taskId: taskID } },
-    h("div", null, h("a", { href: "#/tasks/" + encodeURIComponent(taskID) }, taskID), " · ", h("strong", null, kind === Kind.QUESTION ? "Question" : kind === Kind.PLAN ? "Plan" : (p.tool || Kind.TOOL)),
+    h("div", null, taskLink({ id: taskID, title: p.task_title }), " · ", h("strong", null, kind === Kind.QUESTION ? "Question" : kind === Kind.PLAN ? "Plan" : (p.tool || Kind.TOOL)),
       p.since ? h("span", { className: "muted" }, " · waiting " + ago(p.since)) : null,
       p.deadline ? h("span", { className: "muted" }, " · denied at " + new Date(p.deadline).toLocaleString() + " if nobody answers") : null),
     p.summary ? h("div", null, h("code", null, p.summary)) : null,
@@ -693,11 +779,7 @@ function setupNotifications() {
     if (toggle.checked) localStorage.setItem(NOTIFY_KEY, "1");
   });
   const count = document.getElementById("inbox-count");
-  poller(async () => {
-    let list;
-    try {
-      list = (await getJSON("/api/v1/approvals")).approvals || [];
-    } catch (_) { return; }
+  watchApprovals((list) => {
     count.hidden = !list.length;
     count.textContent = String(list.length);
     for (const p of list) {
@@ -705,12 +787,31 @@ function setupNotifications() {
       if (known.has(key)) continue;
       known.add(key);
       if (!firstInboxPoll && toggle.checked && Notification.permission === "granted") {
-        const n = new Notification("drover: " + (p.task_id || "a task") + " waits for you", { body: (p.tool ? p.tool + ": " : "") + (p.summary || ""), tag: key });
+        const n = new Notification("drover: " + (p.task_title || p.task_id || "a task") + " waits for you", { body: (p.tool ? p.tool + ": " : "") + (p.summary || ""), tag: key });
         n.onclick = () => { window.focus(); location.hash = "#/tasks/" + encodeURIComponent(p.task_id || ""); };
       }
     }
     firstInboxPoll = false;
-  }, POLL_MS);
+  });
+}
+
+// The requests waiting for a person, pushed by the API as they change: one stream for the whole
+// page (the header's count, the notifications, the inbox), started on first use.
+const approvalWatchers = new Set();
+let approvals = null, approvalFeed = null;
+
+// watchApprovals calls fn with every list of waiting requests, the latest at once if there is
+// one; it returns the call that stops it.
+function watchApprovals(fn) {
+  approvalWatchers.add(fn);
+  if (approvals) fn(approvals);
+  if (!approvalFeed) {
+    approvalFeed = new LiveList("/api/v1/approvals", (data) => {
+      approvals = data.approvals || [];
+      for (const w of approvalWatchers) w(approvals);
+    });
+  }
+  return () => approvalWatchers.delete(fn);
 }
 
 window.addEventListener("hashchange", route);

@@ -14,7 +14,7 @@ export function h(tag, props, ...children) {
       else if (k === "href") { const u = safeHref(v); if (u) el.href = u; }
       else if (k.startsWith("on") && typeof v === "function") el.addEventListener(k.slice(2), v);
       else if (k === "ariaLabel") el.setAttribute("aria-label", v);
-      else if (["id", "title", "hidden", "type", "value", "disabled", "checked", "name", "open", "placeholder", "rows", "htmlFor", "target", "rel"].includes(k)) el[k] = v;
+      else if (["id", "title", "hidden", "type", "value", "disabled", "checked", "name", "open", "placeholder", "rows", "htmlFor", "target", "rel", "maxLength"].includes(k)) el[k] = v;
       else throw new Error("h: unsupported property " + k);
     }
   }

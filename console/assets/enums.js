@@ -8,12 +8,13 @@ export const Status = Object.freeze({
   WAITING_FOR_LIMIT: "waiting_for_limit",
   WAITING_FOR_SPEND_CAP: "waiting_for_spend_cap",
   BUDGET_EXHAUSTED: "budget_exhausted",
+  NEEDS_ATTENTION: "needs_attention",
   CLOSING: "closing",
   COMPLETED: "completed",
   FAILED: "failed",
   CANCELLED: "cancelled",
 });
-export const STATUSES = Object.freeze(["idle", "running", "queued_for_account", "waiting_for_limit", "waiting_for_spend_cap", "budget_exhausted", "closing", "completed", "failed", "cancelled"]);
+export const STATUSES = Object.freeze(["idle", "running", "queued_for_account", "waiting_for_limit", "waiting_for_spend_cap", "budget_exhausted", "needs_attention", "closing", "completed", "failed", "cancelled"]);
 
 export const FINAL_STATUSES = Object.freeze(["completed", "failed", "cancelled"]);
 

@@ -6,6 +6,12 @@
 import { h, append, clear, money, tokens, pre, pretty, fold } from "./dom.js";
 import { Outcome } from "./enums.js";
 
+// LAZY_BATCH is the size of a batch of events (a long task's stored events: the page's first read
+// of one is this long) from which the turns before its last are laid out only when unfolded: a
+// folded turn shows its label, and its events are built when a person opens it (or when a later
+// event needs them).
+const LAZY_BATCH = 500;
+
 export class Timeline {
   // root: the list element; hooks: {decide(pendingID, body) → Promise, onContext(cw),
   // onComplete(data), onActivity()}.
@@ -35,12 +41,6 @@ export class Timeline {
     return n;
   }
 
-  // skip counts an event as seen without showing it (an earlier part of a long task).
-  skip(r) {
-    this.seen.add(r.seq);
-    if (r.seq > this.lastSeq) this.lastSeq = r.seq;
-  }
-
   // reset empties the timeline, to show it again from its first event.
   reset() {
     clear(this.root);
@@ -50,13 +50,16 @@ export class Timeline {
     this.lastBlock = null;
   }
 
-  // add renders records it has not seen, in sequence order, and returns how many were new.
+  // add renders records it has not seen, in sequence order, and returns how many were new. In a
+  // long batch, the turns that fold (all but the last, unless a request in one still waits) are
+  // kept to be laid out when unfolded.
   add(records) {
     const fresh = records.filter((r) => r.seq > 0 && !this.seen.has(r.seq));
     fresh.sort((a, b) => a.seq - b.seq);
     if (!fresh.length) return 0;
     const frag = document.createDocumentFragment();
     this.frag = frag;
+    const later = this.deferrable(fresh);
     for (const r of fresh) {
       this.seen.add(r.seq);
       if (r.seq > this.lastSeq) this.lastSeq = r.seq;
@@ -65,17 +68,72 @@ export class Timeline {
         this.turnEnded = false;
       }
       if ((r.turn || 0) === this.lastTurn && r.type === "complete") this.turnEnded = true;
-      try {
-        this.render(r);
-      } catch (err) {
-        this.put(r, h("li", { className: "ev ev-broken", dataset: { seq: String(r.seq) } },
-          "event " + r.seq + " (" + r.type + ") could not be shown: " + String(err.message || err)));
-      }
+      if (later.has(r.turn || 0)) this.defer(r);
+      else this.show(r);
     }
     this.root.append(frag);
     this.frag = null;
     if (this.hooks.onActivity) this.hooks.onActivity(fresh[fresh.length - 1]);
     return fresh.length;
+  }
+
+  // show renders one record, or a line saying why it could not be.
+  show(r) {
+    try {
+      this.render(r);
+    } catch (err) {
+      this.put(r, h("li", { className: "ev ev-broken", dataset: { seq: String(r.seq) } },
+        "event " + r.seq + " (" + r.type + ") could not be shown: " + String(err.message || err)));
+    }
+  }
+
+  // deferrable returns the turns of a long batch to lay out only when unfolded: new turns before
+  // the batch's last that hold no request still waiting for a person.
+  deferrable(recs) {
+    const out = new Set();
+    if (recs.length < LAZY_BATCH) return out;
+    let last = 0;
+    const open = new Map(); // turn → pending ids asked and not settled
+    for (const r of recs) {
+      const n = r.turn || 0;
+      last = Math.max(last, n);
+      const id = r.event && r.event.pending_id;
+      if (!id) continue;
+      if (!open.has(n)) open.set(n, new Set());
+      if (r.type === "permission_request") open.get(n).add(id);
+      else if (r.type === "permission_decision" || r.type === "permission_cancelled") open.get(n).delete(id);
+    }
+    for (const r of recs) {
+      const n = r.turn || 0;
+      if (n > 0 && n < last && !this.turns.has(n) && !(open.get(n) && open.get(n).size)) out.add(n);
+    }
+    return out;
+  }
+
+  // defer keeps a record of a folded turn to lay out when the turn is unfolded.
+  defer(r) {
+    const n = r.turn || 0;
+    let t = this.turns.get(n);
+    if (!t) {
+      t = this.newTurn(n, false);
+      t.records = [];
+      t.fold.addEventListener("toggle", () => { if (t.fold.open) this.layOut(t); });
+    }
+    t.records.push(r);
+    if (r.type === "user_message" && t.label.textContent === "Turn " + n) t.label.textContent += " · " + firstLine((r.event || {}).text);
+  }
+
+  // layOut renders the records kept for a folded turn.
+  layOut(t) {
+    if (!t.records) return;
+    const recs = t.records;
+    t.records = null;
+    const frag = this.frag, lastBlock = this.lastBlock;
+    this.frag = document.createDocumentFragment();
+    this.lastBlock = null;
+    for (const r of recs) this.show(r);
+    this.frag = frag;
+    this.lastBlock = lastBlock;
   }
 
   // put places an element at the top level, or under its subagent's tool call.
@@ -97,18 +155,26 @@ export class Timeline {
     const n = r.turn || 0;
     if (!n) return this.frag;
     let t = this.turns.get(n);
-    if (t) return t.list;
+    if (t) {
+      this.layOut(t); // an event of a folded turn not laid out yet needs the turn's others
+      return t.list;
+    }
     for (const [m, old] of this.turns) {
       if (m < n && !old.el.querySelector(".request:not(.settled)")) old.fold.open = false;
     }
+    return this.newTurn(n, true).list;
+  }
+
+  // newTurn adds the fold of turn n at the end of the timeline.
+  newTurn(n, open) {
     const label = h("span", { className: "turn-label" }, "Turn " + n);
     const list = h("ol", { className: "turn-events" });
-    const fold = h("details", { className: "turn-fold", open: true }, h("summary", null, label), list);
+    const fold = h("details", { className: "turn-fold", open }, h("summary", null, label), list);
     const el = h("li", { className: "turn", dataset: { turnNo: String(n) } }, fold);
-    t = { el, list, fold, label };
+    const t = { el, list, fold, label, records: null };
     this.turns.set(n, t);
     this.frag.append(el);
-    return list;
+    return t;
   }
 
   item(r, cls, ...children) {
@@ -141,7 +207,8 @@ export class Timeline {
         break;
       }
       case "user_message": {
-        this.put(r, this.item(r, "", h("div", { className: "who" }, "You"), pre(ev.text || "", "prompt-text")));
+        // Who sent the prompt: the API token's name, or the command line's user.
+        this.put(r, this.item(r, "", h("div", { className: "who" }, ev.by ? "Prompt by " + ev.by : "Prompt"), pre(ev.text || "", "prompt-text")));
         const t = this.turns.get(r.turn || 0);
         if (t && t.label.textContent === "Turn " + r.turn) t.label.textContent += " · " + firstLine(ev.text);
         break;
@@ -197,7 +264,7 @@ export class Timeline {
         break;
       }
       case "interrupted":
-        this.put(r, this.item(r, "warn", "Interrupted"));
+        this.put(r, this.item(r, "warn", ev.by ? "Interrupted by " + ev.by : "Interrupted"));
         break;
       case "subagent_task":
         this.subagent(r, ev);

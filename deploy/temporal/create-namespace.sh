@@ -39,6 +39,7 @@ retry 60 temporal operator search-attribute create --address "$address" --namesp
   --name DroverTurns --type Int \
   --name DroverModel --type Keyword \
   --name DroverWorkspace --type Keyword \
+  --name DroverTitle --type Text \
   --name DroverAwaitingApproval --type Bool \
   --name DroverAwaitingSince --type Datetime \
   --name DroverAccount --type Keyword \

@@ -15,6 +15,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/heapprofiler"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -86,9 +87,10 @@ type Page struct {
 	cancel context.CancelFunc
 	done   sync.WaitGroup
 
-	mu      sync.Mutex
-	dialogs []string
-	console []chromedp.ConsoleMessage
+	mu       sync.Mutex
+	dialogs  []string
+	console  []chromedp.ConsoleMessage
+	requests []string
 }
 
 // NewPage opens a tab. Its actions run until Close or until ctx ends.
@@ -103,7 +105,21 @@ func (b *Browser) NewPage(ctx context.Context) (*Page, error) {
 	}
 	dialogs := chromedp.Events(tctx, page.JavascriptDialogOpening)
 	messages := chromedp.Console(tctx)
-	p.done.Add(2)
+	sent := chromedp.Events(tctx, network.RequestWillBeSent)
+	p.done.Add(3)
+	go func() {
+		defer p.done.Done()
+		for ev, err := range sent {
+			if err != nil {
+				return
+			}
+			if ev.Request != nil {
+				p.mu.Lock()
+				p.requests = append(p.requests, ev.Request.Method+" "+ev.Request.URL)
+				p.mu.Unlock()
+			}
+		}
+	}()
 	go func() {
 		defer p.done.Done()
 		for ev, err := range dialogs {
@@ -149,6 +165,14 @@ func (p *Page) Dialogs() []string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]string(nil), p.dialogs...)
+}
+
+// Requests returns every HTTP request the tab sent, as "METHOD URL", in order: what the browser
+// itself reports (DevTools' Network.requestWillBeSent).
+func (p *Page) Requests() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.requests...)
 }
 
 // Problems returns what the page reported as wrong: uncaught exceptions, console errors and

@@ -6,6 +6,7 @@
 package fakeapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,6 +21,7 @@ import (
 // GET /api/v1/tasks/{id}.
 type Task struct {
 	ID               string           `json:"id"`
+	Title            string           `json:"title,omitempty"`
 	Status           string           `json:"status"`
 	Mode             string           `json:"mode,omitempty"`
 	Model            string           `json:"model,omitempty"`
@@ -35,6 +37,7 @@ type Task struct {
 	LastError        string           `json:"last_error,omitempty"`
 	Wait             json.RawMessage  `json:"wait,omitempty"`
 	BudgetExhausted  json.RawMessage  `json:"budget_exhausted,omitempty"`
+	Attention        json.RawMessage  `json:"attention,omitempty"`
 	TemporalURL      string           `json:"temporal_url,omitempty"`
 	ContextWindow    *ContextWindow   `json:"context_window,omitempty"`
 	Pending          []PendingRequest `json:"pending,omitempty"`
@@ -49,6 +52,7 @@ type ContextWindow struct {
 // PendingRequest is a request waiting for a person, as GET /api/v1/approvals lists it.
 type PendingRequest struct {
 	TaskID      string       `json:"task_id"`
+	TaskTitle   string       `json:"task_title,omitempty"`
 	RequestID   string       `json:"request_id"`
 	Turn        int          `json:"turn"`
 	Kind        string       `json:"kind"`
@@ -137,6 +141,13 @@ func (s *Server) PutTask(t Task) {
 		s.order = append(s.order, t.ID)
 	}
 	s.tasks[t.ID] = &t
+	s.bump()
+}
+
+// bump wakes every stream (events and lists): something changed. The caller holds the lock.
+func (s *Server) bump() {
+	close(s.changed)
+	s.changed = make(chan struct{})
 }
 
 // UpdateTask changes a stored task under the server's lock.
@@ -145,6 +156,7 @@ func (s *Server) UpdateTask(id string, f func(*Task)) {
 	defer s.mu.Unlock()
 	if t, ok := s.tasks[id]; ok {
 		f(t)
+		s.bump()
 	}
 }
 
@@ -153,6 +165,7 @@ func (s *Server) Reveal(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.hidden, id)
+	s.bump()
 }
 
 // notFound answers as the real API does for a task it does not know.
@@ -177,8 +190,7 @@ func (s *Server) Append(taskID string, turn, attempt int, evs ...json.RawMessage
 			Time: time.Now().UTC(), Event: ev})
 	}
 	s.events[taskID] = log
-	close(s.changed)
-	s.changed = make(chan struct{})
+	s.bump()
 	return int64(len(log)), nil
 }
 
@@ -202,6 +214,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/v1/tasks/{id}/interrupt", s.accepted)
 	mux.HandleFunc("POST /api/v1/tasks/{id}/rewind", s.rewind)
 	mux.HandleFunc("POST /api/v1/tasks/{id}/fork", s.fork)
+	mux.HandleFunc("POST /api/v1/tasks/{id}/resolve", s.resolve)
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such API route")
 	})
@@ -257,44 +270,98 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 }
 
 func (s *Server) listTasks(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	status, q := r.URL.Query().Get("status"), r.URL.Query().Get("q")
+	status, q := r.URL.Query().Get("status"), strings.ToLower(r.URL.Query().Get("q"))
 	awaiting := r.URL.Query().Get("awaiting_approval") == "true"
-	out := []Task{}
-	for i := len(s.order) - 1; i >= 0; i-- {
-		t := *s.tasks[s.order[i]]
-		if s.hidden[t.ID] {
-			continue
+	s.answerList(w, r, "tasks", func() any {
+		out := []Task{}
+		for i := len(s.order) - 1; i >= 0; i-- {
+			t := *s.tasks[s.order[i]]
+			if s.hidden[t.ID] {
+				continue
+			}
+			if status != "" && t.Status != status || q != "" && !strings.Contains(strings.ToLower(t.ID+"\n"+t.Title), q) || awaiting && t.PendingApprovals == 0 {
+				continue
+			}
+			t.Pending, t.ContextWindow = nil, nil
+			out = append(out, t)
 		}
-		if status != "" && t.Status != status || q != "" && !strings.Contains(t.ID, q) || awaiting && t.PendingApprovals == 0 {
-			continue
-		}
-		t.Pending, t.ContextWindow = nil, nil
-		out = append(out, t)
+		return map[string]any{"tasks": out}
+	})
+}
+
+// answerList answers a list's GET: its JSON, or with Accept: text/event-stream the list now and
+// again whenever it changes, as the real API does. read runs under the server's lock.
+func (s *Server) answerList(w http.ResponseWriter, r *http.Request, name string, read func() any) {
+	if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		s.mu.Lock()
+		v := read()
+		s.mu.Unlock()
+		writeJSON(w, http.StatusOK, v)
+		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tasks": out})
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		writeError(w, http.StatusInternalServerError, "internal", "streaming unsupported")
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	flusher.Flush()
+	tick := time.NewTicker(s.cfg.KeepAlive)
+	defer tick.Stop()
+	var last []byte
+	for {
+		s.mu.Lock()
+		b, err := json.Marshal(read())
+		wake := s.changed
+		s.mu.Unlock()
+		if err != nil {
+			return
+		}
+		if !bytes.Equal(b, last) {
+			if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, b); err != nil {
+				return
+			}
+			flusher.Flush()
+			last = b
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-wake:
+		case <-tick.C:
+			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
+				return
+			}
+			flusher.Flush()
+		}
+	}
 }
 
 func (s *Server) getTask(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	t, ok := s.tasks[r.PathValue("id")]
-	if !ok || s.hidden[t.ID] {
-		notFound(w, r.PathValue("id"))
+	t, ok := s.tasks[id]
+	ok = ok && !s.hidden[id]
+	s.mu.Unlock()
+	if !ok {
+		notFound(w, id)
 		return
 	}
-	writeJSON(w, http.StatusOK, t)
+	s.answerList(w, r, "task", func() any { return *t })
 }
 
-func (s *Server) listApprovals(w http.ResponseWriter, _ *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := []PendingRequest{}
-	for _, id := range s.order {
-		out = append(out, s.tasks[id].Pending...)
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"approvals": out})
+func (s *Server) listApprovals(w http.ResponseWriter, r *http.Request) {
+	s.answerList(w, r, "approvals", func() any {
+		out := []PendingRequest{}
+		for _, id := range s.order {
+			for _, p := range s.tasks[id].Pending {
+				p.TaskTitle = s.tasks[id].Title
+				out = append(out, p)
+			}
+		}
+		return map[string]any{"approvals": out}
+	})
 }
 
 func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
@@ -320,6 +387,7 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 		if p.RequestID == r.PathValue("request") {
 			t.Pending = append(t.Pending[:i:i], t.Pending[i+1:]...)
 			t.PendingApprovals = len(t.Pending)
+			s.bump()
 			writeJSON(w, http.StatusOK, map[string]any{"request_id": p.RequestID})
 			return
 		}
@@ -348,6 +416,7 @@ func (s *Server) prompt(w http.ResponseWriter, r *http.Request) {
 func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 	var body struct {
 		ID        string `json:"id"`
+		Title     string `json:"title"`
 		Prompt    string `json:"prompt"`
 		Workspace string `json:"workspace"`
 		Repo      string `json:"repo"`
@@ -376,10 +445,15 @@ func (s *Server) createTask(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	now := time.Now().UTC()
 	if !seen {
-		s.PutTask(Task{ID: id, Status: "running", Mode: body.Mode, Model: body.Model, Workspace: body.Workspace, Repo: body.Repo, Base: body.Base, CreatedAt: now, UpdatedAt: now})
+		title := body.Title
+		if title == "" {
+			title = strings.TrimSpace(strings.SplitN(strings.TrimSpace(body.Prompt), "\n", 2)[0])
+		}
+		s.PutTask(Task{ID: id, Title: title, Status: "running", Mode: body.Mode, Model: body.Model, Workspace: body.Workspace, Repo: body.Repo, Base: body.Base, CreatedAt: now, UpdatedAt: now})
 		if s.cfg.HideCreated {
 			s.mu.Lock()
 			s.hidden[id] = true
+			s.bump()
 			s.mu.Unlock()
 		}
 	}
@@ -442,6 +516,30 @@ func (s *Server) rewind(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// resolve answers a choice for a task that needs attention: its waiting prompt runs as the turn
+// after its last, and the attention is gone.
+func (s *Server) resolve(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	var body struct {
+		Choice string `json:"choice"`
+	}
+	raw, _ := r.Context().Value(bodyKey{}).(json.RawMessage)
+	_ = json.Unmarshal(raw, &body)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tasks[id]
+	switch {
+	case !ok || s.hidden[id]:
+		notFound(w, id)
+	case len(t.Attention) == 0:
+		writeError(w, http.StatusConflict, "not_pending", "the task does not need attention")
+	default:
+		t.Attention, t.Status = nil, "running"
+		t.Turns++
+		writeJSON(w, http.StatusOK, map[string]any{"task_id": id, "choice": body.Choice, "turn": t.Turns})
+	}
+}
+
 func (s *Server) accepted(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusAccepted, map[string]any{})
 }
@@ -471,6 +569,15 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		s.mu.Lock()
 		page := s.since(id, after, limit)
+		if v := r.URL.Query().Get("before"); v != "" {
+			before, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || before < 1 {
+				s.mu.Unlock()
+				writeError(w, http.StatusBadRequest, "invalid_input", "before must be a sequence number")
+				return
+			}
+			page = s.before(id, before, limit)
+		}
 		s.mu.Unlock()
 		next := after
 		if len(page) > 0 {
@@ -480,6 +587,14 @@ func (s *Server) getEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.stream(w, r, id, after)
+}
+
+// before returns the last limit records before seq, in order; the caller holds the lock.
+func (s *Server) before(id string, before int64, limit int) []Record {
+	log := s.events[id]
+	end := min(before-1, int64(len(log)))
+	start := max(end-int64(limit), 0)
+	return append([]Record{}, log[start:end]...)
 }
 
 // since returns up to limit records after seq; the caller holds the lock.

@@ -1,0 +1,99 @@
+package e2e
+
+import (
+	"fmt"
+	"os/exec"
+	"testing"
+	"time"
+
+	fa "github.com/drover-run/drover/internal/offlinemodel"
+	"github.com/drover-run/drover/task"
+)
+
+// apiKeyAccount is the fake API's account of the key workers run with.
+var apiKeyAccount = fa.APIKeyAccount(testAPIKey)
+
+// startRetryingWorker runs `drover worker` as host hostID with the CLI's own retries on (the
+// other tests turn them off), so that a 429 is announced by system/api_retry before the CLI
+// waits it out.
+func (e *env) startRetryingWorker(hostID string, extraArgs ...string) *workerProc {
+	e.t.Helper()
+	cmd := exec.Command(suite.drover, append([]string{"worker", "--keep-alive", "2m"}, extraArgs...)...)
+	cmd.Env = setEnv(e.workerEnv(hostID, "debug"), "CLAUDE_CODE_MAX_RETRIES=10")
+	return launchWorker(e.t, e.t, hostID, cmd)
+}
+
+// With an API key, the first 429 the CLI announces it will retry pauses the whole account at
+// once, for the retry-after the API announced: the task shows waiting_for_limit (not running
+// with a CLI asleep in its retry), the account's other tasks wait before they send a request,
+// and the fake API's log shows the one refused request and nothing else until the announced
+// reset; then one request goes first, and every turn finishes.
+func TestAPIKeyRateLimitPausesTheAccountAtOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.startRetryingWorker("host-" + e.queue)
+	const n = 3
+	warm := make([]string, n)
+	for i := range warm {
+		warm[i] = fmt.Sprintf("warm up %d", i)
+	}
+	ids := e.startTasks("apikey", warm...)
+	for _, id := range ids {
+		e.waitTurns(id, 1)
+	}
+
+	reset := time.Now().Add(15 * time.Second).Truncate(time.Second)
+	e.fake.SetLimit(apiKeyAccount, fa.UsageLimit(fa.WindowFiveHour, reset))
+	limitedFrom := time.Now()
+	if _, err := e.tc.Prompt(e.ctx, ids[0], task.Prompt{Text: "second prompt 0"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	st := e.waitStatus(ids[0], task.StatusWaitingForLimit)
+	if st.Wait == nil || st.Wait.Reason != task.WaitRateLimit || st.Wait.ResetsAt.Before(reset) || st.Wait.ResetsAt.After(reset.Add(6*time.Second)) {
+		t.Fatalf("the limited task's wait: %+v; want rate_limit until about %s (the retry-after announced)", st.Wait, reset)
+	}
+	for i := 1; i < n; i++ {
+		if _, err := e.tc.Prompt(e.ctx, ids[i], task.Prompt{Text: fmt.Sprintf("second prompt %d", i)}, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range ids[1:] {
+		e.waitStatus(id, task.StatusWaitingForLimit)
+	}
+	if time.Now().After(reset) {
+		t.Fatal("the tasks took until the reset to pause; the test proves nothing")
+	}
+	for _, id := range ids {
+		e.waitTurns(id, 2)
+	}
+
+	// The fake's own log: one request refused, none other until the announced reset; then one
+	// goes first and alone.
+	calls := messages(e.fake.Calls().Of(apiKeyAccount))
+	if before := calls.Started(limitedFrom, reset); len(before) != 1 || before[0].Limit != fa.LimitUsage {
+		t.Fatalf("requests between the 429 and the reset it announced: %+v; want the one refused", before)
+	}
+	if got := len(calls.Limited()); got != 1 {
+		t.Errorf("%d requests refused, want 1", got)
+	}
+	after := calls.Started(reset, time.Now().Add(time.Hour)).Class(fa.ClassMain)
+	if len(after) < n {
+		t.Fatalf("%d main requests after the reset, want one per task", len(after))
+	}
+	if after[1].Start.Before(after[0].End) {
+		t.Errorf("after the reset, the first request (%s–%s) did not go alone: the next began %s", after[0].Start, after[0].End, after[1].Start)
+	}
+	for i, id := range ids {
+		st, err := e.tc.State(e.ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Totals.FailedTurns != 0 || st.LastError != "" || st.Status != task.StatusIdle {
+			t.Errorf("task %s after the limit: %+v", id, st)
+		}
+		chain := chainTo(e.transcriptEntries(st.SessionID), st.LastMessageUUID)
+		if got := promptCount(chain, fmt.Sprintf("second prompt %d", i)); got != 1 {
+			t.Errorf("task %s: the second prompt is %d times in the conversation, want once", id, got)
+		}
+	}
+}
