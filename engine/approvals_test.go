@@ -558,3 +558,55 @@ func TestStopHookAsksToCommitOnce(t *testing.T) {
 		t.Fatalf("second Stop hook: %+v, want approve (never loop)", s)
 	}
 }
+
+// loggedNotifier is a notifier that looks, each time it is told of a request, whether the task's
+// log already holds the request's permission_request event.
+type loggedNotifier struct {
+	notifier
+	db      store.DB
+	missing atomic.Int32
+}
+
+func (n *loggedNotifier) Asked(ctx context.Context, taskID string, r task.PendingRequest) error {
+	evs, err := store.ListEvents(ctx, n.db, taskID, 0, 1000)
+	if err != nil {
+		return err
+	}
+	found := false
+	for _, ev := range evs {
+		found = found || (ev.Type == string(events.TypePermissionRequest) && strings.Contains(string(ev.Payload), r.RequestID))
+	}
+	if !found {
+		n.missing.Add(1)
+	}
+	return n.notifier.Asked(ctx, taskID, r)
+}
+
+// When the workflow hears of a request, its permission_request event is stored already: whoever
+// sees the request waiting (the task's state, the page) finds it in the log, however slow the
+// writer.
+func TestRequestEventIsLoggedBeforeTheTaskHears(t *testing.T) {
+	t.Parallel()
+	n := &loggedNotifier{}
+	r := newRig(t, func(c *fakecli.CLI) {
+		c.Serve(func(c *fakecli.CLI, p fakecli.Line) {
+			c.Init()
+			ask(c, &answers{}, "a1", "Bash", map[string]any{"command": "make deploy"})
+			c.Reply("done")
+		})
+	}, func(c *engine.Config) { c.Notifier, n.db = n, c.DB })
+	done := make(chan error)
+	go func() {
+		_, err := r.eng.RunTurn(r.ctx, r.supervisedReq(1, 1, task.Supervised))
+		done <- err
+	}()
+	p := r.waitPending(1)
+	n.waitAsked(r.t, 1)
+	r.decide(p, task.OutcomeAllowed)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if m := n.missing.Load(); m != 0 {
+		t.Fatalf("the workflow heard of %d request(s) before their event was in the log", m)
+	}
+}

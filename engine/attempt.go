@@ -297,7 +297,11 @@ func (a *attempt) startTurn(ctx context.Context, ex *executor, fresh bool, image
 		return nil, &Error{Type: task.ErrTypeInternal, Err: err}
 	}
 	a.inTurn = true
-	ex.approvals.Store(newTurnApprovals(e, ex, req, a.sink, a.log))
+	approvals := newTurnApprovals(e, ex, req, a.sink, a.log)
+	if l := a.elog.Load(); l != nil {
+		approvals.flush = l.Flush
+	}
+	ex.approvals.Store(approvals)
 	a.spend.arm(ex, a.cutTurn(ex))
 	if ex.supervisable {
 		// The CLI's own plan mode, or bypass with drover's hooks deciding: as the turn's mode says.

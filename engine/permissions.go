@@ -37,7 +37,9 @@ type turnApprovals struct {
 	req Request
 	// sink is the attempt's log: what the approvals emit goes there even while the attempt's
 	// process is being stopped (a request withdrawn then), when the process has no sink.
-	sink    streamjson.Sink
+	sink streamjson.Sink
+	// flush stores what the attempt's log holds; nil stores nothing.
+	flush   func(context.Context) error
 	log     *slog.Logger
 	timeout time.Duration
 
@@ -164,6 +166,9 @@ func (t *turnApprovals) askPerson(ctx context.Context, cr *claudecode.ControlReq
 	}
 	if fresh {
 		t.emit(t.requestEvent(cr, pending))
+		// Stored before the task hears of the request: whoever sees it waiting finds its event
+		// in the log.
+		t.flushLog(rctx)
 	}
 	t.notifyAsked(ctx, pending)
 	waited := t.e.meterApproval(ctx, kind)
@@ -180,6 +185,17 @@ func (t *turnApprovals) askPerson(ctx context.Context, cr *claudecode.ControlReq
 		return nil, err
 	}
 	return t.answer(ctx, cr, decided)
+}
+
+// flushLog stores the attempt's log as it is now; a failure is logged, and the event is stored
+// with the rest of the log.
+func (t *turnApprovals) flushLog(ctx context.Context) {
+	if t.flush == nil {
+		return
+	}
+	if err := t.flush(ctx); err != nil {
+		t.log.Warn("storing a permission request's event before telling the task", "error", err)
+	}
 }
 
 // withdrawn closes a request the CLI cancelled.

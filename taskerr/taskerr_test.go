@@ -56,14 +56,14 @@ func TestDescribe(t *testing.T) {
 		{wrap(&task.InvalidError{Field: "prompt", Reason: "is empty"}), taskerr.CodeInvalidInput, http.StatusBadRequest, []string{"prompt: is empty"}, nil},
 		{serviceerror.NewNotFound("workflow not found"), taskerr.CodeNotFound, http.StatusNotFound, nil, nil},
 		{wrap(context.DeadlineExceeded), taskerr.CodeUnavailable, http.StatusServiceUnavailable, []string{"is a worker running"}, nil},
-		{fmt.Errorf("diffing: %w", workspace.ErrNotManaged), taskerr.CodeNotManaged, http.StatusConflict, []string{"--repo"}, nil},
-		{fmt.Errorf("diffing: %w", workspace.ErrNoCheckpoint), taskerr.CodeNoCheckpoint, http.StatusNotFound, []string{"drover task diff"}, nil},
-		{fmt.Errorf("publishing: %w", workspace.ErrNotOurs), taskerr.CodeBranchNotOurs, http.StatusConflict, nil, nil},
-		{&workspace.UnreachableError{URL: "u", Err: errors.New("x")}, taskerr.CodeUnreachable, http.StatusBadGateway, []string{"u"}, nil},
 		{fmt.Errorf("reading: %w", &net.OpError{Op: "write", Net: "tcp", Err: syscall.ECONNRESET}), taskerr.CodeUnavailable,
 			http.StatusServiceUnavailable, []string{"connection to Postgres was lost; try again"}, nil},
 		{wrap(io.ErrUnexpectedEOF), taskerr.CodeUnavailable, http.StatusServiceUnavailable, []string{"try again"}, nil},
 		{&pgconn.PgError{Code: "42P01", Message: "relation does not exist"}, taskerr.CodeInternal, http.StatusInternalServerError, nil, nil},
+		{fmt.Errorf("diffing: %w", workspace.ErrNotManaged), taskerr.CodeNotManaged, http.StatusConflict, []string{"--repo"}, nil},
+		{fmt.Errorf("diffing: %w", workspace.ErrNoCheckpoint), taskerr.CodeNoCheckpoint, http.StatusNotFound, []string{"drover task diff"}, nil},
+		{fmt.Errorf("publishing: %w", workspace.ErrNotOurs), taskerr.CodeBranchNotOurs, http.StatusConflict, nil, nil},
+		{&workspace.UnreachableError{URL: "u", Err: errors.New("x")}, taskerr.CodeUnreachable, http.StatusBadGateway, []string{"u"}, nil},
 		{errors.New("boom"), taskerr.CodeInternal, http.StatusInternalServerError, []string{"boom"}, nil},
 	} {
 		d := taskerr.Describe(c.err)
