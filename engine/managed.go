@@ -154,8 +154,9 @@ func (e *Engine) removeWorktree(ctx context.Context, taskID, repo string) {
 	e.cfg.Logger.Info("removed the ended task's worktree", "task_id", taskID)
 }
 
-// workspaceFailure types a failure of package workspace: a full disk and an unreachable
-// repository are retryable, a missing base and a file over the limit are not.
+// workspaceFailure types a failure of package workspace: a full disk, an unreachable
+// repository and a locked worktree are retryable, a missing base and a file over the limit are
+// not.
 func workspaceFailure(ctx context.Context, what string, err error) *Error {
 	t := task.ErrTypeWorkspaceFailed
 	switch {
@@ -170,6 +171,10 @@ func workspaceFailure(ctx context.Context, what string, err error) *Error {
 		t = task.ErrTypeBaseMissing
 	case errors.Is(err, workspace.ErrUnreachable):
 		t = task.ErrTypeRepoUnreachable
+	case errors.Is(err, workspace.ErrLocked):
+		t = task.ErrTypeWorkspaceLocked
+		err = fmt.Errorf("%w; a git command runs in the worktree, or one that was stopped left its lock file: "+
+			"remove that file once no git runs there (the worktree's changes are kept on a side ref)", err)
 	}
 	return &Error{Type: t, Err: fmt.Errorf("%s: %w", what, err)}
 }

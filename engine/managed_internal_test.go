@@ -1,48 +1,40 @@
 package engine
 
 import (
-	"slices"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
-	"github.com/drover-run/drover/events"
-	"github.com/drover-run/drover/streamjson"
+	"github.com/drover-run/drover/task"
+	"github.com/drover-run/drover/workspace"
 )
 
-// TestHoldSinkHoldsTheCompleteForItsCheckpoint: events before a turn's main complete pass at
-// once; the complete and all after it wait for release, which gives the complete the checkpoint
-// (not a subagent's) and keeps the order; after release events pass at once.
-func TestHoldSinkHoldsTheCompleteForItsCheckpoint(t *testing.T) {
-	var got []events.AgentEvent
-	h := &holdSink{next: streamjson.SinkFunc(func(ev events.AgentEvent) { got = append(got, ev) })}
-	complete := func(parent string) events.AgentEvent {
-		return events.AgentEvent{Type: events.TypeComplete, ParentToolCallID: parent, Data: &events.Data{Completion: &events.Completion{CostUSD: 1}}}
+// TestWorkspaceFailureTypes: each failure of package workspace reaches the workflow with its
+// own type and retryability, and a locked worktree's message names the lock and what to do.
+func TestWorkspaceFailureTypes(t *testing.T) {
+	ctx := context.Background()
+	git := func(stderr string) error {
+		return fmt.Errorf("restoring t1: %w", &workspace.GitError{Args: []string{"read-tree"}, Err: errors.New("exit status 128"), Stderr: stderr})
 	}
-	h.Emit(events.AgentEvent{Type: events.TypeMessageChunk, Text: "a"})
-	h.Emit(complete("toolu_sub"))
-	if len(got) != 2 {
-		t.Fatalf("%d events passed before the main complete, want 2", len(got))
+	for _, c := range []struct {
+		err       error
+		want      string
+		retryable bool
+		says      string
+	}{
+		{git("fatal: Unable to create '/w/.git/worktrees/t1/index.lock': File exists."), task.ErrTypeWorkspaceLocked, true, "index.lock"},
+		{git("fatal: write error: No space left on device"), task.ErrTypeDiskFull, true, "No space"},
+		{fmt.Errorf("x: %w", workspace.ErrBaseMissing), task.ErrTypeBaseMissing, false, ""},
+		{git("fatal: bad object"), task.ErrTypeWorkspaceFailed, true, "bad object"},
+	} {
+		f := workspaceFailure(ctx, "restoring the worktree", c.err)
+		if f.Type != c.want || f.Retryable() != c.retryable || !strings.Contains(f.Error(), c.says) {
+			t.Errorf("%v: got %s (retryable %v) %q, want %s (retryable %v) saying %q", c.err, f.Type, f.Retryable(), f.Error(), c.want, c.retryable, c.says)
+		}
 	}
-	main := complete("")
-	h.Emit(main)
-	h.Emit(events.AgentEvent{Type: events.TypeMessageChunk, Text: "after"})
-	if len(got) != 2 {
-		t.Fatalf("the complete or what follows it passed before release: %d events", len(got))
+	if f := workspaceFailure(ctx, "x", git("fatal: Unable to create '/w/index.lock': File exists.")); !strings.Contains(f.Error(), "remove that file") {
+		t.Errorf("a locked worktree's message does not say what to do: %q", f.Error())
 	}
-	h.release("c0ffee")
-	h.Emit(events.AgentEvent{Type: events.TypeMessageChunk, Text: "later"})
-	var types []string
-	for _, ev := range got {
-		types = append(types, string(ev.Type)+ev.Text)
-	}
-	if want := []string{"message_chunka", "complete", "complete", "message_chunkafter", "message_chunklater"}; !slices.Equal(types, want) {
-		t.Fatalf("events %v, want %v", types, want)
-	}
-	if got[1].Data.Completion.Checkpoint != "" || got[2].Data.Completion.Checkpoint != "c0ffee" {
-		t.Errorf("checkpoints: subagent %q, main %q", got[1].Data.Completion.Checkpoint, got[2].Data.Completion.Checkpoint)
-	}
-	if main.Data.Completion.Checkpoint != "" {
-		t.Error("release changed the event the CLI's adapter emitted")
-	}
-	var nilHold *holdSink
-	nilHold.release("x") // an unmanaged attempt has none
 }

@@ -29,10 +29,14 @@ const (
 	// limit; the message names it. The turn is not committed without its checkpoint. Not
 	// retryable: the file stays until a person removes it or lists it in .gitignore.
 	ErrTypeFileTooLarge = "FileTooLarge"
+	// ErrTypeWorkspaceLocked: a managed task's worktree is locked by a git command (index.lock
+	// and the like), a person's or one that was stopped; the message names the file. What the
+	// worktree held is kept on a side ref first. Retryable: the lock may go.
+	ErrTypeWorkspaceLocked = "WorkspaceLocked"
 	// ErrTypeWorkspaceFailed: git failed otherwise on a managed task's worktree. Retryable.
 	ErrTypeWorkspaceFailed = "WorkspaceFailed"
-	// ErrTypeResumeRejected: the CLI refused to resume the session at the committed point. The
-	// session is forgotten and the workflow's next turn starts a new one. Not retryable.
+	// ErrTypeResumeRejected: the CLI refused every way to resume the session at the committed
+	// point. Not retryable: the task needs a person's choice (StatusNeedsAttention).
 	ErrTypeResumeRejected = "ResumeRejected"
 	// ErrTypeClaudeStartFailed: the CLI could not be started or did not answer initialize.
 	ErrTypeClaudeStartFailed = "ClaudeStartFailed"

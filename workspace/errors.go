@@ -23,6 +23,9 @@ var (
 	ErrNoCheckpoint = errors.New("no such checkpoint")
 	// ErrNoWorktree: the task has no worktree on this host.
 	ErrNoWorktree = errors.New("no worktree")
+	// ErrLocked: git found a lock file in the worktree's repository (index.lock and the like):
+	// a git command runs there, a person's for example, or one that was stopped left it.
+	ErrLocked = errors.New("worktree locked")
 )
 
 // GitError is a git command that failed: its arguments, exit status and what it said.
@@ -38,9 +41,21 @@ func (e *GitError) Error() string {
 
 func (e *GitError) Unwrap() error { return e.Err }
 
-// Is lets a failure that ran out of disk space match ErrDiskFull.
+// Is lets a failure that ran out of disk space match ErrDiskFull, and one that met another
+// command's lock file match ErrLocked.
 func (e *GitError) Is(target error) bool {
-	return target == ErrDiskFull && isDiskFull(e.Stderr)
+	switch target {
+	case ErrDiskFull:
+		return isDiskFull(e.Stderr)
+	case ErrLocked:
+		return isLocked(e.Stderr)
+	}
+	return false
+}
+
+// isLocked reports git's refusal to take a lock that another command holds (or left).
+func isLocked(stderr string) bool {
+	return strings.Contains(stderr, "Unable to create '") && strings.Contains(stderr, ".lock': File exists")
 }
 
 func isDiskFull(stderr string) bool {

@@ -756,3 +756,41 @@ func TestRestoreToACheckpointMadeElsewhere(t *testing.T) {
 		t.Errorf("restored to the base: shared.txt %q, kept %q", got, r.Kept)
 	}
 }
+
+// TestRestoreOfALockedWorktree: a git command that was stopped (or a person's, still running)
+// left index.lock in the worktree's repository. Restore keeps the worktree's changes on a side
+// ref, then reports ErrLocked with the lock's path, and leaves the lock where it is; once the
+// lock is gone, the same restore succeeds.
+func TestRestoreOfALockedWorktree(t *testing.T) {
+	repo := origin(t)
+	m := host(t, "")
+	task := Task{ID: "t1", Repo: repo}
+	prepare(t, m, task, "main")
+	dir := m.Dir(task.ID)
+	log := filepath.Join(dir, "log.txt")
+	appendTo(t, log, "run")
+	checkpoint(t, m, task, 1)
+	appendTo(t, log, "run")
+	lock := filepath.Join(strings.TrimSpace(witness(t, dir, "rev-parse", "--absolute-git-dir")), "index.lock")
+	write(t, lock, "")
+
+	_, err := m.Restore(context.Background(), task, 1)
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), lock) {
+		t.Fatalf("Restore of a locked worktree = %v, want ErrLocked naming %s", err, lock)
+	}
+	if _, err := os.Stat(lock); err != nil {
+		t.Errorf("the lock was removed: %v", err)
+	}
+	if got := witness(t, m.cfg.Remote, "show", "refs/drover/tasks/t1/kept/1:log.txt"); got != "run\nrun\n" {
+		t.Errorf("the remote's kept log.txt = %q, want the worktree's two lines", got)
+	}
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.Restore(context.Background(), task, 1); err != nil {
+		t.Fatalf("Restore once the lock is gone: %v", err)
+	}
+	if got := read(t, log); got != "run\n" {
+		t.Errorf("log.txt after restore = %q, want one line", got)
+	}
+}
