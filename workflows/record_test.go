@@ -132,12 +132,13 @@ func TestRecordHistory(t *testing.T) {
 	sw.RegisterActivityWithOptions(host.assignHost, activity.RegisterOptions{Name: task.ActivityAssignHost})
 	hw := worker.New(c, host.queue, worker.Options{})
 	hw.RegisterActivityWithOptions(host.runTurn, activity.RegisterOptions{Name: task.ActivityRunTurn})
-	hw.RegisterActivityWithOptions(host.interruptTurn, activity.RegisterOptions{Name: task.ActivityInterruptTurn})
-	hw.RegisterActivityWithOptions(host.stopExecutor, activity.RegisterOptions{Name: task.ActivityStopExecutor})
-	require.NoError(t, sw.Start())
-	defer sw.Stop()
-	require.NoError(t, hw.Start())
-	defer hw.Stop()
+	cw := worker.New(c, task.ControlQueue(host.queue), worker.Options{})
+	cw.RegisterActivityWithOptions(host.interruptTurn, activity.RegisterOptions{Name: task.ActivityInterruptTurn})
+	cw.RegisterActivityWithOptions(host.stopExecutor, activity.RegisterOptions{Name: task.ActivityStopExecutor})
+	for _, w := range []worker.Worker{sw, hw, cw} {
+		require.NoError(t, w.Start())
+		defer w.Stop()
+	}
 
 	taskID := "task-record-1"
 	p := task.Params{Workspace: "/srv/drover/work/record", Profile: task.Profile{Model: "claude-sonnet-4-5"}}
