@@ -32,8 +32,7 @@ func TestAPIKeyRateLimitPausesTheAccountAtOnce(t *testing.T) {
 	e := newEnv(t)
 	e.startRetryingWorker("host-" + e.queue)
 	const n = 3
-	reset := time.Now().Add(15 * time.Second).Truncate(time.Second)
-	ids, limitedFrom, waiting := e.pauseAccount("apikey", n, apiKeyAccount, fa.UsageLimit(fa.WindowFiveHour, reset), reset)
+	ids, reset, limitedFrom, waiting := e.pauseAccount("apikey", n, apiKeyAccount, 15*time.Second)
 	if w := waiting[0].Wait; w == nil || w.Reason != task.WaitRateLimit || w.ResetsAt.Before(reset) || w.ResetsAt.After(reset.Add(6*time.Second)) {
 		t.Fatalf("the limited task's wait: %+v; want rate_limit until about %s (the retry-after announced)", w, reset)
 	}

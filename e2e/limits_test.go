@@ -83,11 +83,12 @@ func waitEvents(evs []loggedEvent) []events.Wait {
 	return out
 }
 
-// pauseAccount runs n tasks named name to their first turn, sets lim on account and prompts each
-// task again ("second prompt i"), the first alone: each must wait for the limit, all before reset,
-// and then finish its second turn. It returns the tasks, when the limit was set, and each task's
-// state as it began to wait.
-func (e *env) pauseAccount(name string, n int, account fa.Account, lim fa.AccountLimit, reset time.Time) (ids []string, limitedFrom time.Time, waiting []task.State) {
+// pauseAccount runs n tasks named name to their first turn, then sets a five-hour usage limit on
+// account that resets in resetIn (whole seconds) and prompts each task again ("second prompt i"),
+// the first alone: each must wait for the limit, all before the reset, and then finish its second
+// turn. It returns the tasks, the reset, when the limit was set, and each task's state as it
+// began to wait.
+func (e *env) pauseAccount(name string, n int, account fa.Account, resetIn time.Duration) (ids []string, reset, limitedFrom time.Time, waiting []task.State) {
 	e.t.Helper()
 	warm := make([]string, n)
 	for i := range warm {
@@ -97,7 +98,8 @@ func (e *env) pauseAccount(name string, n int, account fa.Account, lim fa.Accoun
 	for _, id := range ids {
 		e.waitTurns(id, 1)
 	}
-	e.fake.SetLimit(account, lim)
+	reset = time.Now().Add(resetIn).Truncate(time.Second)
+	e.fake.SetLimit(account, fa.UsageLimit(fa.WindowFiveHour, reset))
 	limitedFrom = time.Now()
 	for i, id := range ids {
 		if _, err := e.tc.Prompt(e.ctx, id, task.Prompt{Text: fmt.Sprintf("second prompt %d", i)}, ""); err != nil {
@@ -116,7 +118,7 @@ func (e *env) pauseAccount(name string, n int, account fa.Account, lim fa.Accoun
 	for _, id := range ids {
 		e.waitTurns(id, 2)
 	}
-	return ids, limitedFrom, waiting
+	return ids, reset, limitedFrom, waiting
 }
 
 // oneRefusedThenOneAlone checks the fake's log of the account's Messages requests: between
@@ -172,8 +174,7 @@ func TestUsageLimitPausesTheAccountUntilItsReset(t *testing.T) {
 	e := newEnv(t)
 	e.startSubscriptionWorker("host-" + e.queue)
 	const n = 5
-	reset := time.Now().Add(12 * time.Second).Truncate(time.Second)
-	ids, limitedFrom, waiting := e.pauseAccount("usage", n, subscription, fa.UsageLimit(fa.WindowFiveHour, reset), reset)
+	ids, reset, limitedFrom, waiting := e.pauseAccount("usage", n, subscription, 12*time.Second)
 	if w := waiting[0].Wait; w == nil || w.Reason != task.WaitUsageLimit || !w.ResetsAt.Equal(reset) || w.LimitType != "five_hour" ||
 		w.Turn != 2 || w.RetryAt.Before(reset) {
 		t.Fatalf("the limited task's wait: %+v; want usage_limit five_hour until %s", w, reset)
