@@ -75,11 +75,6 @@ func (l *workerLoop) prompt(k int, text string) time.Time {
 	return time.Now()
 }
 
-// jitter is a random duration below max.
-func (l *workerLoop) jitter(max time.Duration) time.Duration {
-	return time.Duration(l.rng.Int64N(int64(max)))
-}
-
 // loopScript is what the fake API's scripts of a worker loop keep: the stop point P of each
 // turn, how often the worker was stopped in each turn, and a channel that holds the answers of
 // attempts about to be stopped.
