@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os/exec"
 	"testing"
 	"time"
@@ -103,33 +104,8 @@ func TestAPIKeyRetryAfterBeyondTheCLIsCapPausesTheAccount(t *testing.T) {
 
 	// The fake's own log: one request refused, none other until the account's reset; then one
 	// goes first and alone.
-	calls := messages(e.fake.Calls().Of(apiKeyAccount))
-	if before := calls.Started(limitedFrom, accountReset); len(before) != 1 || before[0].Limit != fa.LimitUsage {
-		t.Fatalf("requests between the 429 and the reset it announced: %+v; want the one refused", before)
-	}
-	if got := len(calls.Limited()); got != 1 {
-		t.Errorf("%d requests refused, want 1", got)
-	}
-	after := calls.Started(accountReset, time.Now().Add(time.Hour)).Class(fa.ClassMain)
-	if len(after) < n {
-		t.Fatalf("%d main requests after the reset, want one per task", len(after))
-	}
-	if after[1].Start.Before(after[0].End) {
-		t.Errorf("after the reset, the first request (%s–%s) did not go alone: the next began %s", after[0].Start, after[0].End, after[1].Start)
-	}
-	for i, id := range ids {
-		st, err := e.tc.State(e.ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Totals.FailedTurns != 0 || st.LastError != "" || st.Status != task.StatusIdle {
-			t.Errorf("task %s after the limit: %+v", id, st)
-		}
-		chain := chainTo(e.transcriptEntries(st.SessionID), st.LastMessageUUID)
-		if got := promptCount(chain, fmt.Sprintf("second prompt %d", i)); got != 1 {
-			t.Errorf("task %s: the second prompt is %d times in the conversation, want once", id, got)
-		}
-	}
+	oneRefusedThenOneAlone(t, messages(e.fake.Calls().Of(apiKeyAccount)), limitedFrom, accountReset, n)
+	e.checkResumed(ids)
 }
 
 // sameInstant reports whether a and b are one instant as Postgres keeps it (to the microsecond).
