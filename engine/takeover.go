@@ -79,8 +79,8 @@ func (ex *executor) setRunner(r *turnRunner) {
 }
 
 // claimTurn asks for the running turn on behalf of a newer attempt of the same turn and prompt.
-// It returns a channel closed once the running attempt let go (or refused to: see adoptable);
-// ok is false when the executor runs no such turn.
+// It returns a channel closed once the running attempt let go of the turn, parked (adopt takes
+// it) or not (adopt refuses); ok is false when the executor runs no such turn.
 func (ex *executor) claimTurn(turn int, promptUUID string, attempt int) (<-chan struct{}, bool) {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
