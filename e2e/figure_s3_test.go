@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,6 +25,23 @@ type s3Host struct {
 	worker int // the worker's pid
 	warm   *warmTaskRun
 	tasks  int // the tasks the database holds
+	// scans are the sequential scans of each table counted before the batch; scanned those
+	// counted during the batches, and turns the batches' turns.
+	scans, scanned map[string]int64
+	turns          int
+}
+
+// scansPerTurn describes the sequential scans of each table per turn of the batches.
+func (h *s3Host) scansPerTurn() string {
+	var out []string
+	for name, n := range h.scanned {
+		out = append(out, fmt.Sprintf("%s %.1f", name, float64(n)/float64(h.turns)))
+	}
+	slices.Sort(out)
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
 }
 
 // serveTasks runs n tasks through the host's worker, four at a time, each in a workspace of its
@@ -102,7 +121,35 @@ func newS3Host(b *testing.B, tasks, served int) *s3Host {
 	if err := e.pool.QueryRow(e.ctx, `SELECT count(*) FROM tasks`).Scan(&n); err != nil || n != tasks {
 		b.Fatalf("the database holds %d tasks (%v), want %d", n, err, tasks)
 	}
-	return &s3Host{e: e, worker: wp.cmd.Process.Pid, warm: w, tasks: n}
+	return &s3Host{e: e, worker: wp.cmd.Process.Pid, warm: w, tasks: n, scanned: map[string]int64{}}
+}
+
+// seqScans returns the sequential scans Postgres has counted of each of drover's tables in the
+// host's database: a query of a turn that reads a table whose rows grow with the tasks served
+// without an index shows here.
+func (h *s3Host) seqScans() map[string]int64 {
+	e := h.e
+	if _, err := e.pool.Exec(e.ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
+		e.tb.Fatal(err)
+	}
+	rows, err := e.pool.Query(e.ctx, `SELECT relname, seq_scan FROM pg_stat_user_tables WHERE relname <> 'schema_migrations'`)
+	if err != nil {
+		e.tb.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var name string
+		var n int64
+		if err := rows.Scan(&name, &n); err != nil {
+			e.tb.Fatal(err)
+		}
+		out[name] = n
+	}
+	if err := rows.Err(); err != nil {
+		e.tb.Fatal(err)
+	}
+	return out
 }
 
 // batch runs turns warm turns of the host's warm task and returns the CPU each class of its stack
@@ -110,6 +157,7 @@ func newS3Host(b *testing.B, tasks, served int) *s3Host {
 func (h *s3Host) batch(turns int) p5Batch {
 	e := h.e
 	db := dbName(e.dsn)
+	h.scans = h.seqScans()
 	before := snapshotCPU(h.worker, db)
 	for i := range turns {
 		if _, err := e.tc.Prompt(e.ctx, h.warm.id, task.Prompt{Text: fmt.Sprintf("s3 prompt %d", h.warm.turns+i)}, ""); err != nil {
@@ -118,6 +166,13 @@ func (h *s3Host) batch(turns int) p5Batch {
 		h.warm.waitNextRecorded()
 	}
 	used := snapshotCPU(h.worker, db).since(before)
+	for name, n := range h.seqScans() {
+		if d := n - h.scans[name]; d > 0 {
+			h.scanned[name] += d
+		}
+		h.scans[name] = n
+	}
+	h.turns += turns
 	per := p5Batch{}
 	for c, ms := range used {
 		per[c] = ms / float64(turns)
@@ -170,6 +225,7 @@ func BenchmarkFigureS3(b *testing.B) {
 		Ratio: bench.Median(ratios), Runs: len(ratios), Goal: bench.RatioAtMost(s3Goal),
 		Note: fmt.Sprintf("%d turns a batch; large side: %d tasks made in Postgres with their project folders, %d run through the worker, 1 warm; "+
 			"the whole stack per turn: %s with %d, %s with %d",
-			turns, large.tasks-served-1, served, stackParts(largeB), large.tasks, stackParts(smallB), small.tasks)}
+			turns, large.tasks-served-1, served, stackParts(largeB), large.tasks, stackParts(smallB), small.tasks) +
+			fmt.Sprintf("; sequential scans per turn with %d: %s", large.tasks, large.scansPerTurn())}
 	reportRows(b, row)
 }

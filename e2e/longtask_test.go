@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +22,9 @@ var longTurns = flag.Int("long.turns", 210, "TestLongTaskAcrossContinueAsNew: th
 
 // longPrompt is the prompt of turn k of the long task: no prompt's text holds another's.
 func longPrompt(k int) string { return fmt.Sprintf("prompt %05d of the long task.", k) }
+
+// longPromptRE finds the long task's prompts in a request's JSON.
+var longPromptRE = regexp.MustCompile(`prompt (\d{5}) of the long task\.`)
 
 // longToolCommand is the command the model runs in the long task's supervised turns.
 const longToolCommand = "echo granted-for-the-rest-of-the-task"
@@ -70,7 +75,7 @@ func TestLongTaskAcrossContinueAsNew(t *testing.T) {
 	const grantTurn = 100 // the last turn of the first run
 	useTurn := n - 2      // a turn of the last run
 	e := newEnv(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(n)*time.Second+4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(n)*5*time.Second+4*time.Minute) // a guard against a hang
 	t.Cleanup(cancel)
 	e.ctx = ctx
 	e.setResponder(func(r *fa.Request) (fa.Response, bool) {
@@ -142,20 +147,28 @@ func TestLongTaskAcrossContinueAsNew(t *testing.T) {
 		t.Errorf("the workflow has %d runs after %d turns, want at least 3", runs, n)
 	}
 
-	// The API: each prompt once. A request that is not a tool's result ends with its turn's
-	// prompt (the first one with the CLI's reminders beside it).
+	// The API: each prompt once. A request that is not a tool's result is its turn's: the newest
+	// prompt it carries is the turn's.
 	reqs := e.fake.MainRequests()
 	ending := make([]int, n+2)
 	for _, r := range reqs {
-		last := r.Messages[len(r.Messages)-1]
-		if len(last.ToolResults()) > 0 {
+		if len(r.Messages[len(r.Messages)-1].ToolResults()) > 0 {
 			continue
 		}
-		text := last.Text()
-		for k := 1; k <= n+1; k++ {
-			if strings.Contains(text, longPrompt(k)) {
-				ending[k]++
+		newest := 0
+		for _, m := range r.Messages {
+			if m.Role != "user" {
+				continue
 			}
+			for _, raw := range m.Content {
+				for _, sub := range longPromptRE.FindAllSubmatch(raw, -1) {
+					k, _ := strconv.Atoi(string(sub[1]))
+					newest = max(newest, k)
+				}
+			}
+		}
+		if newest >= 1 && newest <= n+1 {
+			ending[newest]++
 		}
 	}
 	if ending[n+1] != 0 {
@@ -164,7 +177,7 @@ func TestLongTaskAcrossContinueAsNew(t *testing.T) {
 	final := reqs[len(reqs)-1]
 	for k := 1; k <= n; k++ {
 		if c := ending[k]; c != 1 {
-			t.Errorf("prompt %d was sent to the API in %d requests", k, c)
+			t.Errorf("prompt %d was sent to the API in %d requests (the first request's messages: %s)", k, c, firstMessages(reqs))
 		}
 		if c := final.PromptCount(longPrompt(k)); c != 1 {
 			t.Errorf("the last request's conversation holds prompt %d %d times", k, c)
@@ -236,4 +249,13 @@ func (e *env) workflowRuns(id string) int {
 		}
 		run = next
 	}
+}
+
+// firstMessages describes the messages of the first of reqs, for a failure.
+func firstMessages(reqs []fa.Request) string {
+	var out []string
+	for _, m := range reqs[0].Messages {
+		out = append(out, fmt.Sprintf("%s %v %.200q", m.Role, m.BlockTypes(), m.Text()))
+	}
+	return strings.Join(out, "; ")
 }
