@@ -223,12 +223,12 @@ func TestLongTaskAcrossContinueAsNew(t *testing.T) {
 // Temporal holds them, and returns how many runs it has.
 func (e *env) workflowRuns(id string) int {
 	e.t.Helper()
-	desc, err := e.tc.Temporal.DescribeWorkflowExecution(e.ctx, id, "")
+	desc, err := e.tc.Temporal.DescribeWorkflow(e.ctx, id, "")
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	current := desc.GetWorkflowExecutionInfo().GetExecution().GetRunId()
-	run := desc.GetWorkflowExecutionInfo().GetFirstRunId()
+	info := desc.RawResponse.GetWorkflowExecutionInfo()
+	current, run := info.GetExecution().GetRunId(), info.GetFirstRunId()
 	for runs := 1; ; runs++ {
 		if run == current {
 			return runs
