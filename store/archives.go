@@ -283,11 +283,18 @@ func ArchivedTasks(ctx context.Context, db DB, before time.Time, limit int) ([]s
 	return ids, nil
 }
 
+// deleteEventsSQL deletes at most $2 of an archived task's events, except those its week's
+// partition keeps for its drop (created in [$3, $4), outside the default partition).
+const deleteEventsSQL = `
+DELETE FROM task_events WHERE (task_id, seq, created_at) IN (
+	SELECT task_id, seq, created_at FROM task_events WHERE task_id = $1
+		AND NOT (created_at >= $3 AND created_at < $4 AND tableoid <> '` + EventDefaultPartition + `'::regclass)
+	ORDER BY seq LIMIT $2)`
+
 // batchDeletes delete an archived task's many rows a batch at a time (at most $2 rows a
 // statement, each statement its own short transaction); rowDeletes then delete the rest in one
 // transaction, the tasks row last: a deletion cut short goes on at the next pass.
 var batchDeletes = []string{
-	`DELETE FROM task_events WHERE (task_id, seq) IN (SELECT task_id, seq FROM task_events WHERE task_id = $1 ORDER BY seq LIMIT $2)`,
 	`DELETE FROM session_chunks WHERE (session_id, path, seq) IN (SELECT session_id, path, seq FROM session_chunks WHERE task_id = $1 LIMIT $2)`,
 }
 
@@ -307,23 +314,30 @@ var rowDeletes = []string{
 	`DELETE FROM tasks WHERE task_id = $1 AND archived_at IS NOT NULL AND $2 > 0`,
 }
 
+// KeptEvents is the time range whose events DeleteArchivedTask leaves in their week partitions,
+// for the archive job to drop the partitions whole once every task in them is archived (see
+// DropEventPartition): [From, To), To the start of the current week. The zero KeptEvents
+// keeps none.
+type KeptEvents struct {
+	From, To time.Time
+}
+
 // DeleteArchivedTask deletes the rows of a task marked archived, its events and mirror chunks
-// at most batch rows per statement, and returns how many it deleted.
-func DeleteArchivedTask(ctx context.Context, db TxDB, taskID string, batch int) (int64, error) {
-	var total int64
+// at most batch rows per statement, and returns how many it deleted. Its events created in
+// keep's range, in their week partitions, stay for the partition's drop; the rest are deleted.
+func DeleteArchivedTask(ctx context.Context, db TxDB, taskID string, batch int, keep KeptEvents) (int64, error) {
+	total, err := deleteInBatches(ctx, db, batch, deleteEventsSQL, taskID, batch, keep.From, keep.To)
+	if err != nil {
+		return total, fmt.Errorf("deleting the events of archived task %s: %w", taskID, err)
+	}
 	for _, step := range batchDeletes {
-		for {
-			tag, err := db.Exec(ctx, step, taskID, batch)
-			if err != nil {
-				return total, fmt.Errorf("deleting the rows of archived task %s: %w", taskID, err)
-			}
-			total += tag.RowsAffected()
-			if tag.RowsAffected() < int64(batch) {
-				break
-			}
+		n, err := deleteInBatches(ctx, db, batch, step, taskID, batch)
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("deleting the rows of archived task %s: %w", taskID, err)
 		}
 	}
-	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		for _, step := range rowDeletes {
 			for {
 				tag, err := tx.Exec(ctx, step, taskID, batch)
@@ -342,6 +356,22 @@ func DeleteArchivedTask(ctx context.Context, db TxDB, taskID string, batch int) 
 		return total, fmt.Errorf("deleting the rows of archived task %s: %w", taskID, err)
 	}
 	return total, nil
+}
+
+// deleteInBatches runs a statement that deletes at most batch rows until it deletes fewer, and
+// returns how many it deleted.
+func deleteInBatches(ctx context.Context, db DB, batch int, sql string, args ...any) (int64, error) {
+	var total int64
+	for {
+		tag, err := db.Exec(ctx, sql, args...)
+		if err != nil {
+			return total, err
+		}
+		total += tag.RowsAffected()
+		if tag.RowsAffected() < int64(batch) {
+			return total, nil
+		}
+	}
 }
 
 // ArchiveState is what Postgres says of a task's archival.

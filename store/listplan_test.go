@@ -54,7 +54,8 @@ func checkPlan(t *testing.T, name string, n planNode, bound float64) {
 	var walk func(n planNode, path string)
 	walk = func(n planNode, path string) {
 		path += "/" + n.NodeType
-		if historyTables[n.Relation] {
+		// task_events is read through its week partitions (task_events_w…, task_events_default).
+		if historyTables[n.Relation] || strings.HasPrefix(n.Relation, "task_events_") {
 			if strings.Contains(n.NodeType, "Seq Scan") {
 				t.Errorf("%s: %s reads %s whole (%s)", name, path, n.Relation, n.NodeType)
 			}
