@@ -165,16 +165,27 @@ func (j *Job) Pass(ctx context.Context) (PassResult, error) {
 		return res, nil
 	}
 	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", jobLockKey) }()
+	// The pass's deletes, on this connection, commit without waiting for their WAL to reach the
+	// disk, so that they never queue before the appends' commits; one lost to a crash is done
+	// again by the next pass (the task is still marked archived). Marks and drops commit as usual.
+	if _, err := conn.Exec(ctx, "SET synchronous_commit = off"); err != nil {
+		return res, fmt.Errorf("archive pass: %w", err)
+	}
+	defer func() {
+		if _, err := conn.Exec(context.WithoutCancel(ctx), "RESET synchronous_commit"); err != nil {
+			_ = conn.Conn().Close(context.WithoutCancel(ctx)) // never back in the pool as it is
+		}
+	}()
 	now := time.Now()
 	made, err := store.EnsureEventPartitions(ctx, j.pool, now, store.EventPartitionsAhead)
 	res.Partitions = made
 	if err != nil {
 		return res, err
 	}
-	if err := j.dropPartitions(ctx, now, &res); err != nil {
+	if err := j.dropPartitions(ctx, conn, now, &res); err != nil {
 		return res, err
 	}
-	if err := j.deleteArchived(ctx, now, &res); err != nil {
+	if err := j.deleteArchived(ctx, conn, now, &res); err != nil {
 		return res, err
 	}
 	return res, j.archiveExpired(ctx, &res)
@@ -191,7 +202,7 @@ func (j *Job) deleteBefore(now time.Time) time.Time {
 // dropPartitions drops the past weeks' partitions of task_events whose tasks are all archived
 // or deleted. Of one kept past its grace by a task that is not, it deletes the events of up to
 // Batch archived or deleted tasks by row.
-func (j *Job) dropPartitions(ctx context.Context, now time.Time, res *PassResult) error {
+func (j *Job) dropPartitions(ctx context.Context, conn *pgxpool.Conn, now time.Time, res *PassResult) error {
 	parts, err := store.EventPartitions(ctx, j.pool)
 	if err != nil {
 		return err
@@ -221,7 +232,7 @@ func (j *Job) dropPartitions(ctx context.Context, now time.Time, res *PassResult
 		}
 		for _, id := range ids {
 			start := time.Now()
-			n, err := store.DeleteEventsIn(ctx, j.pool, p, id, j.cfg.DeleteBatch)
+			n, err := store.DeleteEventsIn(ctx, conn, p, id, j.cfg.DeleteBatch)
 			res.RowsDeleted += n
 			if err != nil {
 				return err
@@ -232,7 +243,7 @@ func (j *Job) dropPartitions(ctx context.Context, now time.Time, res *PassResult
 	return nil
 }
 
-func (j *Job) deleteArchived(ctx context.Context, now time.Time, res *PassResult) error {
+func (j *Job) deleteArchived(ctx context.Context, conn *pgxpool.Conn, now time.Time, res *PassResult) error {
 	ids, err := store.ArchivedTasks(ctx, j.pool, j.deleteBefore(now), j.cfg.Batch)
 	if err != nil {
 		return err
@@ -242,7 +253,7 @@ func (j *Job) deleteArchived(ctx context.Context, now time.Time, res *PassResult
 	keep := store.KeptEvents{From: week.Add(-j.cfg.PartitionGrace), To: week}
 	for _, id := range ids {
 		start := time.Now()
-		n, err := store.DeleteArchivedTask(ctx, j.pool, id, j.cfg.DeleteBatch, keep)
+		n, err := store.DeleteArchivedTask(ctx, conn, id, j.cfg.DeleteBatch, keep)
 		res.RowsDeleted += n
 		if err != nil {
 			return err

@@ -338,24 +338,42 @@ func DeleteArchivedTask(ctx context.Context, db TxDB, taskID string, batch int, 
 		}
 	}
 	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		for _, step := range rowDeletes {
-			for {
-				tag, err := tx.Exec(ctx, step, taskID, batch)
-				if err != nil {
-					return err
-				}
-				total += tag.RowsAffected()
-				if tag.RowsAffected() < int64(batch) {
-					break
-				}
-			}
-		}
-		return nil
+		n, err := deleteRows(ctx, tx, taskID, batch)
+		total += n
+		return err
 	})
 	if err != nil {
 		return total, fmt.Errorf("deleting the rows of archived task %s: %w", taskID, err)
 	}
 	return total, nil
+}
+
+// deleteRows runs rowDeletes in tx, all but the last (the tasks row) sent together in one round
+// trip, again while one of them deleted a full batch, then the last.
+func deleteRows(ctx context.Context, tx pgx.Tx, taskID string, batch int) (int64, error) {
+	var total int64
+	for more := true; more; {
+		more = false
+		b := &pgx.Batch{}
+		for _, step := range rowDeletes[:len(rowDeletes)-1] {
+			b.Queue(step, taskID, batch)
+		}
+		res := tx.SendBatch(ctx, b)
+		for range len(rowDeletes) - 1 {
+			tag, err := res.Exec()
+			if err != nil {
+				_ = res.Close()
+				return total, err
+			}
+			total += tag.RowsAffected()
+			more = more || tag.RowsAffected() >= int64(batch)
+		}
+		if err := res.Close(); err != nil {
+			return total, err
+		}
+	}
+	tag, err := tx.Exec(ctx, rowDeletes[len(rowDeletes)-1], taskID, batch)
+	return total + tag.RowsAffected(), err
 }
 
 // deleteInBatches runs a statement that deletes at most batch rows until it deletes fewer, and
