@@ -25,6 +25,7 @@ const (
 	DefaultDeleteAfter = time.Minute
 	DefaultBatch       = 20
 	DefaultDeleteBatch = 1000
+	DefaultRest        = 3
 )
 
 // JobConfig configures the archive job.
@@ -51,8 +52,9 @@ type JobConfig struct {
 	// task that finished up to a week after the partition's own).
 	PartitionGrace time.Duration
 	// Rest is how long the job rests after each task it archived or deleted, as a share of the
-	// time that task took: 1 (the default) works half the time, so that the appends of running
-	// tasks keep the disk and the processors; negative means no rest.
+	// time that task took: DefaultRest works a quarter of the time, so that the appends of
+	// running tasks keep the disk and the processors (most events leave with their week's
+	// partition, so what is left to delete one by one is little); negative means no rest.
 	Rest   float64
 	Logger *slog.Logger
 }
@@ -77,7 +79,7 @@ func (c JobConfig) withDefaults() JobConfig {
 		c.DeleteBatch = DefaultDeleteBatch
 	}
 	if c.Rest == 0 {
-		c.Rest = 1
+		c.Rest = DefaultRest
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -165,21 +167,12 @@ func (j *Job) Pass(ctx context.Context) (PassResult, error) {
 		return res, nil
 	}
 	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", jobLockKey) }()
-	// The pass's deletes, on this connection, commit without waiting for their WAL to reach the
-	// disk, so that they never queue before the appends' commits; one lost to a crash is done
-	// again by the next pass (the task is still marked archived). Marks and drops commit as usual.
-	if _, err := conn.Exec(ctx, "SET synchronous_commit = off"); err != nil {
-		return res, fmt.Errorf("archive pass: %w", err)
-	}
-	defer func() {
-		if _, err := conn.Exec(context.WithoutCancel(ctx), "RESET synchronous_commit"); err != nil {
-			_ = conn.Conn().Close(context.WithoutCancel(ctx)) // never back in the pool as it is
-		}
-	}()
 	now := time.Now()
 	made, err := store.EnsureEventPartitions(ctx, j.pool, now, store.EventPartitionsAhead)
 	res.Partitions = made
-	if err != nil {
+	if errors.Is(err, store.ErrPartitionBusy) {
+		j.cfg.Logger.WarnContext(ctx, "a partition of task_events could not be made now; the next pass tries again", "error", err)
+	} else if err != nil {
 		return res, err
 	}
 	if err := j.dropPartitions(ctx, conn, now, &res); err != nil {

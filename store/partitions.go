@@ -25,7 +25,16 @@ const (
 // partitionLockTimeout bounds how long partition maintenance waits for a lock, so that it never
 // holds up appends queued behind it for longer; a partition it could not lock is left for the
 // next try.
-const partitionLockTimeout = "1s"
+const partitionLockTimeout = "100ms"
+
+// ErrPartitionBusy is returned by EnsureEventPartitions when a partition could not be made in
+// partitionLockTimeout, the tables it locks being in use: nothing changed, the next try may.
+var ErrPartitionBusy = errors.New("the partition's tables were in use")
+
+func lockTimedOut(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "55P03" // lock_not_available
+}
 
 // EventWeek returns the start of the week that holds t: its partition's lower bound.
 func EventWeek(t time.Time) time.Time {
@@ -123,6 +132,9 @@ func makeEventPartition(ctx context.Context, db TxDB, name string, from, to time
 	if errors.As(err, &pgErr) && pgErr.Code == "42P07" {
 		return nil // another host made it first
 	}
+	if lockTimedOut(err) {
+		return fmt.Errorf("making the partition %s of task_events: %w", name, ErrPartitionBusy)
+	}
 	if err != nil {
 		return fmt.Errorf("making the partition %s of task_events: %w", name, err)
 	}
@@ -146,7 +158,8 @@ SELECT EXISTS (SELECT 1 FROM ids JOIN tasks t ON t.task_id = ids.task_id
 // DropEventPartition drops the week partition p if every task with events in it was archived
 // before before, or deleted, and says whether it did. The partition is locked against inserts
 // (an import writes a task's events in their weeks) while it is checked, and the drop waits for
-// its lock at most a second: a partition it could not drop is left for the next try.
+// its locks at most partitionLockTimeout: a partition it could not lock is left, not dropped,
+// for the next try.
 func DropEventPartition(ctx context.Context, db TxDB, p EventPartition, before time.Time) (bool, error) {
 	id := pgx.Identifier{p.Name}.Sanitize()
 	dropped := false
@@ -170,6 +183,9 @@ func DropEventPartition(ctx context.Context, db TxDB, p EventPartition, before t
 		dropped = true
 		return nil
 	})
+	if lockTimedOut(err) {
+		return false, nil
+	}
 	if err != nil {
 		return false, fmt.Errorf("dropping the partition %s of task_events: %w", p.Name, err)
 	}
