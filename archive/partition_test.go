@@ -2,6 +2,7 @@ package archive_test
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -155,5 +156,42 @@ func TestJobDeletesByRowWhatAWeekKeptPastItsGrace(t *testing.T) {
 	}
 	if n := eventsIn(t, pool, week, "running"); n != 4 {
 		t.Fatalf("running has %d events, want its 4", n)
+	}
+}
+
+// TestImportAfterDeletionWhileItsWeekKeepsEvents: a task deleted while a past week keeps its
+// events for the week's drop imports back whole, its events once each, in order.
+func TestImportAfterDeletionWhileItsWeekKeepsEvents(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	pool := pgtest.NewPool(t)
+	want := finishedTask(t, pool, "back", task.StatusCompleted, 6)
+	finishedTask(t, pool, "running", task.StatusIdle, 2)
+	week := pastWeek(t, pool, 2, "back", "running")
+	age(t, pool, "back", 2*time.Hour)
+	dir := t.TempDir()
+	job, err := archive.NewJob(pool, archive.JobConfig{Dir: dir, Retention: time.Hour, DeleteAfter: -1, Rest: -1,
+		PartitionGrace: 60 * 24 * time.Hour})
+	must(t, err)
+	for range 2 {
+		_, err := job.Pass(ctx)
+		must(t, err)
+	}
+	if left := rowsOf(t, pool, "back"); left["tasks"] != 0 || eventsIn(t, pool, week, "back") != 6 {
+		t.Fatalf("back left %v, want its events only", left)
+	}
+	f, err := os.Open(filepath.Join(dir, archive.FileName("back")))
+	must(t, err)
+	defer f.Close()
+	_, err = archive.Import(ctx, pool, f)
+	must(t, err)
+	evs, err := store.ListEvents(ctx, pool, "back", 0, 0)
+	must(t, err)
+	var got []string
+	for _, e := range evs {
+		got = append(got, string(e.Payload))
+	}
+	if fmt.Sprint(compact(t, got)) != fmt.Sprint(compact(t, want)) || evs[len(evs)-1].Seq != 6 {
+		t.Fatalf("the imported task's events: %v, want %v", got, want)
 	}
 }
