@@ -25,6 +25,7 @@ const (
 	DefaultDeleteAfter = time.Minute
 	DefaultBatch       = 20
 	DefaultDeleteBatch = 1000
+	DefaultRest        = 3
 )
 
 // JobConfig configures the archive job.
@@ -45,9 +46,15 @@ type JobConfig struct {
 	// DeleteBatch is how many rows one delete statement removes (its own short transaction).
 	// Defaults to DefaultDeleteBatch.
 	DeleteBatch int
+	// PartitionGrace is how long after its week ends a partition of task_events waits for the
+	// last of its tasks to be archived, keeping the events of its archived tasks for its drop;
+	// past it, those events are deleted by row. Defaults to Retention and a week (the week of a
+	// task that finished up to a week after the partition's own).
+	PartitionGrace time.Duration
 	// Rest is how long the job rests after each task it archived or deleted, as a share of the
-	// time that task took: 1 (the default) works half the time, so that the appends of running
-	// tasks keep the disk and the processors; negative means no rest.
+	// time that task took: DefaultRest works a quarter of the time, so that the appends of
+	// running tasks keep the disk and the processors (most events leave with their week's
+	// partition, so what is left to delete one by one is little); negative means no rest.
 	Rest   float64
 	Logger *slog.Logger
 }
@@ -55,6 +62,9 @@ type JobConfig struct {
 func (c JobConfig) withDefaults() JobConfig {
 	if c.Retention == 0 {
 		c.Retention = task.DefaultRetention
+	}
+	if c.PartitionGrace <= 0 {
+		c.PartitionGrace = c.Retention + store.EventPartitionWidth
 	}
 	if c.Interval <= 0 {
 		c.Interval = DefaultInterval
@@ -69,7 +79,7 @@ func (c JobConfig) withDefaults() JobConfig {
 		c.DeleteBatch = DefaultDeleteBatch
 	}
 	if c.Rest == 0 {
-		c.Rest = 1
+		c.Rest = DefaultRest
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -128,11 +138,17 @@ type PassResult struct {
 	Archived    []string // tasks whose archive it wrote (or, imported, marked)
 	Deleted     []string // tasks whose rows it deleted
 	RowsDeleted int64
-	Skipped     bool // another host's pass held the lock
+	// Partitions lists the week partitions of task_events it made, Dropped those it dropped.
+	Partitions, Dropped []string
+	Skipped             bool // another host's pass held the lock
 }
 
-// Pass deletes the rows of the tasks archived at least DeleteAfter ago, then archives the
-// tasks whose retention has passed (at most Batch of each). Archiving a task writes its file
+// Pass makes the partitions of task_events for this week and the next ones
+// (store.EnsureEventPartitions), drops each past week's partition whose tasks are all archived
+// at least DeleteAfter ago or deleted, deletes the rows of the tasks archived at least
+// DeleteAfter ago, then archives the tasks whose retention has passed (at most Batch of each).
+// A deleted task's events in a past week, within PartitionGrace, are left for their
+// partition's drop; the rest are deleted by row. Archiving a task writes its file
 // (to a temporary name, synced, then renamed), then marks it archived by compare-and-set on
 // its last activity, which tells its watchers; the rows go in a later pass.
 func (j *Job) Pass(ctx context.Context) (PassResult, error) {
@@ -151,24 +167,86 @@ func (j *Job) Pass(ctx context.Context) (PassResult, error) {
 		return res, nil
 	}
 	defer func() { _, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", jobLockKey) }()
-	if err := j.deleteArchived(ctx, &res); err != nil {
+	now := time.Now()
+	made, err := store.EnsureEventPartitions(ctx, j.pool, now, store.EventPartitionsAhead)
+	res.Partitions = made
+	if errors.Is(err, store.ErrPartitionBusy) {
+		j.cfg.Logger.WarnContext(ctx, "a partition of task_events could not be made now; the next pass tries again", "error", err)
+	} else if err != nil {
+		return res, err
+	}
+	if err := j.dropPartitions(ctx, conn, now, &res); err != nil {
+		return res, err
+	}
+	if err := j.deleteArchived(ctx, conn, now, &res); err != nil {
 		return res, err
 	}
 	return res, j.archiveExpired(ctx, &res)
 }
 
-func (j *Job) deleteArchived(ctx context.Context, res *PassResult) error {
-	before := time.Now().Add(-j.cfg.DeleteAfter)
+// deleteBefore is when a task must have been archived for its rows to go.
+func (j *Job) deleteBefore(now time.Time) time.Time {
 	if j.cfg.DeleteAfter < 0 {
-		before = time.Now().Add(time.Hour)
+		return now.Add(time.Hour)
 	}
-	ids, err := store.ArchivedTasks(ctx, j.pool, before, j.cfg.Batch)
+	return now.Add(-j.cfg.DeleteAfter)
+}
+
+// dropPartitions drops the past weeks' partitions of task_events whose tasks are all archived
+// or deleted. Of one kept past its grace by a task that is not, it deletes the events of up to
+// Batch archived or deleted tasks by row.
+func (j *Job) dropPartitions(ctx context.Context, conn *pgxpool.Conn, now time.Time, res *PassResult) error {
+	parts, err := store.EventPartitions(ctx, j.pool)
 	if err != nil {
 		return err
 	}
+	before, week := j.deleteBefore(now), store.EventWeek(now)
+	for _, p := range parts {
+		if p.To.After(week) {
+			break // this week's, and the next ones: appends go there
+		}
+		start := time.Now()
+		dropped, err := store.DropEventPartition(ctx, j.pool, p, before)
+		if err != nil {
+			return err
+		}
+		if dropped {
+			res.Dropped = append(res.Dropped, p.Name)
+			j.cfg.Logger.InfoContext(ctx, "dropped a week of events: its tasks are archived", "partition", p.Name)
+			j.rest(ctx, start)
+			continue
+		}
+		if !p.To.Before(now.Add(-j.cfg.PartitionGrace)) {
+			continue
+		}
+		ids, err := store.GoneInPartition(ctx, j.pool, p, before, j.cfg.Batch)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			start := time.Now()
+			n, err := store.DeleteEventsIn(ctx, conn, p, id, j.cfg.DeleteBatch)
+			res.RowsDeleted += n
+			if err != nil {
+				return err
+			}
+			j.rest(ctx, start)
+		}
+	}
+	return nil
+}
+
+func (j *Job) deleteArchived(ctx context.Context, conn *pgxpool.Conn, now time.Time, res *PassResult) error {
+	ids, err := store.ArchivedTasks(ctx, j.pool, j.deleteBefore(now), j.cfg.Batch)
+	if err != nil {
+		return err
+	}
+	// A past week's events within the grace stay for the drop of their partition.
+	week := store.EventWeek(now)
+	keep := store.KeptEvents{From: week.Add(-j.cfg.PartitionGrace), To: week}
 	for _, id := range ids {
 		start := time.Now()
-		n, err := store.DeleteArchivedTask(ctx, j.pool, id, j.cfg.DeleteBatch)
+		n, err := store.DeleteArchivedTask(ctx, conn, id, j.cfg.DeleteBatch, keep)
 		res.RowsDeleted += n
 		if err != nil {
 			return err

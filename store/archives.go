@@ -119,9 +119,16 @@ const importBatch = 500
 // that no worker resumes it. A task Postgres still knows is refused with ErrTaskExists.
 func ImportTask(ctx context.Context, pool *pgxpool.Pool, taskID string, next func() (kind string, row json.RawMessage, ok bool, err error)) error {
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		// Events of a past week of a task Postgres has no tasks row of are what its deletion left
+		// for their partition's drop (see KeptEvents): the archive holds them, and writes them back.
 		var exists bool
-		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM tasks WHERE task_id = $1)
-			OR EXISTS (SELECT 1 FROM task_events WHERE task_id = $1)`, taskID).Scan(&exists); err != nil {
+		if err := tx.QueryRow(ctx, `
+			WITH leftover AS (
+				DELETE FROM task_events WHERE task_id = $1 AND created_at < $2
+					AND NOT EXISTS (SELECT 1 FROM tasks WHERE task_id = $1))
+			SELECT EXISTS (SELECT 1 FROM tasks WHERE task_id = $1)
+				OR EXISTS (SELECT 1 FROM task_events WHERE task_id = $1 AND created_at >= $2)`,
+			taskID, EventWeek(time.Now())).Scan(&exists); err != nil {
 			return fmt.Errorf("importing task %s: %w", taskID, err)
 		}
 		if exists {
@@ -283,11 +290,18 @@ func ArchivedTasks(ctx context.Context, db DB, before time.Time, limit int) ([]s
 	return ids, nil
 }
 
+// deleteEventsSQL deletes at most $2 of an archived task's events, except those its week's
+// partition keeps for its drop (created in [$3, $4), outside the default partition).
+const deleteEventsSQL = `
+DELETE FROM task_events WHERE (task_id, seq, created_at) IN (
+	SELECT task_id, seq, created_at FROM task_events WHERE task_id = $1
+		AND NOT (created_at >= $3 AND created_at < $4 AND tableoid <> '` + EventDefaultPartition + `'::regclass)
+	ORDER BY seq LIMIT $2)`
+
 // batchDeletes delete an archived task's many rows a batch at a time (at most $2 rows a
 // statement, each statement its own short transaction); rowDeletes then delete the rest in one
 // transaction, the tasks row last: a deletion cut short goes on at the next pass.
 var batchDeletes = []string{
-	`DELETE FROM task_events WHERE (task_id, seq) IN (SELECT task_id, seq FROM task_events WHERE task_id = $1 ORDER BY seq LIMIT $2)`,
 	`DELETE FROM session_chunks WHERE (session_id, path, seq) IN (SELECT session_id, path, seq FROM session_chunks WHERE task_id = $1 LIMIT $2)`,
 }
 
@@ -307,41 +321,82 @@ var rowDeletes = []string{
 	`DELETE FROM tasks WHERE task_id = $1 AND archived_at IS NOT NULL AND $2 > 0`,
 }
 
+// KeptEvents is the time range whose events DeleteArchivedTask leaves in their week partitions,
+// for the archive job to drop the partitions whole once every task in them is archived (see
+// DropEventPartition): [From, To), To the start of the current week. The zero KeptEvents
+// keeps none.
+type KeptEvents struct {
+	From, To time.Time
+}
+
 // DeleteArchivedTask deletes the rows of a task marked archived, its events and mirror chunks
-// at most batch rows per statement, and returns how many it deleted.
-func DeleteArchivedTask(ctx context.Context, db TxDB, taskID string, batch int) (int64, error) {
-	var total int64
+// at most batch rows per statement, and returns how many it deleted. Its events created in
+// keep's range, in their week partitions, stay for the partition's drop; the rest are deleted.
+func DeleteArchivedTask(ctx context.Context, db TxDB, taskID string, batch int, keep KeptEvents) (int64, error) {
+	total, err := deleteInBatches(ctx, db, batch, deleteEventsSQL, taskID, batch, keep.From, keep.To)
+	if err != nil {
+		return total, fmt.Errorf("deleting the events of archived task %s: %w", taskID, err)
+	}
 	for _, step := range batchDeletes {
-		for {
-			tag, err := db.Exec(ctx, step, taskID, batch)
-			if err != nil {
-				return total, fmt.Errorf("deleting the rows of archived task %s: %w", taskID, err)
-			}
-			total += tag.RowsAffected()
-			if tag.RowsAffected() < int64(batch) {
-				break
-			}
+		n, err := deleteInBatches(ctx, db, batch, step, taskID, batch)
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("deleting the rows of archived task %s: %w", taskID, err)
 		}
 	}
-	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		for _, step := range rowDeletes {
-			for {
-				tag, err := tx.Exec(ctx, step, taskID, batch)
-				if err != nil {
-					return err
-				}
-				total += tag.RowsAffected()
-				if tag.RowsAffected() < int64(batch) {
-					break
-				}
-			}
-		}
-		return nil
+	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		n, err := deleteRows(ctx, tx, taskID, batch)
+		total += n
+		return err
 	})
 	if err != nil {
 		return total, fmt.Errorf("deleting the rows of archived task %s: %w", taskID, err)
 	}
 	return total, nil
+}
+
+// deleteRows runs rowDeletes in tx, all but the last (the tasks row) sent together in one round
+// trip, again while one of them deleted a full batch, then the last.
+func deleteRows(ctx context.Context, tx pgx.Tx, taskID string, batch int) (int64, error) {
+	var total int64
+	for more := true; more; {
+		more = false
+		b := &pgx.Batch{}
+		for _, step := range rowDeletes[:len(rowDeletes)-1] {
+			b.Queue(step, taskID, batch)
+		}
+		res := tx.SendBatch(ctx, b)
+		for range len(rowDeletes) - 1 {
+			tag, err := res.Exec()
+			if err != nil {
+				_ = res.Close()
+				return total, err
+			}
+			total += tag.RowsAffected()
+			more = more || tag.RowsAffected() >= int64(batch)
+		}
+		if err := res.Close(); err != nil {
+			return total, err
+		}
+	}
+	tag, err := tx.Exec(ctx, rowDeletes[len(rowDeletes)-1], taskID, batch)
+	return total + tag.RowsAffected(), err
+}
+
+// deleteInBatches runs a statement that deletes at most batch rows until it deletes fewer, and
+// returns how many it deleted.
+func deleteInBatches(ctx context.Context, db DB, batch int, sql string, args ...any) (int64, error) {
+	var total int64
+	for {
+		tag, err := db.Exec(ctx, sql, args...)
+		if err != nil {
+			return total, err
+		}
+		total += tag.RowsAffected()
+		if tag.RowsAffected() < int64(batch) {
+			return total, nil
+		}
+	}
 }
 
 // ArchiveState is what Postgres says of a task's archival.

@@ -54,8 +54,11 @@ func checkPlan(t *testing.T, name string, n planNode, bound float64) {
 	var walk func(n planNode, path string)
 	walk = func(n planNode, path string) {
 		path += "/" + n.NodeType
-		if historyTables[n.Relation] {
-			if strings.Contains(n.NodeType, "Seq Scan") {
+		// task_events is read through its week partitions (task_events_w…, task_events_default);
+		// a sequential scan that read no row read an empty partition (a week to come).
+		partition := strings.HasPrefix(n.Relation, "task_events_")
+		if historyTables[n.Relation] || partition {
+			if strings.Contains(n.NodeType, "Seq Scan") && !(partition && n.ActualRows+n.RemovedFilter == 0) {
 				t.Errorf("%s: %s reads %s whole (%s)", name, path, n.Relation, n.NodeType)
 			}
 			if read := (n.ActualRows + n.RemovedFilter) * max(n.ActualLoops, 1); bound > 0 && read > bound {

@@ -191,7 +191,8 @@ type Worker struct {
 	// stopBeat ends the host's liveness loop; beatDone closes when it has.
 	stopBeat context.CancelFunc
 	beatDone chan struct{}
-	// stopArchive ends the archive job; archiveDone closes when it has (nil: no job here).
+	// stopArchive ends the archive job (or, without a folder, the partition maker); archiveDone
+	// closes when it has.
 	stopArchive context.CancelFunc
 	archiveDone chan struct{}
 	// stopPrune ends the pruning of old checkpoints (see prunes); nil without workspaces.
@@ -346,9 +347,18 @@ func (w *Worker) startBeat(ctx context.Context) {
 // worker rather than as a Temporal schedule: it needs Postgres and the folder, which every
 // worker has, and nothing of Temporal; a schedule would add a workflow history per pass and
 // still need a host with the folder. Every host may run it: one pass runs at a time.
+//
+// A host without a folder still makes the coming weeks' partitions of task_events, at start and
+// hourly (archive.MakePartitions); the job's passes make them too.
 func (w *Worker) startArchive(ctx context.Context) error {
 	if w.cfg.ArchiveDir == "" {
 		w.log.Info("no archive folder: finished tasks are kept (set --archive-dir to archive them after their retention)")
+		partCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		w.stopArchive, w.archiveDone = stop, make(chan struct{})
+		go func() {
+			defer close(w.archiveDone)
+			_ = archive.MakePartitions(partCtx, w.pool, 0, w.log.With("job", "partitions"))
+		}()
 		return nil
 	}
 	job, err := archive.NewJob(w.pool, archive.JobConfig{Dir: w.cfg.ArchiveDir, Retention: w.cfg.Retention,

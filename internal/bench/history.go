@@ -3,9 +3,12 @@ package bench
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/drover-run/drover/store"
 )
 
 // History describes a database's past, made directly in Postgres: Finished tasks that ran and
@@ -87,6 +90,14 @@ func MakeHistory(ctx context.Context, pool *pgxpool.Pool, h History) error {
 		h.EventsPerTurn = 1
 	}
 	total := h.Finished + h.Active
+	// The weeks the history spans have their partitions of task_events, as a worker running
+	// all that time would have made them.
+	now := time.Now()
+	oldest := now.Add(-time.Duration(total+1) * time.Minute)
+	weeks := int(store.EventWeek(now).Sub(store.EventWeek(oldest))/store.EventPartitionWidth) + store.EventPartitionsAhead
+	if _, err := store.EnsureEventPartitions(ctx, pool, oldest, weeks); err != nil {
+		return fmt.Errorf("making a history of %d tasks: %w", total, err)
+	}
 	const batch = 50_000
 	for from := 0; from < total; from += batch {
 		n := min(batch, total-from)
