@@ -51,7 +51,7 @@ func TestRecordDecisionsHistory(t *testing.T) {
 		activity.RegisterOptions{Name: task.ActivityRecordState})
 	sw.RegisterActivityWithOptions(func(_ context.Context, rec task.DecisionRecord) error { delivered <- rec; return nil },
 		activity.RegisterOptions{Name: task.ActivityDeliverDecision})
-	hw := worker.New(c, host, worker.Options{})
+	hw := newHostWorker(c, host)
 	hw.RegisterActivityWithOptions(func(ctx context.Context, in task.RunTurnInput) (task.RunTurnResult, error) {
 		for _, id := range []string{"req-update", "req-signal"} {
 			r := task.PendingRequest{RequestID: id, Turn: in.Turn, Kind: task.KindTool, Tool: "Bash",

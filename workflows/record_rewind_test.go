@@ -51,7 +51,7 @@ func TestRecordRewindHistory(t *testing.T) {
 		return task.Rewound{Turn: in.Turn, SessionID: "s", LastMessageUUID: "m1", Checkpoint: "c1", SetAside: []int{2},
 			KeptRefs: "refs/drover/tasks/" + in.TaskID + "/rewound/1/"}, nil
 	}, activity.RegisterOptions{Name: task.ActivityRewind})
-	hw := worker.New(c, host, worker.Options{})
+	hw := newHostWorker(c, host)
 	hw.RegisterActivityWithOptions(func(ctx context.Context, in task.RunTurnInput) (task.RunTurnResult, error) {
 		return task.RunTurnResult{Status: task.TurnCompleted, SessionID: "s", LastMessageUUID: "m" + string(rune('0'+in.Turn)),
 			CostUSD: 0.01, DurationMS: 100, Checkpoint: "c" + string(rune('0'+in.Turn)), Attempt: int(activity.GetInfo(ctx).Attempt)}, nil

@@ -134,7 +134,7 @@ func TestRecordHistory(t *testing.T) {
 	sw := worker.New(c, shared, worker.Options{})
 	Register(sw)
 	sw.RegisterActivityWithOptions(host.assignHost, activity.RegisterOptions{Name: task.ActivityAssignHost})
-	hw := worker.New(c, host.queue, worker.Options{})
+	hw := newHostWorker(c, host.queue)
 	hw.RegisterActivityWithOptions(host.runTurn, activity.RegisterOptions{Name: task.ActivityRunTurn})
 	hw.RegisterActivityWithOptions(host.interruptTurn, activity.RegisterOptions{Name: task.ActivityInterruptTurn})
 	hw.RegisterActivityWithOptions(host.stopExecutor, activity.RegisterOptions{Name: task.ActivityStopExecutor})

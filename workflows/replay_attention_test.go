@@ -44,7 +44,7 @@ func TestReplayNeedsAttention(t *testing.T) {
 		activity.RegisterOptions{Name: task.ActivityAssignHost})
 	sw.RegisterActivityWithOptions(func(context.Context, task.StateRecord) error { return nil },
 		activity.RegisterOptions{Name: task.ActivityRecordState})
-	hw := worker.New(c, host, worker.Options{})
+	hw := newHostWorker(c, host)
 	var calls atomic.Int32
 	var sessions [4]atomic.Value
 	hw.RegisterActivityWithOptions(func(ctx context.Context, in task.RunTurnInput) (task.RunTurnResult, error) {

@@ -25,7 +25,7 @@ import (
 
 // A turn moved off a lost host on a real server leaves a history that replays: the version
 // marker of "reassign-lost-host", AssignHost again, and RunTurn on the new host's queue; the
-// task's next turn on that host is scheduled at the warm turns' priority.
+// task's next turn on that host is scheduled on its warm queue, at the warm turns' priority.
 func TestReplayReassignedTurn(t *testing.T) {
 	t.Parallel()
 	srv := temporaltest.Start(t, devserver.SearchAttributeFlags(SearchAttributes()))
@@ -53,7 +53,7 @@ func TestReplayReassignedTurn(t *testing.T) {
 	lw.RegisterActivityWithOptions(func(context.Context, task.RunTurnInput) (task.RunTurnResult, error) {
 		return task.RunTurnResult{}, reassignError(task.ErrTypeHostLost, 1)
 	}, activity.RegisterOptions{Name: task.ActivityRunTurn})
-	hw := worker.New(c, live, worker.Options{})
+	hw := newHostWorker(c, live)
 	var before atomic.Int32
 	hw.RegisterActivityWithOptions(func(ctx context.Context, in task.RunTurnInput) (task.RunTurnResult, error) {
 		if in.Turn == 1 {
@@ -118,7 +118,7 @@ func TestReplayReassignedTurn(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, markers, "the move is recorded under its version (versions: %q)", versions)
-	assert.Equal(t, []string{lost, live, live}, turnQueues)
+	assert.Equal(t, []string{lost, live, task.WarmQueue(live)}, turnQueues)
 	assert.Equal(t, []int32{0, 0, warmTurnPriority}, priorities,
 		"the first turn and the moved one at the default priority; the next turn on the same host first")
 

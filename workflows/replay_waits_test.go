@@ -43,7 +43,7 @@ func TestReplayAccountWait(t *testing.T) {
 		activity.RegisterOptions{Name: task.ActivityAssignHost})
 	sw.RegisterActivityWithOptions(func(context.Context, task.StateRecord) error { return nil },
 		activity.RegisterOptions{Name: task.ActivityRecordState})
-	hw := worker.New(c, host, worker.Options{})
+	hw := newHostWorker(c, host)
 	var calls, before atomic.Int32
 	hw.RegisterActivityWithOptions(func(ctx context.Context, in task.RunTurnInput) (task.RunTurnResult, error) {
 		if calls.Add(1) == 1 {

@@ -245,11 +245,15 @@ const warmTurnPriority = 2
 // previous turn.
 func (s *taskState) executeRunTurn(ctx workflow.Context, q task.QueuedPrompt, attemptsBefore int, warm bool) (task.RunTurnResult, error) {
 	var priority temporal.Priority
+	queue := s.hostQueue
 	if warm {
 		priority.PriorityKey = warmTurnPriority
+		if workflow.GetVersion(ctx, "warm-turn-queue", workflow.DefaultVersion, 1) == 1 {
+			queue = task.WarmQueue(s.hostQueue)
+		}
 	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:              s.hostQueue,
+		TaskQueue:              queue,
 		Priority:               priority,
 		ScheduleToStartTimeout: s.lim.hostStartTimeout,
 		StartToCloseTimeout:    s.turnTimeout(),

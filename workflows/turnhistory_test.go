@@ -178,7 +178,7 @@ func runWarmTurns(ctx context.Context, t *testing.T, c client.Client, witness *s
 	sw.RegisterActivityWithOptions(func(context.Context) (string, error) { return host, nil },
 		activity.RegisterOptions{Name: task.ActivityAssignHost})
 	sw.RegisterActivityWithOptions(witness.record, activity.RegisterOptions{Name: task.ActivityRecordState})
-	hw := worker.New(c, host, worker.Options{})
+	hw := newHostWorker(c, host)
 	hw.RegisterActivityWithOptions(func(ctx context.Context, in task.RunTurnInput) (task.RunTurnResult, error) {
 		return task.RunTurnResult{Status: task.TurnCompleted, SessionID: "s", LastMessageUUID: uuid.NewString(),
 			CostUSD: 0.01, DurationMS: 10, Attempt: int(activity.GetInfo(ctx).Attempt)}, nil
