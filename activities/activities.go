@@ -54,6 +54,15 @@ func (a *Activities) RegisterHost(w worker.ActivityRegistry) {
 	a.RegisterControl(w)
 }
 
+// WarmQueue is this host's queue of the turns of tasks whose previous turn it ran
+// (task.WarmQueue).
+func (a *Activities) WarmQueue() string { return task.WarmQueue(a.HostQueue()) }
+
+// RegisterWarm registers what runs on this host's warm queue.
+func (a *Activities) RegisterWarm(w worker.ActivityRegistry) {
+	w.RegisterActivityWithOptions(a.RunTurn, activity.RegisterOptions{Name: task.ActivityRunTurn})
+}
+
 // ControlQueue is this host's queue of control calls (task.ControlQueue).
 func (a *Activities) ControlQueue() string { return task.ControlQueue(a.HostQueue()) }
 

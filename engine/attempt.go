@@ -67,6 +67,9 @@ func (e *Engine) RunTurn(ctx context.Context, req Request) (task.RunTurnResult, 
 	stopHeartbeat := a.heartbeat(ctx)
 	res, err := a.end(ctx, a.run(ctx))
 	stopHeartbeat()
+	if a.slot {
+		e.turns.release(req.TaskID, a.handOver)
+	}
 	untrack(res, err)
 
 	if err != nil {
@@ -110,6 +113,10 @@ type attempt struct {
 	// ex is the process serving the attempt, once it has one; inTurn once its sink is attached.
 	ex     *executor
 	inTurn bool
+	// slot: the attempt holds one of the host's turn slots (see turnSlots), which it hands over
+	// to its task's next turn for handOver once it ends.
+	slot     bool
+	handOver time.Duration
 	// acct is what the attempt holds of its account (see gate).
 	acct accountTurn
 	// spend meters what the API bills the attempt (see budget.go); nil until it may run.
@@ -504,7 +511,7 @@ func (e *Engine) settle(ctx context.Context, a *attempt, o outcome) (task.RunTur
 	if o.fail == nil {
 		a.closeLeftRequests(ctx)
 		if o.fail = e.commit(ctx, a, *o.commit, &o.result); o.fail == nil {
-			e.holdIfQueued(ctx, a.ex)
+			a.handOver = e.holdForNext(ctx, a.ex)
 			a.ex.endTurn(o.commit.SessionID, o.commit.LastMessageUUID, a.req.AttemptID)
 			e.keepOrStop(ctx, a.ex)
 			return o.result, nil
@@ -655,6 +662,13 @@ func (e *Engine) endAttempt(ctx context.Context, req Request, f *Error) {
 // session). fresh reports a process started for this attempt.
 func (a *attempt) executor(ctx context.Context, workspace string, at resumePoint, step resumeStep) (ex *executor, fresh bool, f *Error) {
 	e := a.e
+	if e.pool.get(a.req.TaskID) != nil {
+		// A warm process: its turn may run once it has a slot (a first turn takes one once it
+		// has room for its process, in launch).
+		if f := a.takeSlot(ctx); f != nil {
+			return nil, false, f
+		}
+	}
 	if ex := e.pool.get(a.req.TaskID); ex != nil {
 		if step == resumeExact && ex.reusableAt(at.sessionID, at.uuid) && (ex.supervisable || !a.hooked()) {
 			a.log.Debug("reusing the running claude process", "pid", ex.pid())
@@ -670,6 +684,18 @@ func (a *attempt) executor(ctx context.Context, workspace string, at resumePoint
 		return nil, false, f
 	}
 	return ex, true, nil
+}
+
+// takeSlot takes one of the host's turn slots for the attempt, unless it holds one already.
+func (a *attempt) takeSlot(ctx context.Context) *Error {
+	if a.slot {
+		return nil
+	}
+	if err := a.e.turns.acquire(ctx, a.req.TaskID); err != nil {
+		return contextFailure(ctx)
+	}
+	a.slot = true
+	return nil
 }
 
 // spec is how to start the task's CLI at the resume point: the command, the session to resume
@@ -738,6 +764,11 @@ func (a *attempt) launch(ctx context.Context, spec executorSpec) (*executor, *Er
 	if err := e.admit(ctx); err != nil {
 		closeDebug()
 		return nil, contextFailure(ctx)
+	}
+	if f := a.takeSlot(ctx); f != nil {
+		e.release()
+		closeDebug()
+		return nil, f
 	}
 	ex, err := startExecutor(ctx, e.cfg.Launcher, a.req.TaskID, spec, a.log)
 	if err != nil {

@@ -39,6 +39,9 @@ type Engine struct {
 	// for a token.
 	procSlots chan struct{}
 	admitting atomic.Int32
+	// turns bounds the turns running at once and hands a committed turn's slot over to its
+	// task's next turn (nil: no bound).
+	turns *turnSlots
 	// procs counts the host's CLI processes, from admit to release.
 	procs atomic.Int32
 	// stopMetering ends the measurement of the host's processes.
@@ -74,11 +77,15 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.MaxConcurrentTurns > 0 {
 		e.procSlots = make(chan struct{}, cfg.MaxConcurrentTurns+cfg.MaxIdle)
 	}
+	e.turns = newTurnSlots(cfg.MaxConcurrentTurns)
 	e.decisions = newDecisions(cfg.DB, func(msg string, args ...any) { cfg.Logger.Warn(msg, args...) })
 	e.stopMetering = e.meterProcesses()
 	e.meterWaiting()
 	return e, nil
 }
+
+// MaxIdle is the number of CLI processes the host keeps waiting for a next turn (Config.MaxIdle).
+func (e *Engine) MaxIdle() int { return e.cfg.MaxIdle }
 
 // HostID is the identity of the host the engine runs on.
 func (e *Engine) HostID() string { return e.cfg.HostID }

@@ -64,14 +64,16 @@ func TestCLIProcessesStayWithinTheHostsLimits(t *testing.T) {
 
 // A task whose next prompt is queued keeps its idle CLI process for that prompt: another task's
 // first turn, arriving while the host has no room, evicts an idle process whose task has nothing
-// queued, though that one has been idle for less time. Three tasks, three CLI starts (the fake
-// launcher's count); without the hold, the first task's next turn starts a fourth.
+// queued, though that one has been idle for less time. Four tasks, four CLI starts (the fake
+// launcher's count); without the hold, the first task's next turn starts a fifth. The first
+// task's slot is handed over to its next turn meanwhile: the other tasks' turns run on the
+// host's other slot.
 func TestAQueuedPromptKeepsItsProcess(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, func(c *fakecli.CLI) {
 		c.Serve(func(c *fakecli.CLI, p fakecli.Line) { c.Reply("echo: " + p.Text) })
 	}, func(cfg *engine.Config) {
-		cfg.MaxConcurrentTurns, cfg.MaxIdle = 1, 1
+		cfg.MaxConcurrentTurns, cfg.MaxIdle = 2, 1
 	})
 	queued := func(n int) {
 		t.Helper()
@@ -97,14 +99,15 @@ func TestAQueuedPromptKeepsItsProcess(t *testing.T) {
 	if _, e := r.run(r.req(1, 1, "one")); e != nil {
 		t.Fatal(e)
 	}
-	firstTurn("idle")  // the host's room is full now: both processes idle, the first one held
-	firstTurn("other") // evicts the unheld one
+	firstTurn("idle")
+	firstTurn("idle-too") // the host's room is full now: three processes idle, the first one held
+	firstTurn("other")    // evicts the longest idle one that is not held
 	queued(0)
 	if _, e := r.run(r.req(2, 1, "two")); e != nil {
 		t.Fatal(e)
 	}
-	if n := len(r.cli.Launches()); n != 3 {
-		t.Fatalf("%d CLI starts for three tasks, want 3: the queued turn reuses its process", n)
+	if n := len(r.cli.Launches()); n != 4 {
+		t.Fatalf("%d CLI starts for four tasks, want 4: the queued turn reuses its process", n)
 	}
 }
 

@@ -88,6 +88,7 @@ func (e *Engine) drop(ctx context.Context, ex *executor, reason string) {
 // left alone.
 func (e *Engine) retire(ctx context.Context, ex *executor, reason string) {
 	owner := ex.idleOwner()
+	e.turns.forget(ex.taskID)
 	ex.stop(ctx, reason)
 	if owner == "" {
 		return
@@ -100,21 +101,28 @@ func (e *Engine) retire(ctx context.Context, ex *executor, reason string) {
 }
 
 // holdForNext bounds how long an idle process whose task has prompts queued is kept from
-// other tasks' starts: its next turn goes ahead of first turns in its host's queue (warm turns
-// go first), but on a busy host it waits behind other tasks' next turns for a few turns' time;
-// the bound only keeps a task whose next turn never comes (it was cancelled meanwhile) from
-// holding the room.
-const holdForNext = time.Minute
+// other tasks' starts, and its turn slot for the task's next turn: that turn comes on the host's
+// warm queue as soon as the task's workflow has scheduled it; the bound only keeps a task whose
+// next turn never comes (it was cancelled meanwhile) from holding the room.
+const holdForNextTurn = time.Minute
 
-// holdIfQueued holds the process of a turn that committed, before it turns idle, when its task
-// has prompts queued behind the turn: no other task's start evicts it for a while (see hold).
-// Otherwise a start for another task's first turn, taking the slot the ended turn left, evicts
-// the process that the task's next turn is about to use, and the host starts two CLIs where it
-// needed none.
-func (e *Engine) holdIfQueued(ctx context.Context, ex *executor) {
-	if e.cfg.KeepAlive >= 0 && e.queuedNext(ctx, ex.taskID) {
-		ex.hold(time.Now().Add(min(holdForNext, e.cfg.KeepAlive)))
+// holdForNext holds the process of a turn that committed, before it turns idle, for the task's
+// next turn, and says how long the turn's slot is handed over to that turn (see turnSlots): with
+// prompts queued behind the turn, up to holdForNextTurn; without, handOverWindow, in case the
+// next prompt comes right away. Meanwhile no other task's start evicts it. Otherwise a start for
+// another task's first turn, taking the slot the ended turn left, evicts the process that the
+// task's next turn is about to use, and the host starts two CLIs where it needed none.
+func (e *Engine) holdForNext(ctx context.Context, ex *executor) time.Duration {
+	if e.cfg.KeepAlive < 0 {
+		return 0
 	}
+	d := handOverWindow
+	if e.queuedNext(ctx, ex.taskID) {
+		d = holdForNextTurn
+	}
+	d = min(d, e.cfg.KeepAlive)
+	ex.hold(time.Now().Add(d))
+	return d
 }
 
 // keepOrStop keeps a process that committed its turn for the task's next one, or stops it

@@ -64,10 +64,18 @@ func ControlQueue(hostQueue string) string { return hostQueue + controlQueueSuff
 
 const controlQueueSuffix = "/control"
 
+// WarmQueue is the task queue of the turns sent to the host of hostQueue because it ran the
+// task's previous turn, and may keep its process. A host serves it with room for every process
+// it keeps, so that first turns, which fill the host's queue while they wait for a slot or for
+// room for a process, never keep a warm process's next turn from reaching the host.
+func WarmQueue(hostQueue string) string { return hostQueue + warmQueueSuffix }
+
+const warmQueueSuffix = "/warm"
+
 // HostOfQueue returns the executor id of a host queue; ok is false when queue is not one.
 func HostOfQueue(queue string) (executorID string, ok bool) {
 	id, ok := strings.CutPrefix(queue, hostQueuePrefix)
-	return id, ok && id != "" && !strings.HasSuffix(id, controlQueueSuffix)
+	return id, ok && id != "" && !strings.HasSuffix(id, controlQueueSuffix) && !strings.HasSuffix(id, warmQueueSuffix)
 }
 
 // PermissionMode is how a task's tool calls are approved.

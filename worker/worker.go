@@ -1,7 +1,8 @@
 // Package worker is drover's composition root: it connects to Postgres and
-// Temporal, applies migrations, and runs the three Temporal workers of one host —
+// Temporal, applies migrations, and runs the four Temporal workers of one host —
 // one on the shared queue (task workflows and host assignment), one on the
-// host's own queue (the turns of the tasks whose sessions live here) and one on
+// host's own queue (the turns of the tasks whose sessions live here), one on its
+// warm queue (the next turns of the tasks whose previous turn ran here) and one on
 // its control queue (the calls that interrupt, cancel or stop them).
 package worker
 
@@ -186,8 +187,9 @@ type Worker struct {
 	engine *engine.Engine
 	acts   *activities.Activities
 	shared sdkworker.Worker
-	// host runs this host's turns; control its control calls (task.ControlQueue).
-	host, control sdkworker.Worker
+	// host runs this host's turns, warm the next turns of its tasks (task.WarmQueue); control
+	// its control calls (task.ControlQueue).
+	host, warm, control sdkworker.Worker
 	// stopBeat ends the host's liveness loop; beatDone closes when it has.
 	stopBeat context.CancelFunc
 	beatDone chan struct{}
@@ -302,9 +304,11 @@ func (w *Worker) newEngine(ctx context.Context) error {
 	return nil
 }
 
-// startWorkers starts the three Temporal workers: the shared queue, the host's queue, which runs
-// its turns, as many at once as its limit, and the control queue, which runs the short calls
-// that interrupt, cancel or stop them, so those never wait behind turns.
+// startWorkers starts the four Temporal workers: the shared queue, the host's queue, which runs
+// its turns, as many at once as its limit, the warm queue, which takes as many next turns as
+// the host keeps processes (the engine runs them within the same limit: see engine.turnSlots),
+// and the control queue, which runs the short calls that interrupt, cancel or stop them, so
+// those never wait behind turns.
 func (w *Worker) startWorkers(context.Context) error {
 	w.shared = sdkworker.New(w.client, w.cfg.TaskQueue, sdkworker.Options{})
 	workflows.Register(w.shared)
@@ -315,6 +319,11 @@ func (w *Worker) startWorkers(context.Context) error {
 		WorkerStopTimeout: 5 * time.Second,
 	})
 	w.acts.RegisterHost(w.host)
+	w.warm = sdkworker.New(w.client, w.acts.WarmQueue(), sdkworker.Options{
+		MaxConcurrentActivityExecutionSize: w.cfg.MaxConcurrentTurns + w.engine.MaxIdle(),
+		WorkerStopTimeout:                  5 * time.Second,
+	})
+	w.acts.RegisterWarm(w.warm)
 	w.control = sdkworker.New(w.client, w.acts.ControlQueue(), sdkworker.Options{
 		MaxConcurrentActivityExecutionSize: controlSlots,
 		WorkerStopTimeout:                  5 * time.Second,
@@ -323,7 +332,7 @@ func (w *Worker) startWorkers(context.Context) error {
 	for _, q := range []struct {
 		name string
 		w    sdkworker.Worker
-	}{{"shared", w.shared}, {"host", w.host}, {"control", w.control}} {
+	}{{"shared", w.shared}, {"host", w.host}, {"warm", w.warm}, {"control", w.control}} {
 		if err := q.w.Start(); err != nil {
 			return fmt.Errorf("starting the %s worker: %w", q.name, err)
 		}
@@ -412,6 +421,9 @@ func (w *Worker) Stop(ctx context.Context) {
 	}
 	if w.host != nil {
 		w.host.Stop()
+	}
+	if w.warm != nil {
+		w.warm.Stop()
 	}
 	if w.control != nil {
 		w.control.Stop()

@@ -385,7 +385,7 @@ func (r *serverRig) hostWorker(queue string, run func(context.Context, task.RunT
 	cw.RegisterActivityWithOptions(func(context.Context, task.InterruptTurnInput) error { return nil },
 		activity.RegisterOptions{Name: task.ActivityStopExecutor})
 	r.startWorkers(cw)
-	w := worker.New(r.c, queue, worker.Options{})
+	w := newHostWorker(r.c, queue)
 	w.RegisterActivityWithOptions(run, activity.RegisterOptions{Name: task.ActivityRunTurn})
 	return w
 }

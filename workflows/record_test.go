@@ -130,7 +130,7 @@ func TestRecordHistory(t *testing.T) {
 	sw := worker.New(c, shared, worker.Options{})
 	Register(sw)
 	sw.RegisterActivityWithOptions(host.assignHost, activity.RegisterOptions{Name: task.ActivityAssignHost})
-	hw := worker.New(c, host.queue, worker.Options{})
+	hw := newHostWorker(c, host.queue)
 	hw.RegisterActivityWithOptions(host.runTurn, activity.RegisterOptions{Name: task.ActivityRunTurn})
 	cw := worker.New(c, task.ControlQueue(host.queue), worker.Options{})
 	cw.RegisterActivityWithOptions(host.interruptTurn, activity.RegisterOptions{Name: task.ActivityInterruptTurn})

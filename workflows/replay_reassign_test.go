@@ -66,7 +66,7 @@ func TestReplayReassignedTurn(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 1, markers, "the move is recorded under its version (versions: %q)", versions)
-	assert.Equal(t, []string{lost, live, live}, turnQueues)
+	assert.Equal(t, []string{lost, live, task.WarmQueue(live)}, turnQueues)
 	assert.Equal(t, []int32{0, 0, warmTurnPriority}, priorities,
 		"the first turn and the moved one at the default priority; the next turn on the same host first")
 	replay(t, hist)

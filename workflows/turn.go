@@ -242,14 +242,21 @@ func (s *taskState) assignHost(ctx workflow.Context) (string, error) {
 const warmTurnPriority = 2
 
 // executeRunTurn runs the RunTurn activity on the host queue; warm says the host ran the task's
-// previous turn.
+// previous turn: the turn then goes to the host's warm queue (task.WarmQueue), first.
 func (s *taskState) executeRunTurn(ctx workflow.Context, q task.QueuedPrompt, attemptsBefore int, warm bool) (task.RunTurnResult, error) {
 	var priority temporal.Priority
+	queue := s.hostQueue
+	// Asked on every turn, so that its marker lands in the first turn's workflow task rather
+	// than adding to a warm turn's history.
+	warmQueue := workflow.GetVersion(ctx, "warm-turn-queue", workflow.DefaultVersion, 1) == 1
 	if warm {
 		priority.PriorityKey = warmTurnPriority
+		if warmQueue {
+			queue = task.WarmQueue(s.hostQueue)
+		}
 	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		TaskQueue:              s.hostQueue,
+		TaskQueue:              queue,
 		Priority:               priority,
 		ScheduleToStartTimeout: s.lim.hostStartTimeout,
 		StartToCloseTimeout:    s.turnTimeout(),
