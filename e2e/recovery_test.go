@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	workflowpb "go.temporal.io/api/workflow/v1"
+
 	fa "github.com/drover-run/drover/internal/offlinemodel"
 	"github.com/drover-run/drover/internal/testkit/pgtest"
 	"github.com/drover-run/drover/store"
@@ -54,6 +56,11 @@ func TestRestartedWorkerRetriesItsTurnsAtOnce(t *testing.T) {
 		}
 		return fa.Reply(fa.Text("answered after the restart")), true
 	})
+	// Temporal's SDK sends a heartbeat at most every 8 s (0.8 of the 10 s timeout), so a kill
+	// at a random moment may leave Temporal 2 s before it times the attempt out, less than a
+	// worker takes to start on a loaded machine. The kill waits until both turns' heartbeats
+	// are fresh on Temporal's record: each then has several seconds to spare.
+	e.waitFreshHeartbeats(ids, 4*time.Second)
 	killed := time.Now()
 	w.kill()
 	e.startWorker(host)
@@ -166,4 +173,25 @@ func transcriptHolds(configDir, text string) bool {
 		}
 	}
 	return false
+}
+
+// waitFreshHeartbeats waits until Temporal's record holds, for every task of ids, a heartbeat of
+// its running RunTurn received at most within ago. Heartbeats reach Temporal every 8 s, so
+// within 4 s or more there is always such a moment.
+func (e *env) waitFreshHeartbeats(ids []string, within time.Duration) {
+	e.t.Helper()
+	e.waitFor("fresh heartbeats of the running turns", func() bool {
+		for _, id := range ids {
+			d, err := e.tc.Temporal.DescribeWorkflow(e.ctx, id, "")
+			if err != nil || d.RawResponse == nil {
+				return false
+			}
+			if !slices.ContainsFunc(d.RawResponse.GetPendingActivities(), func(a *workflowpb.PendingActivityInfo) bool {
+				return a.GetActivityType().GetName() == task.ActivityRunTurn && time.Since(a.GetLastHeartbeatTime().AsTime()) <= within
+			}) {
+				return false
+			}
+		}
+		return true
+	})
 }
