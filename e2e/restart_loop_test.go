@@ -60,7 +60,9 @@ func TestRestartLoop(t *testing.T) {
 	t.Logf("restart loop: %d restarts, -restart.seed=%d", n, seed)
 
 	e := newEnv(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute+time.Duration(n)*20*time.Second)
+	// A safety net: on a loaded machine one restart (a worker's start, a CLI's start, a turn)
+	// takes a minute or two.
+	ctx, cancel := context.WithTimeout(context.Background(), envGuard+time.Duration(n)*2*time.Minute)
 	t.Cleanup(cancel)
 	e.ctx = ctx
 	s := &restartScript{restarts: map[int]int{}, point: map[int]restartPoint{}, never: make(chan struct{})}

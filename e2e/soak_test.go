@@ -68,7 +68,8 @@ func TestSoak(t *testing.T) {
 	t.Logf("soak: %d kills, -soak.seed=%d", n, seed)
 
 	e := newEnv(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute+time.Duration(n)*time.Minute)
+	// A safety net: on a loaded machine one kill and its retry take a minute or two.
+	ctx, cancel := context.WithTimeout(context.Background(), envGuard+time.Duration(n)*2*time.Minute)
 	t.Cleanup(cancel)
 	e.ctx = ctx
 	s := &soakScript{killed: map[int]int{}, phase: map[int]soakPhase{}, never: make(chan struct{})}
