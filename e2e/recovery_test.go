@@ -56,10 +56,9 @@ func TestRestartedWorkerRetriesItsTurnsAtOnce(t *testing.T) {
 		}
 		return fa.Reply(fa.Text("answered after the restart")), true
 	})
-	// Temporal's SDK sends a heartbeat at most every 8 s (0.8 of the 10 s timeout), so a kill
-	// at a random moment may leave Temporal 2 s before it times the attempt out, less than a
-	// worker takes to start on a loaded machine. The kill waits until both turns' heartbeats
-	// are fresh on Temporal's record: each then has several seconds to spare.
+	// The kill waits until both turns' heartbeats are fresh on Temporal's record, so the
+	// restarted worker has most of the 10 s heartbeat timeout to report them, even on a loaded
+	// machine where a worker takes seconds to start.
 	e.waitFreshHeartbeats(ids, 4*time.Second)
 	killed := time.Now()
 	w.kill()
@@ -176,8 +175,7 @@ func transcriptHolds(configDir, text string) bool {
 }
 
 // waitFreshHeartbeats waits until Temporal's record holds, for every task of ids, a heartbeat of
-// its running RunTurn received at most within ago. Heartbeats reach Temporal every 8 s, so
-// within 4 s or more there is always such a moment.
+// its running RunTurn received at most within ago (a worker sends them every 2 s).
 func (e *env) waitFreshHeartbeats(ids []string, within time.Duration) {
 	e.t.Helper()
 	e.waitFor("fresh heartbeats of the running turns", func() bool {
