@@ -7,6 +7,7 @@ import (
 	"time"
 
 	fa "github.com/drover-run/drover/internal/offlinemodel"
+	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 )
 
@@ -96,4 +97,97 @@ func TestAPIKeyRateLimitPausesTheAccountAtOnce(t *testing.T) {
 			t.Errorf("task %s: the second prompt is %d times in the conversation, want once", id, got)
 		}
 	}
+}
+
+// A 429 whose retry-after is beyond the 60 s the CLI waits by itself (here 90 s) pauses the
+// account for that delay too, not for drover's default minute: the task waits until the
+// announced reset (the retry-after plus the CLI's jitter, at most a quarter more), the account's
+// row shows it as its reset with no later look, the account's other tasks wait without a
+// request, and the fake API's log shows the one refused request and nothing else until the
+// reset; then one request goes first, alone, and every turn finishes.
+func TestAPIKeyRetryAfterBeyondTheCLIsCapPausesTheAccount(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.startRetryingWorker("host-" + e.queue)
+	const n = 5
+	warm := make([]string, n)
+	for i := range warm {
+		warm[i] = fmt.Sprintf("warm up %d", i)
+	}
+	ids := e.startTasks("retry-after", warm...)
+	for _, id := range ids {
+		e.waitTurns(id, 1)
+	}
+
+	const announced = 90 * time.Second
+	reset := time.Now().Add(announced).Truncate(time.Second)
+	e.fake.SetLimit(apiKeyAccount, fa.UsageLimit(fa.WindowFiveHour, reset))
+	limitedFrom := time.Now()
+	if _, err := e.tc.Prompt(e.ctx, ids[0], task.Prompt{Text: "second prompt 0"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	st := e.waitStatus(ids[0], task.StatusWaitingForLimit)
+	latest := reset.Add(announced/4 + 5*time.Second)
+	if st.Wait == nil || st.Wait.Reason != task.WaitRateLimit || st.Wait.ResetsAt.Before(reset.Add(-2*time.Second)) || st.Wait.ResetsAt.After(latest) {
+		t.Fatalf("the limited task's wait: %+v; want rate_limit until between %s and %s (the retry-after announced)", st.Wait, reset, latest)
+	}
+	accountReset := st.Wait.ResetsAt
+	accts, err := store.ListAccounts(e.ctx, e.db())
+	if err != nil || len(accts) != 1 {
+		t.Fatalf("accounts: %+v, %v", accts, err)
+	}
+	if ac := accts[0]; ac.Reason != task.WaitRateLimit || !sameInstant(ac.ResetsAt, accountReset) || !sameInstant(ac.BlockedUntil, accountReset) {
+		t.Fatalf("the account's row: %+v; want rate_limit, its reset and next look both %s", ac, accountReset)
+	}
+	for i := 1; i < n; i++ {
+		if _, err := e.tc.Prompt(e.ctx, ids[i], task.Prompt{Text: fmt.Sprintf("second prompt %d", i)}, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range ids[1:] {
+		if st := e.waitStatus(id, task.StatusWaitingForLimit); !sameInstant(st.Wait.ResetsAt, accountReset) {
+			t.Fatalf("task %s waits until %s, want the account's reset %s", id, st.Wait.ResetsAt, accountReset)
+		}
+	}
+	if time.Now().After(reset) {
+		t.Fatal("the tasks took until the reset to pause; the test proves nothing")
+	}
+	for _, id := range ids {
+		e.waitTurns(id, 2)
+	}
+
+	// The fake's own log: one request refused, none other until the account's reset; then one
+	// goes first and alone.
+	calls := messages(e.fake.Calls().Of(apiKeyAccount))
+	if before := calls.Started(limitedFrom, accountReset); len(before) != 1 || before[0].Limit != fa.LimitUsage {
+		t.Fatalf("requests between the 429 and the reset it announced: %+v; want the one refused", before)
+	}
+	if got := len(calls.Limited()); got != 1 {
+		t.Errorf("%d requests refused, want 1", got)
+	}
+	after := calls.Started(accountReset, time.Now().Add(time.Hour)).Class(fa.ClassMain)
+	if len(after) < n {
+		t.Fatalf("%d main requests after the reset, want one per task", len(after))
+	}
+	if after[1].Start.Before(after[0].End) {
+		t.Errorf("after the reset, the first request (%s–%s) did not go alone: the next began %s", after[0].Start, after[0].End, after[1].Start)
+	}
+	for i, id := range ids {
+		st, err := e.tc.State(e.ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Totals.FailedTurns != 0 || st.LastError != "" || st.Status != task.StatusIdle {
+			t.Errorf("task %s after the limit: %+v", id, st)
+		}
+		chain := chainTo(e.transcriptEntries(st.SessionID), st.LastMessageUUID)
+		if got := promptCount(chain, fmt.Sprintf("second prompt %d", i)); got != 1 {
+			t.Errorf("task %s: the second prompt is %d times in the conversation, want once", id, got)
+		}
+	}
+}
+
+// sameInstant reports whether a and b are one instant as Postgres keeps it (to the microsecond).
+func sameInstant(a, b time.Time) bool {
+	return a.Sub(b).Abs() < time.Microsecond
 }

@@ -355,8 +355,8 @@ func (a *attempt) wait(ctx context.Context, ex *executor, ended <-chan turnEnd) 
 	limited := ex.retryLimits()
 	for {
 		select {
-		case d := <-limited:
-			return a.stopForLimit(ctx, ex, ended, d)
+		case r := <-limited:
+			return a.stopForRetry(ctx, ex, ended, r)
 		case <-stall.C:
 			if quiet := ex.quietFor(); quiet >= e.cfg.StallTimeout {
 				return failed(failure(task.ErrTypeClaudeStalled, "claude printed nothing for %s; stopped it", quiet.Round(time.Second)))

@@ -321,6 +321,25 @@ func TestEveryExitPath(t *testing.T) {
 					t.Errorf("RetryAfter = %s, want the API's 1.5s", e.RetryAfter)
 				}
 			}},
+		{name: "API overloaded past the CLI's retries (its watchdog retries on)", wantType: task.ErrTypeModelAPI, wantRow: store.ExecutorFailed, retryable: true,
+			script: func(c *fakecli.CLI) {
+				c.Serve(func(c *fakecli.CLI, p fakecli.Line) {
+					c.Init()
+					c.APIRetry(529, 1000)
+					c.Writef(`{"type":"system","subtype":"api_retry","attempt":2,"max_retries":1,"retry_delay_ms":1500,"error_status":529,"error":"overloaded","session_id":%q,"uuid":%q}`,
+						c.SessionID, fakecli.NewUUID())
+					select {
+					case <-c.Interrupted():
+						c.InterruptedResult(fakecli.Usage{})
+					case <-c.Killed():
+					}
+				})
+			},
+			check: func(t *testing.T, r *rig, e *engine.Error) {
+				if e.RetryAfter != 1500*time.Millisecond || !strings.Contains(e.Error(), "529") {
+					t.Errorf("%v, RetryAfter %s: want the overloaded API, retried after the CLI's 1.5s", e, e.RetryAfter)
+				}
+			}},
 		{name: "rate limit after the CLI's retries", wantType: task.ErrTypeAccountLimited, wantRow: store.ExecutorFailed, retryable: true,
 			script: func(c *fakecli.CLI) {
 				c.Serve(func(c *fakecli.CLI, p fakecli.Line) {

@@ -67,8 +67,8 @@ type executor struct {
 	turnErr   *events.ErrorInfo
 	retryWait time.Duration
 	limitEv   *events.RateLimit
-	// rateLimited hears the running turn's first retry of a 429 (see noteRetry).
-	rateLimited chan time.Duration
+	// rateLimited hears the running turn's retry that ends it (see noteRetry).
+	rateLimited chan retryStop
 	busy        bool
 	idleAt      time.Time // when the last turn ended
 	turn        int       // the running turn, while busy
@@ -432,7 +432,7 @@ func (ex *executor) beginTurn(turn int, sink streamjson.Sink) (<-chan turnEnd, e
 	ex.held = nil
 	ex.turnErr = nil
 	ex.retryWait = 0
-	ex.rateLimited = make(chan time.Duration, 1)
+	ex.rateLimited = make(chan retryStop, 1)
 	ex.ended = make(chan turnEnd, 1)
 	return ex.ended, nil
 }

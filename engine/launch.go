@@ -72,7 +72,22 @@ func (e *Engine) command(p task.Profile, workspace string) claudecode.Command {
 	} else {
 		c.DangerouslySkipPermissions = true
 	}
+	if c.APIKey != "" && !setsEnv(c.Env, "CLAUDE_CODE_RETRY_WATCHDOG") {
+		// An API key's 429 with a retry-after beyond the CLI's 60 s is announced too (see
+		// watchdogEnv); a subscription's usage limits keep their own reports.
+		c.Env = append(c.Env, watchdogEnv...)
+	}
 	return c
+}
+
+// setsEnv reports whether env (KEY=VALUE) sets name.
+func setsEnv(env []string, name string) bool {
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); k == name {
+			return true
+		}
+	}
+	return false
 }
 
 // supervisable reports whether a task in mode m needs a process that brings permission

@@ -956,3 +956,70 @@ func TestUsageLimitMidTurn(t *testing.T) {
 	}
 	record(t, h, "usage-limit-mid-turn")
 }
+
+// TestRetryWatchdogAPIKey: with CLAUDE_CODE_RETRY_WATCHDOG=1 for capacity errors (as drover runs
+// an API key's CLI), a 429 whose retry-after is above 60 s is announced by an api_retry whose
+// delay is the retry-after plus up to 25%, although CLAUDE_CODE_MAX_RETRIES is 0, and no request
+// reaches the API while the CLI waits; an interrupt ends the wait and the turn. A 529 is retried
+// past max_retries.
+func TestRetryWatchdogAPIKey(t *testing.T) {
+	t.Parallel()
+	ctx := testContext(t)
+	h := start(t, clitest.Options{MaxRetries: 0, Env: []string{"CLAUDE_CODE_RETRY_WATCHDOG=1", "CLAUDE_CODE_RETRY_WATCHDOG_SCOPE=capacity"}})
+	acct := h.Account()
+	h.Fake.Enqueue(offlinemodel.Reply(offlinemodel.Text("Ready.")))
+	if r := result(t, h.RunTurn(ctx, "Warm up.")); r.IsError {
+		t.Fatalf("warm-up turn: %q", r.Result)
+	}
+	untilRetry := func(what string) *claudecode.SystemAPIRetry {
+		t.Helper()
+		msgs, err := h.ReadUntil(ctx, func(m claudecode.Message) bool {
+			_, ok := m.(*claudecode.SystemAPIRetry)
+			return ok
+		})
+		if err != nil {
+			t.Fatalf("%s: no api_retry: %v\n%s", what, err, h.Dump())
+		}
+		return msgs[len(msgs)-1].(*claudecode.SystemAPIRetry)
+	}
+
+	// 1. A retry-after of 150 s: one api_retry announcing it, then nothing until the interrupt.
+	mark := len(h.Fake.Calls())
+	reset := time.Now().Add(150 * time.Second)
+	h.Fake.SetLimit(acct, offlinemodel.UsageLimit(offlinemodel.WindowFiveHour, reset))
+	h.Send(ctx, claudecode.Prompt{Text: "A long retry-after."})
+	retry := untilRetry("retry-after 150 s")
+	refused := h.Fake.Calls()[mark:].Limited(offlinemodel.LimitUsage)
+	if len(refused) != 1 {
+		t.Fatalf("%d refused calls, want 1", len(refused))
+	}
+	retryAfter := ceilSeconds(reset.Sub(refused[0].Start))
+	delay := time.Duration(retry.RetryDelayMS) * time.Millisecond
+	if retry.ErrorStatus != 429 || retry.Error != "rate_limit" || retry.Attempt != 1 || retry.MaxRetries != 0 ||
+		delay < retryAfter || delay > retryAfter*5/4+time.Second {
+		t.Errorf("api_retry %+v for a retry-after of %v", retry, retryAfter)
+	}
+	if err := h.Interrupt(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := result(t, h.UntilResult(ctx)); !r.IsError {
+		t.Errorf("the interrupted turn: %+v", r)
+	}
+	if n := len(h.Fake.Calls()[mark:]); n != 1 {
+		t.Errorf("%d calls during the wait, want the one refused", n)
+	}
+	h.Fake.LiftLimit(acct)
+
+	// 2. An overload: retried past max_retries 0.
+	h.Fake.SetLimit(acct, offlinemodel.OverloadLimit(time.Time{}))
+	h.Send(ctx, claudecode.Prompt{Text: "While the API is overloaded."})
+	for want := int64(1); want <= 2; want++ {
+		if r := untilRetry("overload"); r.ErrorStatus != 529 || r.Attempt != want || r.MaxRetries != 0 {
+			t.Errorf("overload: api_retry %+v, want attempt %d of 529", r, want)
+		}
+	}
+	if err := h.Interrupt(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.UntilResult(ctx)
+}

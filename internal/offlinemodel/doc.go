@@ -195,7 +195,8 @@
 //     anthropic-ratelimit-* headers with nothing remaining. The CLI waits
 //     retry-after plus up to 25% and asks again (system/api_retry), up to
 //     CLAUDE_CODE_MAX_RETRIES times; a retry-after above 60 s ends the turn
-//     at once.
+//     at once, unless CLAUDE_CODE_RETRY_WATCHDOG is set: then every 429 is
+//     announced and waited out.
 //   - Spend cap, API-key account (SpendCap): the tier's monthly cap, 429 with
 //     error.details.error_code enforced_spend_limit_reached and no
 //     retry-after, retried like any 429 and then reported as the result's
