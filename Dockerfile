@@ -8,13 +8,14 @@ RUN CGO_ENABLED=0 go build -trimpath -o /out/drover ./cmd/drover
 
 FROM node:20-bookworm-slim
 ARG CLAUDE_CODE_VERSION=2.1.332
-# git drives managed workspaces (drover task start --repo).
+# git drives managed workspaces (drover task start --repo). The folders below are the mount points of
+# docker-compose.yml's volumes, made here so that a new volume belongs to the drover user.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends git ca-certificates openssh-client \
  && rm -rf /var/lib/apt/lists/*
 RUN npm install -g --no-audit --no-fund "@anthropic-ai/claude-code@${CLAUDE_CODE_VERSION}" \
  && useradd --create-home --uid 10001 drover \
- && mkdir -p /var/lib/drover/claude /workspaces \
+ && mkdir -p /var/lib/drover/claude /var/lib/drover/remote /var/lib/drover/archive /workspaces \
  && chown -R drover:drover /var/lib/drover /workspaces
 COPY --from=build /out/drover /usr/local/bin/drover
 USER drover

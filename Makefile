@@ -41,11 +41,14 @@ test-restart: tools
 	  $(GO) test -count=1 -v -run '^TestRestartLoop$$' -timeout 60m ./e2e/ -restart.n=$(RESTART_N)
 
 ## soak: SIGKILL the worker in the middle of SOAK_N turns (default 50) on real parts, restart
-## it each time, and print what came through (make test runs the same test with 3).
+## it each time, and print what came through (make test runs the same test with 3); and run one
+## task of LONG_TURNS turns (default 1000) across continue-as-new (make test: 210).
 SOAK_N ?= 50
+LONG_TURNS ?= 1000
 soak: tools
 	@eval "$$(scripts/tools.sh --print)" && export DROVER_CLAUDE_BIN DROVER_TEMPORAL_BIN && \
-	  $(GO) test -count=1 -v -run '^TestSoak$$' -timeout 90m ./e2e/ -soak.n=$(SOAK_N)
+	  $(GO) test -count=1 -v -run '^(TestSoak|TestLongTaskAcrossContinueAsNew)$$' -timeout 90m ./e2e/ \
+	    -soak.n=$(SOAK_N) -long.turns=$(LONG_TURNS)
 
 ## fuzz: every fuzz target for FUZZTIME each (default 1m); make test runs their seeds only.
 FUZZTIME ?= 1m

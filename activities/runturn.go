@@ -93,7 +93,8 @@ func ParseAttemptID(id string) (runID, activityID string, attempt int, ok bool) 
 // retried elsewhere), a cancellation the workflow asked for becomes context.Canceled (the task
 // was cancelled, or the turn moved), a deadline stays a deadline, and an attempt Temporal no
 // longer knows (its heartbeat timed out: Temporal runs the next attempt) becomes
-// AttemptTimedOut, so that the turn is left for that attempt.
+// AttemptTimedOut, so that the turn is left for that attempt (its running CLI, on this host,
+// for that attempt to take over: engine.HeartbeatLost).
 func turnContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	tctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, func() {
@@ -107,7 +108,7 @@ func turnContext(ctx context.Context) (context.Context, context.CancelFunc) {
 			cancel(fmt.Errorf("%w: %w", context.Canceled, cause))
 		default:
 			cancel(&engine.Error{Type: task.ErrTypeAttemptTimedOut,
-				Err: fmt.Errorf("the attempt was given up by Temporal (its heartbeat timed out, or it was reset): %w", cause)})
+				Err: engine.HeartbeatLost(fmt.Errorf("the attempt was given up by Temporal (its heartbeat timed out, or it was reset): %w", cause))})
 		}
 	})
 	return tctx, func() {

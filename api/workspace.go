@@ -122,22 +122,11 @@ func (s *Server) diff(ctx context.Context, id string, dq diffQuery) (TaskDiff, e
 	if m == nil {
 		return TaskDiff{}, errNoRemote
 	}
-	t := m.Stored(id)
-	if err := m.Fetch(ctx, t); err != nil {
-		return TaskDiff{}, err
-	}
-	turns, err := m.Turns(ctx, t)
-	if err != nil {
-		return TaskDiff{}, err
-	}
-	if turns, err = store.CommittedTurns(ctx, s.cfg.DB, id, turns); err != nil {
-		return TaskDiff{}, err
-	}
-	out := TaskDiff{TaskID: id, Turn: dq.turn, Turns: turns, File: dq.file, Offset: dq.offset, Files: []FileChange{}}
-	if out.FromTurn, out.ToTurn, err = workspace.TurnRange(turns, dq.turn); err != nil {
-		return out, fmt.Errorf("task %s: %w", id, err)
-	}
-	wd, err := m.Diff(ctx, t, out.FromTurn, out.ToTurn, dq.stat || dq.file != "")
+	wd, err := m.ReadTaskDiff(ctx, id, dq.turn, dq.stat || dq.file != "", func(ctx context.Context, turns []int) ([]int, error) {
+		return store.CommittedTurns(ctx, s.cfg.DB, id, turns)
+	})
+	out := TaskDiff{TaskID: id, Turn: dq.turn, Turns: wd.Turns, FromTurn: wd.FromTurn, ToTurn: wd.ToTurn,
+		File: dq.file, Offset: dq.offset, Files: []FileChange{}}
 	if err != nil {
 		return out, err
 	}
@@ -147,7 +136,7 @@ func (s *Server) diff(ctx context.Context, id string, dq diffQuery) (TaskDiff, e
 	}
 	patch := wd.Patch
 	if dq.file != "" && !dq.stat {
-		if patch, err = m.Patch(ctx, t, out.FromTurn, out.ToTurn, dq.file); err != nil {
+		if patch, err = m.Patch(ctx, m.Stored(id), out.FromTurn, out.ToTurn, dq.file); err != nil {
 			return out, err
 		}
 	}

@@ -6,13 +6,13 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/drover-run/drover/api"
+	"github.com/drover-run/drover/internal/testkit/gittest"
 	"github.com/drover-run/drover/internal/testkit/pgtest"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
@@ -20,17 +20,7 @@ import (
 )
 
 // git runs git as a person would and returns its output: the witness of these tests.
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	c := exec.Command("git", append([]string{"-C", dir}, args...)...)
-	c.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-	out, err := c.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return string(out)
-}
+func git(t *testing.T, dir string, args ...string) string { return gittest.Run(t, dir, args...) }
 
 // readerOf is a workspace manager of its own folders reading remote (empty: its own default).
 func readerOf(t *testing.T, remote string) *workspace.Manager {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/drover-run/drover/console"
 	"github.com/drover-run/drover/events"
 	"github.com/drover-run/drover/internal/fakeapi"
+	"github.com/drover-run/drover/internal/testkit/gittest"
 	"github.com/drover-run/drover/internal/testkit/pgtest"
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/taskview"
@@ -27,15 +27,7 @@ import (
 
 // gitOut runs git as a person would: the witness of what the page must show.
 func gitOut(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	c := exec.Command("git", append([]string{"-C", dir, "-c", "core.quotepath=false"}, args...)...)
-	c.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-	out, err := c.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return string(out)
+	return gittest.Run(t, dir, append([]string{"-c", "core.quotepath=false"}, args...)...)
 }
 
 func writeFile(t *testing.T, path, content string) {

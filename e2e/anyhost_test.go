@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 
 	fa "github.com/drover-run/drover/internal/offlinemodel"
 	"github.com/drover-run/drover/store"
@@ -152,31 +152,22 @@ func sessionFilesIn(configDir, sessionID string) []string {
 // timeout's kind.
 func (e *env) runTurnEnds(taskID string) []string {
 	e.t.Helper()
-	it := e.tc.Temporal.GetWorkflowHistory(e.ctx, taskID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	runTurn := map[int64]bool{}
 	var out []string
-	for it.HasNext() {
-		ev, err := it.Next()
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == task.ActivityRunTurn {
-			runTurn[ev.GetEventId()] = true
-		}
-		if a := ev.GetActivityTaskFailedEventAttributes(); a != nil && runTurn[a.GetScheduledEventId()] {
+	e.walkRunTurns(taskID, func(ev *historypb.HistoryEvent) {
+		if a := ev.GetActivityTaskFailedEventAttributes(); a != nil {
 			out = append(out, a.GetFailure().GetApplicationFailureInfo().GetType())
 		}
-		if a := ev.GetActivityTaskCanceledEventAttributes(); a != nil && runTurn[a.GetScheduledEventId()] {
+		if ev.GetActivityTaskCanceledEventAttributes() != nil {
 			out = append(out, "canceled")
 		}
-		if a := ev.GetActivityTaskTimedOutEventAttributes(); a != nil && runTurn[a.GetScheduledEventId()] {
+		if a := ev.GetActivityTaskTimedOutEventAttributes(); a != nil {
 			f := a.GetFailure()
 			for f.GetTimeoutFailureInfo() == nil && f.GetCause() != nil {
 				f = f.GetCause()
 			}
 			out = append(out, "timeout:"+f.GetTimeoutFailureInfo().GetTimeoutType().String())
 		}
-	}
+	})
 	return out
 }
 

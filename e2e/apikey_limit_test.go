@@ -34,69 +34,15 @@ func TestAPIKeyRateLimitPausesTheAccountAtOnce(t *testing.T) {
 	e := newEnv(t)
 	e.startRetryingWorker("host-" + e.queue)
 	const n = 3
-	warm := make([]string, n)
-	for i := range warm {
-		warm[i] = fmt.Sprintf("warm up %d", i)
-	}
-	ids := e.startTasks("apikey", warm...)
-	for _, id := range ids {
-		e.waitTurns(id, 1)
-	}
-
-	reset := time.Now().Add(15 * time.Second).Truncate(time.Second)
-	e.fake.SetLimit(apiKeyAccount, fa.UsageLimit(fa.WindowFiveHour, reset))
-	limitedFrom := time.Now()
-	if _, err := e.tc.Prompt(e.ctx, ids[0], task.Prompt{Text: "second prompt 0"}, ""); err != nil {
-		t.Fatal(err)
-	}
-	st := e.waitStatus(ids[0], task.StatusWaitingForLimit)
-	if st.Wait == nil || st.Wait.Reason != task.WaitRateLimit || st.Wait.ResetsAt.Before(reset) || st.Wait.ResetsAt.After(reset.Add(6*time.Second)) {
-		t.Fatalf("the limited task's wait: %+v; want rate_limit until about %s (the retry-after announced)", st.Wait, reset)
-	}
-	for i := 1; i < n; i++ {
-		if _, err := e.tc.Prompt(e.ctx, ids[i], task.Prompt{Text: fmt.Sprintf("second prompt %d", i)}, ""); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, id := range ids[1:] {
-		e.waitStatus(id, task.StatusWaitingForLimit)
-	}
-	if time.Now().After(reset) {
-		t.Fatal("the tasks took until the reset to pause; the test proves nothing")
-	}
-	for _, id := range ids {
-		e.waitTurns(id, 2)
+	ids, reset, limitedFrom, waiting := e.pauseAccount("apikey", n, apiKeyAccount, 15*time.Second)
+	if w := waiting[0].Wait; w == nil || w.Reason != task.WaitRateLimit || w.ResetsAt.Before(reset) || w.ResetsAt.After(reset.Add(6*time.Second)) {
+		t.Fatalf("the limited task's wait: %+v; want rate_limit until about %s (the retry-after announced)", w, reset)
 	}
 
 	// The fake's own log: one request refused, none other until the announced reset; then one
 	// goes first and alone.
-	calls := messages(e.fake.Calls().Of(apiKeyAccount))
-	if before := calls.Started(limitedFrom, reset); len(before) != 1 || before[0].Limit != fa.LimitUsage {
-		t.Fatalf("requests between the 429 and the reset it announced: %+v; want the one refused", before)
-	}
-	if got := len(calls.Limited()); got != 1 {
-		t.Errorf("%d requests refused, want 1", got)
-	}
-	after := calls.Started(reset, time.Now().Add(time.Hour)).Class(fa.ClassMain)
-	if len(after) < n {
-		t.Fatalf("%d main requests after the reset, want one per task", len(after))
-	}
-	if after[1].Start.Before(after[0].End) {
-		t.Errorf("after the reset, the first request (%s–%s) did not go alone: the next began %s", after[0].Start, after[0].End, after[1].Start)
-	}
-	for i, id := range ids {
-		st, err := e.tc.State(e.ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Totals.FailedTurns != 0 || st.LastError != "" || st.Status != task.StatusIdle {
-			t.Errorf("task %s after the limit: %+v", id, st)
-		}
-		chain := chainTo(e.transcriptEntries(st.SessionID), st.LastMessageUUID)
-		if got := promptCount(chain, fmt.Sprintf("second prompt %d", i)); got != 1 {
-			t.Errorf("task %s: the second prompt is %d times in the conversation, want once", id, got)
-		}
-	}
+	oneRefusedThenOneAlone(t, messages(e.fake.Calls().Of(apiKeyAccount)), limitedFrom, reset, n)
+	e.checkResumed(ids)
 }
 
 // A 429 whose retry-after is beyond the 60 s the CLI waits by itself (here 90 s) pauses the
@@ -158,33 +104,8 @@ func TestAPIKeyRetryAfterBeyondTheCLIsCapPausesTheAccount(t *testing.T) {
 
 	// The fake's own log: one request refused, none other until the account's reset; then one
 	// goes first and alone.
-	calls := messages(e.fake.Calls().Of(apiKeyAccount))
-	if before := calls.Started(limitedFrom, accountReset); len(before) != 1 || before[0].Limit != fa.LimitUsage {
-		t.Fatalf("requests between the 429 and the reset it announced: %+v; want the one refused", before)
-	}
-	if got := len(calls.Limited()); got != 1 {
-		t.Errorf("%d requests refused, want 1", got)
-	}
-	after := calls.Started(accountReset, time.Now().Add(time.Hour)).Class(fa.ClassMain)
-	if len(after) < n {
-		t.Fatalf("%d main requests after the reset, want one per task", len(after))
-	}
-	if after[1].Start.Before(after[0].End) {
-		t.Errorf("after the reset, the first request (%s–%s) did not go alone: the next began %s", after[0].Start, after[0].End, after[1].Start)
-	}
-	for i, id := range ids {
-		st, err := e.tc.State(e.ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Totals.FailedTurns != 0 || st.LastError != "" || st.Status != task.StatusIdle {
-			t.Errorf("task %s after the limit: %+v", id, st)
-		}
-		chain := chainTo(e.transcriptEntries(st.SessionID), st.LastMessageUUID)
-		if got := promptCount(chain, fmt.Sprintf("second prompt %d", i)); got != 1 {
-			t.Errorf("task %s: the second prompt is %d times in the conversation, want once", id, got)
-		}
-	}
+	oneRefusedThenOneAlone(t, messages(e.fake.Calls().Of(apiKeyAccount)), limitedFrom, accountReset, n)
+	e.checkResumed(ids)
 }
 
 // sameInstant reports whether a and b are one instant as Postgres keeps it (to the microsecond).

@@ -189,6 +189,7 @@ func TestComposeFile(t *testing.T) {
 		}
 	}
 
+	checkComposeShared(t, doc.Services, doc.Volumes)
 	checkComposeAPI(t, doc.Services, string(envGo))
 
 	for name, s := range doc.Services {
@@ -272,6 +273,74 @@ func checkComposeAPI(t *testing.T, services map[string]composeService, envGo str
 			t.Errorf("%s has no health check", name)
 		}
 	}
+}
+
+// checkComposeShared holds the workers to what moves a managed task between them and what keeps
+// a finished one: one durable workspace remote, a bare repository the workspace-remote job makes
+// on a volume the workers and the API share (DROVER_WORKSPACE_REMOTE, whose default is that
+// repository), and the archive job's folder (--archive-dir) on one volume both workers share.
+func checkComposeShared(t *testing.T, services map[string]composeService, volumes map[string]any) {
+	t.Helper()
+	job := services["workspace-remote"]
+	if len(job.Entrypoint) < 2 || job.Entrypoint[0] != "git" || job.Entrypoint[1] != "init" || !slices.Contains(job.Entrypoint, "--bare") {
+		t.Fatalf("workspace-remote: entrypoint %v; want git init --bare REPOSITORY", job.Entrypoint)
+	}
+	repo := job.Entrypoint[len(job.Entrypoint)-1]
+	remoteVolume := volumeHolding(job.Volumes, repo)
+	if remoteVolume == "" {
+		t.Errorf("workspace-remote makes %s on no volume: %v", repo, job.Volumes)
+	}
+	var archiveVolumes []string
+	for _, name := range []string{"worker-1", "worker-2", "api"} {
+		s := services[name]
+		remote := s.Environment["DROVER_WORKSPACE_REMOTE"]
+		if def, ok := composeDefault(remote); !ok || def != repo {
+			t.Errorf("%s: DROVER_WORKSPACE_REMOTE=%q; want ${DROVER_WORKSPACE_REMOTE:-%s}", name, remote, repo)
+		}
+		if v := volumeHolding(s.Volumes, repo); v != remoteVolume {
+			t.Errorf("%s reaches %s on volume %q, the workspace-remote job made it on %q", name, repo, v, remoteVolume)
+		}
+		if s.DependsOn["workspace-remote"].Condition != "service_completed_successfully" {
+			t.Errorf("%s must wait for the workspace remote to be made: %+v", name, s.DependsOn)
+		}
+		if name == "api" {
+			continue
+		}
+		i := slices.Index(s.Command, "--archive-dir")
+		if i < 0 || i+1 >= len(s.Command) {
+			t.Errorf("%s runs no archive job: command %v", name, s.Command)
+			continue
+		}
+		archiveVolumes = append(archiveVolumes, volumeAt(s.Volumes, s.Command[i+1]))
+	}
+	if len(archiveVolumes) != 2 || archiveVolumes[0] == "" || archiveVolumes[0] != archiveVolumes[1] {
+		t.Errorf("the workers must archive into one shared volume: %v", archiveVolumes)
+	}
+	for _, v := range append(archiveVolumes, remoteVolume) {
+		if _, ok := volumes[v]; !ok && v != "" {
+			t.Errorf("volume %s is not declared", v)
+		}
+	}
+}
+
+// composeDefault is the default of a compose variable written ${NAME:-default}.
+func composeDefault(v string) (string, bool) {
+	if !strings.HasPrefix(v, "${") || !strings.HasSuffix(v, "}") {
+		return "", false
+	}
+	_, def, ok := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(v, "${"), "}"), ":-")
+	return def, ok
+}
+
+// volumeHolding is the source of the volume whose mount point holds path, or "".
+func volumeHolding(volumes []string, path string) string {
+	for _, v := range volumes {
+		parts := strings.Split(v, ":")
+		if len(parts) >= 2 && strings.HasPrefix(path, strings.TrimSuffix(parts[1], "/")+"/") {
+			return parts[0]
+		}
+	}
+	return ""
 }
 
 // volumeAt is the source of the volume mounted at dir, or "".

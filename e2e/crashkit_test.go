@@ -12,6 +12,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
 
 	"github.com/drover-run/drover/claudecode"
 	"github.com/drover-run/drover/events"
@@ -212,14 +213,12 @@ func (e *env) checkLogWhole(taskID string) []loggedEvent {
 	return evs
 }
 
-// retryFailures returns, for each RunTurn attempt after the first that Temporal started, the
-// type of the failure that ended the attempt before it: an application error's type, or
-// "timeout:" and the timeout's kind. Temporal's own record, not drover's.
-func (e *env) retryFailures(taskID string) []string {
+// walkRunTurns calls fn with each event of the task's history (its current run) that concerns a
+// RunTurn activity: its scheduling, and each event that names a scheduled RunTurn.
+func (e *env) walkRunTurns(taskID string, fn func(ev *historypb.HistoryEvent)) {
 	e.t.Helper()
 	it := e.tc.Temporal.GetWorkflowHistory(e.ctx, taskID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	runTurn := map[int64]bool{}
-	var out []string
 	for it.HasNext() {
 		ev, err := it.Next()
 		if err != nil {
@@ -227,10 +226,38 @@ func (e *env) retryFailures(taskID string) []string {
 		}
 		if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == task.ActivityRunTurn {
 			runTurn[ev.GetEventId()] = true
-		}
-		a := ev.GetActivityTaskStartedEventAttributes()
-		if a == nil || !runTurn[a.GetScheduledEventId()] || a.GetAttempt() < 2 {
+			fn(ev)
 			continue
+		}
+		var scheduled int64
+		switch {
+		case ev.GetActivityTaskStartedEventAttributes() != nil:
+			scheduled = ev.GetActivityTaskStartedEventAttributes().GetScheduledEventId()
+		case ev.GetActivityTaskCompletedEventAttributes() != nil:
+			scheduled = ev.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()
+		case ev.GetActivityTaskFailedEventAttributes() != nil:
+			scheduled = ev.GetActivityTaskFailedEventAttributes().GetScheduledEventId()
+		case ev.GetActivityTaskCanceledEventAttributes() != nil:
+			scheduled = ev.GetActivityTaskCanceledEventAttributes().GetScheduledEventId()
+		case ev.GetActivityTaskTimedOutEventAttributes() != nil:
+			scheduled = ev.GetActivityTaskTimedOutEventAttributes().GetScheduledEventId()
+		}
+		if runTurn[scheduled] {
+			fn(ev)
+		}
+	}
+}
+
+// retryFailures returns, for each RunTurn attempt after the first that Temporal started, the
+// type of the failure that ended the attempt before it: an application error's type, or
+// "timeout:" and the timeout's kind. Temporal's own record, not drover's.
+func (e *env) retryFailures(taskID string) []string {
+	e.t.Helper()
+	var out []string
+	e.walkRunTurns(taskID, func(ev *historypb.HistoryEvent) {
+		a := ev.GetActivityTaskStartedEventAttributes()
+		if a == nil || a.GetAttempt() < 2 {
+			return
 		}
 		f := a.GetLastFailure()
 		switch {
@@ -241,7 +268,7 @@ func (e *env) retryFailures(taskID string) []string {
 		default:
 			out = append(out, fmt.Sprintf("other: %v", f))
 		}
-	}
+	})
 	return out
 }
 

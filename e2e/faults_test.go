@@ -107,6 +107,9 @@ var faultCases = []faultCase{
 	{linkServePostgres, faultBlackhole, duringApproval},
 	// Beyond the square: a decision sent through the API as its database connections reset.
 	{linkServePostgres, faultReset, duringApproval},
+	// A worker silent to Temporal longer than the heartbeat timeout while a request waits: the
+	// retry takes the running turn over rather than sending the prompt again.
+	{linkWorkerTemporal, faultBlackhole, duringApproval},
 }
 
 // Each case: the task ends its turn by itself, or waits visibly while it must (the API shows the

@@ -19,6 +19,7 @@ import (
 	"github.com/drover-run/drover/internal/bench"
 	"github.com/drover-run/drover/internal/testkit/pgtest"
 	"github.com/drover-run/drover/store"
+	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/taskclient"
 	"github.com/drover-run/drover/taskview"
 )
@@ -30,6 +31,7 @@ const (
 	s2AppendGoal   = 0.9  // the append rate while the archive job runs ÷ without, at least
 	s1Requests     = 200  // requests of each listing per run
 	s2AppendWindow = 3 * time.Second
+	s1TurnGoal     = 1.1 // a warm turn with the history ÷ without, at most
 )
 
 // historyServer serves the HTTP API's reads over pool, on loopback.
@@ -122,7 +124,9 @@ func BenchmarkFigureS1(b *testing.B) {
 	}
 	runs := figureRuns(b)
 	ctx := b.Context()
-	big, empty := pgtest.NewPool(b), pgtest.NewPool(b)
+	// Each database is the world of a worker too, for S1turn.
+	bigEnv, emptyEnv := newBenchEnvFor(b, 3*time.Hour), newBenchEnvFor(b, 3*time.Hour)
+	big, empty := bigEnv.pool, emptyEnv.pool
 	start := time.Now()
 	if err := bench.MakeHistory(ctx, big, bench.History{Finished: finished, Active: 100, EventsPerTurn: 2}); err != nil {
 		b.Fatal(err)
@@ -161,7 +165,35 @@ func BenchmarkFigureS1(b *testing.B) {
 		rows = append(rows, r)
 	}
 	rows[0].Figure = "S1"
+	rows = append(rows, s1Turn(b, bigEnv, emptyEnv, runs*s1TurnPairs, finished))
 	reportRows(b, rows...)
+}
+
+// s1TurnPairs is how many pairs of warm turns S1turn measures per run of the figure.
+const s1TurnPairs = 5
+
+// s1Turn measures S1turn: a warm turn of a task on a worker whose database holds the history
+// (finished finished tasks and 100 active ones) against the same turn on a worker whose database
+// holds the 100 active tasks alone, in n interleaved pairs: from the prompt Update to the turn's
+// complete event delivered from the log, as P2 times it.
+func s1Turn(b *testing.B, bigEnv, emptyEnv *benchEnv, n, finished int) bench.Row {
+	bw, ew := bigEnv.warmTask("s1turn"), emptyEnv.warmTask("s1turn")
+	turn := func(w *warmTaskRun, i int) time.Duration {
+		t0 := time.Now()
+		if _, err := w.e.tc.Prompt(w.e.ctx, w.id, task.Prompt{Text: fmt.Sprintf("s1 prompt %d", i)}, ""); err != nil {
+			b.Fatal(err)
+		}
+		return w.waitNext().Sub(t0)
+	}
+	base, drover := measurePairs(b, n,
+		func(i int) time.Duration { return turn(ew, i) },
+		func(i int) time.Duration { return turn(bw, i) })
+	bw.check()
+	ew.check()
+	r := ratioRow("S1turn", fmt.Sprintf("warm turn (prompt Update → complete event in the log) with %d finished and 100 active tasks ÷ with the 100 active alone", finished),
+		base, drover, "ms", bench.RatioAtMost(s1TurnGoal))
+	r.Note = fmt.Sprintf("%d interleaved pairs of turns; each side a worker, CLI and fake API of its own on the database of its side", n)
+	return r
 }
 
 // relationBytes is the size of drover's tables that hold tasks, with their indexes and TOAST.

@@ -83,6 +83,87 @@ func waitEvents(evs []loggedEvent) []events.Wait {
 	return out
 }
 
+// pauseAccount runs n tasks named name to their first turn, then sets a five-hour usage limit on
+// account that resets in resetIn (whole seconds) and prompts each task again ("second prompt i"),
+// the first alone: each must wait for the limit, all before the reset, and then finish its second
+// turn. It returns the tasks, the reset, when the limit was set, and each task's state as it
+// began to wait.
+func (e *env) pauseAccount(name string, n int, account fa.Account, resetIn time.Duration) (ids []string, reset, limitedFrom time.Time, waiting []task.State) {
+	e.t.Helper()
+	warm := make([]string, n)
+	for i := range warm {
+		warm[i] = fmt.Sprintf("warm up %d", i)
+	}
+	ids = e.startTasks(name, warm...)
+	for _, id := range ids {
+		e.waitTurns(id, 1)
+	}
+	reset = time.Now().Add(resetIn).Truncate(time.Second)
+	e.fake.SetLimit(account, fa.UsageLimit(fa.WindowFiveHour, reset))
+	limitedFrom = time.Now()
+	for i, id := range ids {
+		if _, err := e.tc.Prompt(e.ctx, id, task.Prompt{Text: fmt.Sprintf("second prompt %d", i)}, ""); err != nil {
+			e.t.Fatal(err)
+		}
+		if i == 0 {
+			waiting = append(waiting, e.waitStatus(id, task.StatusWaitingForLimit))
+		}
+	}
+	for _, id := range ids[1:] {
+		waiting = append(waiting, e.waitStatus(id, task.StatusWaitingForLimit))
+	}
+	if time.Now().After(reset) {
+		e.t.Fatal("the tasks took until the reset to pause; the test proves nothing")
+	}
+	for _, id := range ids {
+		e.waitTurns(id, 2)
+	}
+	return ids, reset, limitedFrom, waiting
+}
+
+// oneRefusedThenOneAlone checks the fake's log of the account's Messages requests: between
+// limitedFrom and reset the one refused, no other refused at all, and after the reset at least
+// one main request per task (n), the first going alone. It returns the main requests after the
+// reset.
+func oneRefusedThenOneAlone(t *testing.T, calls fa.Calls, limitedFrom, reset time.Time, n int) fa.Calls {
+	t.Helper()
+	if before := calls.Started(limitedFrom, reset); len(before) != 1 || before[0].Limit != fa.LimitUsage {
+		t.Fatalf("requests between the limit and its reset: %+v; want the one refused", before)
+	}
+	if got := len(calls.Limited()); got != 1 {
+		t.Errorf("%d requests refused by the limit, want 1", got)
+	}
+	after := calls.Started(reset, time.Now().Add(time.Hour)).Class(fa.ClassMain)
+	if len(after) < n {
+		t.Fatalf("%d main requests after the reset, want one per task", len(after))
+	}
+	if !after[0].End.After(after[0].Start) || after[1].Start.Before(after[0].End) {
+		t.Errorf("after the reset, the first request (%s–%s) did not go alone: the next began %s", after[0].Start, after[0].End, after[1].Start)
+	}
+	return after
+}
+
+// checkResumed checks that each task came through the limit idle, with no failed turn, and with
+// its second prompt once in its conversation; it returns the tasks' cost.
+func (e *env) checkResumed(ids []string) (cost float64) {
+	e.t.Helper()
+	for i, id := range ids {
+		st, err := e.tc.State(e.ctx, id)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		if st.Totals.FailedTurns != 0 || st.LastError != "" || st.Status != task.StatusIdle {
+			e.t.Errorf("task %s after the limit: %+v", id, st)
+		}
+		cost += st.Totals.CostUSD
+		chain := chainTo(e.transcriptEntries(st.SessionID), st.LastMessageUUID)
+		if got := promptCount(chain, fmt.Sprintf("second prompt %d", i)); got != 1 {
+			e.t.Errorf("task %s: the second prompt is %d times in the conversation, want once", id, got)
+		}
+	}
+	return cost
+}
+
 // A subscription's five-hour limit, reached by one task's turn, pauses every task of the
 // account: the task waits (waiting_for_limit, the reset in its state and its log), the other
 // tasks' turns wait before they call the API, and nothing reaches the API until the reset. Then
@@ -93,79 +174,28 @@ func TestUsageLimitPausesTheAccountUntilItsReset(t *testing.T) {
 	e := newEnv(t)
 	e.startSubscriptionWorker("host-" + e.queue)
 	const n = 5
-	warm := make([]string, n)
-	for i := range warm {
-		warm[i] = fmt.Sprintf("warm up %d", i)
+	ids, reset, limitedFrom, waiting := e.pauseAccount("usage", n, subscription, 12*time.Second)
+	if w := waiting[0].Wait; w == nil || w.Reason != task.WaitUsageLimit || !w.ResetsAt.Equal(reset) || w.LimitType != "five_hour" ||
+		w.Turn != 2 || w.RetryAt.Before(reset) {
+		t.Fatalf("the limited task's wait: %+v; want usage_limit five_hour until %s", w, reset)
 	}
-	ids := e.startTasks("usage", warm...)
-	for _, id := range ids {
-		e.waitTurns(id, 1)
-	}
-
-	reset := time.Now().Add(12 * time.Second).Truncate(time.Second)
-	e.fake.SetLimit(subscription, fa.UsageLimit(fa.WindowFiveHour, reset))
-	limitedFrom := time.Now()
-	if _, err := e.tc.Prompt(e.ctx, ids[0], task.Prompt{Text: "second prompt 0"}, ""); err != nil {
-		t.Fatal(err)
-	}
-	st := e.waitStatus(ids[0], task.StatusWaitingForLimit)
-	if st.Wait == nil || st.Wait.Reason != task.WaitUsageLimit || !st.Wait.ResetsAt.Equal(reset) || st.Wait.LimitType != "five_hour" ||
-		st.Wait.Turn != 2 || st.Wait.RetryAt.Before(reset) {
-		t.Fatalf("the limited task's wait: %+v; want usage_limit five_hour until %s", st.Wait, reset)
-	}
-	for i := 1; i < n; i++ {
-		if _, err := e.tc.Prompt(e.ctx, ids[i], task.Prompt{Text: fmt.Sprintf("second prompt %d", i)}, ""); err != nil {
-			t.Fatal(err)
+	for i, st := range waiting[1:] {
+		if !st.Wait.ResetsAt.Equal(reset) {
+			t.Fatalf("task %s waits until %s, want the account's reset %s", ids[i+1], st.Wait.ResetsAt, reset)
 		}
 	}
-	for _, id := range ids[1:] {
-		if st := e.waitStatus(id, task.StatusWaitingForLimit); !st.Wait.ResetsAt.Equal(reset) {
-			t.Fatalf("task %s waits until %s, want the account's reset %s", id, st.Wait.ResetsAt, reset)
-		}
-	}
-	if time.Now().After(reset) {
-		t.Fatal("the tasks took until the reset to pause; the test proves nothing")
-	}
-	for _, id := range ids {
-		e.waitTurns(id, 2)
-	}
 
-	// The fake's own log: one request refused, none other until the reset.
+	// The fake's own log: one request refused, none other until the reset; the reset asked about
+	// once; then one request goes first and alone, and the tasks resume spread out.
 	calls := messages(e.fake.Calls().Of(subscription))
-	if before := calls.Started(limitedFrom, reset); len(before) != 1 || before[0].Limit != fa.LimitUsage {
-		t.Fatalf("requests between the limit and its reset: %+v; want the one refused", before)
-	}
-	if got := len(calls.Limited()); got != 1 {
-		t.Errorf("%d requests refused by the limit, want 1", got)
-	}
+	after := oneRefusedThenOneAlone(t, calls, limitedFrom, reset, n)
 	if got := calls.MaxPerReset(); got != 1 {
 		t.Errorf("the announced reset was asked about %d times, want once", got)
-	}
-	after := calls.Started(reset, time.Now().Add(time.Hour)).Class(fa.ClassMain)
-	if len(after) < n {
-		t.Fatalf("%d main requests after the reset, want one per task", len(after))
-	}
-	if !after[0].End.After(after[0].Start) || after[1].Start.Before(after[0].End) {
-		t.Errorf("after the reset, the first request (%s–%s) did not go alone: the next began %s", after[0].Start, after[0].End, after[1].Start)
 	}
 	if spread := after[len(after)-1].Start.Sub(after[0].Start); spread < time.Second {
 		t.Errorf("the tasks resumed within %s of each other, want them spread out", spread)
 	}
-	var cost float64
-	for i, id := range ids {
-		st, err := e.tc.State(e.ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Totals.FailedTurns != 0 || st.LastError != "" || st.Status != task.StatusIdle {
-			t.Errorf("task %s after the limit: %+v", id, st)
-		}
-		cost += st.Totals.CostUSD
-		chain := chainTo(e.transcriptEntries(st.SessionID), st.LastMessageUUID)
-		if got := promptCount(chain, fmt.Sprintf("second prompt %d", i)); got != 1 {
-			t.Errorf("task %s: the second prompt is %d times in the conversation, want once", id, got)
-		}
-	}
+	cost := e.checkResumed(ids)
 	if billed := e.fake.LedgerTotals().CostUSD; fmt.Sprintf("%.9f", billed) != fmt.Sprintf("%.9f", cost) {
 		t.Errorf("the tasks count %.9f USD, the API billed %.9f", cost, billed)
 	}

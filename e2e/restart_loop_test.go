@@ -1,19 +1,14 @@
 package e2e
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/drover-run/drover/claudecode"
 	fa "github.com/drover-run/drover/internal/offlinemodel"
-	"github.com/drover-run/drover/task"
 )
 
 var (
@@ -52,31 +47,14 @@ func (p restartPoint) String() string {
 func TestRestartLoop(t *testing.T) {
 	t.Parallel()
 	n := *restartN
-	seed := *restartSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	rng := rand.New(rand.NewPCG(seed, seed>>1|1))
-	t.Logf("restart loop: %d restarts, -restart.seed=%d", n, seed)
-
-	e := newEnv(t)
-	// A safety net: on a loaded machine one restart (a worker's start, a CLI's start, a turn)
-	// takes a minute or two.
-	ctx, cancel := context.WithTimeout(context.Background(), envGuard+time.Duration(n)*2*time.Minute)
-	t.Cleanup(cancel)
-	e.ctx = ctx
-	s := &restartScript{restarts: map[int]int{}, point: map[int]restartPoint{}, never: make(chan struct{})}
-	t.Cleanup(s.closeNever)
-	e.setResponder(s.respond)
-
-	host := "restart-" + e.queue
-	t.Cleanup(func() { claudecode.KillTaggedUnder(host) })
+	t.Logf("restart loop: %d restarts", n)
+	s := &restartScript{loopScript: newLoopScript[restartPoint]()}
 	// SIGTERM stops running turns after a second (they continue on the restarted worker).
-	start := func() *workerProc { return e.startWorker(host, "--drain-timeout", "1s", "--keep-alive", "3s") }
-	w := start()
-	id := e.taskID("restart")
-	params := e.params()
-	params.MaxAttempts = 5
+	// The timeout is a safety net: on a loaded machine one restart (a worker's start, a CLI's
+	// start, a turn) takes a minute or two.
+	l := newWorkerLoop(t, "restart", *restartSeed, envGuard+time.Duration(n)*2*time.Minute, s,
+		"--drain-timeout", "1s", "--keep-alive", "3s")
+	e, id, rng := l.e, l.id, l.rng
 
 	var session string
 	counts := map[string]int{}
@@ -87,29 +65,19 @@ func TestRestartLoop(t *testing.T) {
 			p = restartIdle // the last prompt only checks the session
 		}
 		s.setPoint(k, p)
-		prompt := task.Prompt{Text: restartPrompt(k)}
-		var err error
-		if k == 1 {
-			_, err = e.tc.Start(e.ctx, id, params, prompt, "")
-		} else {
-			_, err = e.tc.Prompt(e.ctx, id, prompt, "")
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		accepted := time.Now()
+		accepted := l.prompt(k, restartPrompt(k))
 		if k <= n {
 			s.waitForPoint(e, id, k, p, accepted, rng)
 			how := "SIGTERM"
 			if kill {
 				how = "SIGKILL"
-				w.kill()
+				l.w.kill()
 			} else {
-				w.stop()
+				l.w.stop()
 			}
 			counts[fmt.Sprintf("%s %s", how, p)]++
-			s.markRestarted(k)
-			w = start()
+			s.markStopped(k)
+			l.startWorker()
 		}
 		st := e.waitTurns(id, k)
 		if st.Totals.FailedTurns != 0 || st.LastError != "" {
@@ -150,7 +118,7 @@ func TestRestartLoop(t *testing.T) {
 			last = i
 		}
 	}
-	w.stop()
+	l.w.stop()
 }
 
 func restartPrompt(k int) string { return fmt.Sprintf("restart turn %d: go on", k) }
@@ -158,42 +126,16 @@ func restartPrompt(k int) string { return fmt.Sprintf("restart turn %d: go on", 
 // restartScript answers TestRestartLoop's main conversation: per turn, by restart point, and
 // at once once the worker restarted in that turn.
 type restartScript struct {
-	mu       sync.Mutex
-	restarts map[int]int
-	point    map[int]restartPoint
+	loopScript[restartPoint]
 	tools    map[int]bool // turns whose tool ran
 	streamed map[int]bool // turns whose held answer was asked for
-	never    chan struct{}
-	once     sync.Once
-}
-
-func (s *restartScript) closeNever() { s.once.Do(func() { close(s.never) }) }
-
-func (s *restartScript) setPoint(k int, p restartPoint) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.point[k] = p
-}
-
-func (s *restartScript) markRestarted(k int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.restarts[k]++
 }
 
 func (s *restartScript) respond(r *fa.Request) (fa.Response, bool) {
 	if r.Class != fa.ClassMain {
 		return fa.Response{}, false
 	}
-	k := 0
-	for _, m := range r.Messages {
-		text := m.Text()
-		if i := strings.LastIndex(text, "restart turn "); m.Role == "user" && i >= 0 {
-			if v, err := strconv.Atoi(strings.TrimSuffix(strings.Fields(text[i+len("restart turn "):])[0], ":")); err == nil {
-				k = v
-			}
-		}
-	}
+	k, _ := turnOf(r, "restart turn ")
 	followUp := len(r.Messages) > 0 && len(r.Messages[len(r.Messages)-1].ToolResults()) > 0
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -202,7 +144,7 @@ func (s *restartScript) respond(r *fa.Request) (fa.Response, bool) {
 	}
 	done := fa.Reply(fa.Text(fmt.Sprintf("restart turn %d done", k)))
 	switch p := s.point[k]; {
-	case s.restarts[k] > 0 || k == 0 || followUp:
+	case s.stopped[k] > 0 || k == 0 || followUp:
 		return done, true
 	case p == restartStreaming:
 		s.streamed[k] = true

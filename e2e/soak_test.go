@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -10,11 +9,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/drover-run/drover/claudecode"
 	"github.com/drover-run/drover/events"
 	fa "github.com/drover-run/drover/internal/offlinemodel"
 	"github.com/drover-run/drover/store"
@@ -60,29 +57,12 @@ func TestSoak(t *testing.T) {
 	if n < 1 {
 		t.Fatalf("-soak.n=%d: want at least one kill", n)
 	}
-	seed := *soakSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	rng := rand.New(rand.NewPCG(seed, seed>>1|1))
-	t.Logf("soak: %d kills, -soak.seed=%d", n, seed)
-
-	e := newEnv(t)
-	// A safety net: on a loaded machine one kill and its retry take a minute or two.
-	ctx, cancel := context.WithTimeout(context.Background(), envGuard+time.Duration(n)*2*time.Minute)
-	t.Cleanup(cancel)
-	e.ctx = ctx
-	s := &soakScript{killed: map[int]int{}, phase: map[int]soakPhase{}, never: make(chan struct{})}
-	t.Cleanup(s.closeNever)
-	e.setResponder(s.respond)
-
-	host := "soak-" + e.queue
-	t.Cleanup(func() { claudecode.KillTaggedUnder(host) }) // whatever a failure left behind
+	t.Logf("soak: %d kills", n)
+	s := &soakScript{loopScript: newLoopScript[soakPhase]()}
+	// The timeout is a safety net: on a loaded machine one kill and its retry take a minute or two.
+	l := newWorkerLoop(t, "soak", *soakSeed, envGuard+time.Duration(n)*2*time.Minute, s)
+	e, id, host, rng := l.e, l.id, l.host, l.rng
 	orphanPIDs := map[int]bool{}
-	w := e.startWorker(host)
-	id := e.taskID("soak")
-	params := e.params()
-	params.MaxAttempts = 5
 
 	// Every phase comes once in each round of numPhases turns, in a random order; the first
 	// kill of all is while a tool runs, the point most likely to leave a process behind.
@@ -98,26 +78,16 @@ func TestSoak(t *testing.T) {
 		}
 		phase := order[0]
 		order = order[1:]
-		s.setPhase(k, phase)
+		s.setPoint(k, phase)
 
-		prompt := task.Prompt{Text: soakPrompt(k)}
-		var err error
-		if k == 1 {
-			_, err = e.tc.Start(e.ctx, id, params, prompt, "")
-		} else {
-			_, err = e.tc.Prompt(e.ctx, id, prompt, "")
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		accepted := time.Now()
+		accepted := l.prompt(k, soakPrompt(k))
 		s.waitForPhase(e, id, k, phase, accepted, rng)
 
 		// Kill: remember the processes of the host's CLIs, kill the worker, and wait until the
 		// CLI it ran is gone before the next answers count as the retry's.
 		before := tagged(host + "/")
 		killedAt := time.Now()
-		w.kill()
+		l.w.kill()
 		e.waitFor("the killed worker's CLI to end", func() bool {
 			for _, p := range before {
 				if len(p.args) > 0 && p.args[0] == suite.claudeBin && alive(p.pid) {
@@ -126,8 +96,8 @@ func TestSoak(t *testing.T) {
 			}
 			return true
 		})
-		s.markKilled(k)
-		w = e.startWorker(host)
+		s.markStopped(k)
+		l.startWorker()
 
 		// The turn runs again once the model is asked again.
 		var again time.Time
@@ -150,7 +120,7 @@ func TestSoak(t *testing.T) {
 		e.waitTurns(id, k)
 	}
 	rep.check(t, e, id, s) // queries the workflow: a worker must run
-	w.stop()
+	l.w.stop()
 	if left := tagged(host + "/"); len(left) > 0 {
 		for _, p := range left {
 			orphanPIDs[p.pid] = true
@@ -173,12 +143,8 @@ func soakMarker(k, kills int) string { return fmt.Sprintf("soakmark-%d-%d", k, k
 // soakScript answers the main conversation of TestSoak: per turn, by phase, and quickly once
 // the turn has been killed. It keeps its own ledger of every answer it gave.
 type soakScript struct {
-	mu     sync.Mutex
-	killed map[int]int // turn → kills so far
-	phase  map[int]soakPhase
-	served []servedAnswer
-	never  chan struct{} // holds answers of attempts about to be killed
-	once   sync.Once
+	loopScript[soakPhase] // its stopped counts the kills of each turn
+	served                []servedAnswer
 }
 
 // servedAnswer is one request of the main conversation the fake API answered: which turn
@@ -191,26 +157,12 @@ type servedAnswer struct {
 	followUp    bool     // the request answered a tool call
 }
 
-func (s *soakScript) closeNever() { s.once.Do(func() { close(s.never) }) }
-
-func (s *soakScript) setPhase(k int, p soakPhase) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.phase[k] = p
-}
-
-func (s *soakScript) markKilled(k int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.killed[k]++
-}
-
 // firstRetryRequest is when the model was first asked for turn k after its last kill.
 func (s *soakScript) firstRetryRequest(k int) time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, a := range s.served {
-		if a.turn == k && a.kills == s.killed[k] && a.kills > 0 {
+		if a.turn == k && a.kills == s.stopped[k] && a.kills > 0 {
 			return a.at
 		}
 	}
@@ -221,25 +173,12 @@ func (s *soakScript) respond(r *fa.Request) (fa.Response, bool) {
 	if r.Class != fa.ClassMain {
 		return fa.Response{}, false
 	}
-	var users []string
-	k := 0
-	for _, m := range r.Messages {
-		if m.Role != "user" {
-			continue
-		}
-		text := m.Text()
-		users = append(users, text)
-		if i := strings.LastIndex(text, "soak turn "); i >= 0 {
-			if v, err := strconv.Atoi(strings.TrimSuffix(strings.Fields(text[i+len("soak turn "):])[0], ":")); err == nil {
-				k = v
-			}
-		}
-	}
+	k, users := turnOf(r, "soak turn ")
 	followUp := len(r.Messages) > 0 && len(r.Messages[len(r.Messages)-1].ToolResults()) > 0
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	kills := s.killed[k]
+	kills := s.stopped[k]
 	u := fa.Usage{InputTokens: 100 + k, OutputTokens: 10 + kills, CacheReadInputTokens: 1000 + k, CacheCreationInputTokens: 20}
 	s.served = append(s.served, servedAnswer{seq: r.Seq, turn: k, kills: kills, at: time.Now(), userTexts: users, followUp: followUp})
 	lost := fmt.Sprintf("soak-%d-lost-%d", k, kills)
@@ -247,15 +186,15 @@ func (s *soakScript) respond(r *fa.Request) (fa.Response, bool) {
 	switch {
 	case kills > 0 || k == 0:
 		resp = fa.Reply(fa.Text(fmt.Sprintf("soak turn %d done", k)))
-	case s.phase[k] == phaseStarting:
+	case s.point[k] == phaseStarting:
 		resp = fa.Reply(fa.Text(lost), fa.Text("and more")).WithHold(1, s.never)
-	case s.phase[k] == phaseStreaming:
+	case s.point[k] == phaseStreaming:
 		resp = fa.Reply(fa.Text(lost), fa.Text("never sent")).WithHold(1, s.never)
-	case s.phase[k] == phaseTool && !followUp:
+	case s.point[k] == phaseTool && !followUp:
 		resp = fa.Reply(fa.UseBash("echo " + soakMarker(k, kills) + "; sleep 60"))
-	case s.phase[k] == phaseAfterTool && !followUp:
+	case s.point[k] == phaseAfterTool && !followUp:
 		resp = fa.Reply(fa.UseBash("echo " + soakMarker(k, kills)))
-	case s.phase[k] == phaseAnywhere && !followUp:
+	case s.point[k] == phaseAnywhere && !followUp:
 		resp = fa.Reply(fa.Text(lost+" first"), fa.UseBash("echo "+soakMarker(k, kills)+"; sleep 0.5")).WithDelay(20 * time.Millisecond)
 	default: // the answer after a tool, held until the kill
 		resp = fa.Reply(fa.Text(lost+" after the tool"), fa.Text("never sent")).WithHold(1, s.never)
@@ -382,7 +321,7 @@ func (r *soakReport) check(t *testing.T, e *env, id string, s *soakScript) {
 		ledger[le.Seq] = le
 	}
 	killed := map[int]int{}
-	for k, v := range s.killed {
+	for k, v := range s.stopped {
 		killed[k] = v
 	}
 	s.mu.Unlock()

@@ -102,9 +102,9 @@ func ask(c *fakecli.CLI, got *answers, id, tool string, input any) {
 	got.put(id, l)
 }
 
-func supervisedRig(t *testing.T, script func(c *fakecli.CLI)) (*rig, *notifier) {
+func supervisedRig(t *testing.T, script func(c *fakecli.CLI), mutate ...func(*engine.Config)) (*rig, *notifier) {
 	n := &notifier{}
-	r := newRig(t, script, func(c *engine.Config) { c.Notifier = n })
+	r := newRig(t, script, append(mutate, func(c *engine.Config) { c.Notifier = n })...)
 	return r, n
 }
 

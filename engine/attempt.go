@@ -43,19 +43,31 @@ func (e *Engine) RunTurn(ctx context.Context, req Request) (task.RunTurnResult, 
 	defer span.End()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	untrack, ok := e.track(req.TaskID, req.Turn, cancel)
-	if !ok {
+	untrack, dup, ok := e.track(req.TaskID, req.Turn, req.AttemptID, cancel)
+	switch {
+	case dup != nil:
+		log.Info("the attempt already runs on this host; answering with its answer")
+		select {
+		case <-dup.done:
+			if dup.err != nil {
+				return task.RunTurnResult{}, dup.err
+			}
+			return dup.res, nil
+		case <-ctx.Done():
+			return task.RunTurnResult{}, contextFailure(ctx)
+		}
+	case !ok:
 		log.Info("not running the turn: this host drains")
 		return task.RunTurnResult{}, &Error{Type: task.ErrTypeWorkerStopping, Err: errDraining}
 	}
-	defer untrack()
 	// Who asked to interrupt the turn is of no use once its attempt ended.
 	defer e.forgetInterruptAuthor(req.TaskID, req.Turn)
 
-	a := &attempt{e: e, req: req, log: log, meter: e.meterAttempt(ctx, req)}
+	a := &attempt{e: e, req: req, log: log, meter: e.meterAttempt(ctx, req), cancel: cancel}
 	stopHeartbeat := a.heartbeat(ctx)
 	res, err := a.end(ctx, a.run(ctx))
 	stopHeartbeat()
+	untrack(res, err)
 
 	if err != nil {
 		span.SetAttributes(attribute.String("drover.error_type", err.Type))
@@ -82,6 +94,10 @@ type attempt struct {
 	e   *Engine
 	req Request
 	log *slog.Logger
+	// cancel stops the attempt, with a cause (a newer attempt taking its turn over).
+	cancel context.CancelCauseFunc
+	// runner is the attempt as the executor knows it while it runs the turn (see takeover.go).
+	runner *turnRunner
 
 	// claimed: BeginAttempt succeeded, so the attempt owns the executor row and its end must
 	// be recorded there.
@@ -106,8 +122,10 @@ type attempt struct {
 
 // outcome is how an attempt's run ended: exactly one of fail, commit and answered is set.
 type outcome struct {
-	// fail: the attempt failed; nothing of the turn is committed.
+	// fail: the attempt failed; nothing of the turn is committed. park: it failed leaving its
+	// running turn, CLI and all, to the next attempt on this host (see takeover.go).
 	fail *Error
+	park bool
 	// commit: the turn reached its result; commit it and answer with result.
 	commit *store.TurnCommit
 	// answered: an earlier attempt committed the turn; result comes from its record.
@@ -144,6 +162,9 @@ func (a *attempt) run(ctx context.Context) (o outcome) {
 	}
 	if f := a.refuseCancelled(ctx); f != nil {
 		return failed(f)
+	}
+	if o, ok := a.takeOver(ctx); ok {
+		return o
 	}
 	if f := a.restoreWorktree(ctx, begun); f != nil {
 		return failed(f)
@@ -286,13 +307,7 @@ func (a *attempt) emitRestored(sessionID string) {
 // interrupts at once a turn that was asked to stop before it started.
 func (a *attempt) startTurn(ctx context.Context, ex *executor, fresh bool, images []claudecode.Image) (<-chan turnEnd, *Error) {
 	e, req := a.e, a.req
-	var logSink streamjson.Sink = a.authorSink(a.logSink())
-	if a.managed() {
-		a.hold = &holdSink{next: logSink}
-		logSink = a.hold
-	}
-	a.sink = newTracingSink(ctx, e.cfg.Tracer, a.meter.watch(logSink))
-	ended, err := ex.beginTurn(req.Turn, a.sink)
+	ended, err := ex.beginTurn(req.Turn, a.turnSink(ctx, false))
 	if err != nil {
 		return nil, &Error{Type: task.ErrTypeInternal, Err: err}
 	}
@@ -312,6 +327,8 @@ func (a *attempt) startTurn(ctx context.Context, ex *executor, fresh bool, image
 	if f := a.sendPrompt(ctx, ex, images); f != nil {
 		return nil, f
 	}
+	a.runner = &turnRunner{attempt: req.Attempt, promptUUID: req.PromptUUID, cancel: a.cancel}
+	ex.setRunner(a.runner)
 	if fresh {
 		if err := store.SetExecutorRunning(ctx, e.cfg.DB, req.TaskID, req.AttemptID, ex.pid()); err != nil {
 			if errors.Is(err, store.ErrStaleAttempt) {
@@ -328,6 +345,21 @@ func (a *attempt) startTurn(ctx context.Context, ex *executor, fresh bool, image
 		}
 	}
 	return ended, nil
+}
+
+// turnSink builds where the events of the attempt's turn go: its log, through the author,
+// checkpoint-hold, metering and tracing sinks. adopted: the turn was taken over with its prompt
+// already sent.
+func (a *attempt) turnSink(ctx context.Context, adopted bool) streamjson.Sink {
+	author := a.authorSink(a.logSink())
+	author.prompted = adopted
+	var logSink streamjson.Sink = author
+	if a.managed() {
+		a.hold = &holdSink{next: logSink}
+		logSink = a.hold
+	}
+	a.sink = newTracingSink(ctx, a.e.cfg.Tracer, a.meter.watch(logSink))
+	return a.sink
 }
 
 // sendPrompt writes the attempt's prompt to the CLI, with a transcript uuid of the attempt's own.
@@ -371,6 +403,9 @@ func (a *attempt) wait(ctx context.Context, ex *executor, ended <-chan turnEnd) 
 			}
 			return failed(exitFailure(ex.exitErr))
 		case <-ctx.Done():
+			if f := contextFailure(ctx); a.mayPark(f) {
+				return outcome{fail: f, park: true}
+			}
 			// Stop the turn before the process: an interrupted CLI ends its tools itself.
 			ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.StopTimeout)
 			if err := ex.interrupt(ictx); err != nil {
@@ -429,7 +464,8 @@ func (a *attempt) finish(end turnEnd) outcome {
 // meter stops, settle records the end, the result gets what the budget adds (or the failed
 // commit its price), the metrics take the outcome, and the log stores what it still holds.
 func (a *attempt) end(ctx context.Context, o outcome) (task.RunTurnResult, *Error) {
-	a.spend.finish(ctx, a.ex, o.commit != nil)
+	// A parked turn's cost is the cost of the attempt that adopts and commits it.
+	a.spend.finish(ctx, a.ex, o.commit != nil || o.park)
 	res, err := a.e.settle(ctx, a, o)
 	switch {
 	case err == nil:
@@ -454,6 +490,17 @@ func (e *Engine) settle(ctx context.Context, a *attempt, o outcome) (task.RunTur
 		return o.result, nil
 	}
 	e.accountEnded(ctx, a, o)
+	if o.park {
+		a.park(ctx)
+		if a.claimed && o.fail.Type != task.ErrTypeAttemptSuperseded {
+			e.endAttempt(ctx, a.req, o.fail)
+		}
+		return task.RunTurnResult{}, o.fail
+	}
+	if a.ex != nil && a.runner != nil {
+		// Not parked: a newer attempt waiting for the turn starts it anew.
+		a.ex.letGo(a.runner)
+	}
 	if o.fail == nil {
 		a.closeLeftRequests(ctx)
 		if o.fail = e.commit(ctx, a, *o.commit, &o.result); o.fail == nil {

@@ -15,7 +15,7 @@ type authorSink struct {
 	prompted   bool // the prompt's user_message went by
 }
 
-func (a *attempt) authorSink(next streamjson.Sink) streamjson.Sink {
+func (a *attempt) authorSink(next streamjson.Sink) *authorSink {
 	return &authorSink{next: next, a: a, promptUUID: attemptPromptUUID(a.req.PromptUUID, a.req.Attempt)}
 }
 

@@ -37,6 +37,10 @@ const (
 	// DefaultCommitRetry is how long a finished turn keeps trying to commit through database
 	// failures.
 	DefaultCommitRetry = 2 * time.Minute
+	// DefaultTakeoverWait is how long a turn whose attempt Temporal gave up (its heartbeat timed
+	// out) keeps its CLI running for the retry to take it over (see takeover.go): the retry goes
+	// to the same host queue, which a host picks from within hostStartTimeout or loses the turn.
+	DefaultTakeoverWait = 30 * time.Second
 	// DefaultStopTimeout bounds each step of stopping a CLI process.
 	DefaultStopTimeout = 5 * time.Second
 	// DefaultRateLimitWait is how long an account waits after a 429 that announced no reset and
@@ -150,6 +154,9 @@ type Config struct {
 	CommitRetry time.Duration
 	// StopTimeout bounds each step of stopping a CLI process. Defaults to DefaultStopTimeout.
 	StopTimeout time.Duration
+	// TakeoverWait is how long a turn left by an attempt that Temporal gave up keeps its CLI for
+	// the retry to take over; then the CLI is stopped. Defaults to DefaultTakeoverWait.
+	TakeoverWait time.Duration
 	// DebugDir, when set, receives raw and normalized JSONL captures of every CLI run.
 	DebugDir string
 	// DefaultBudget bounds what a task's own budget leaves unset, for the turns this host runs
@@ -189,6 +196,9 @@ func (c *Config) withDefaults() {
 	}
 	if c.StopTimeout <= 0 {
 		c.StopTimeout = DefaultStopTimeout
+	}
+	if c.TakeoverWait <= 0 {
+		c.TakeoverWait = DefaultTakeoverWait
 	}
 	if c.RateLimitWait <= 0 {
 		c.RateLimitWait = DefaultRateLimitWait

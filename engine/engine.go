@@ -28,7 +28,7 @@ type Engine struct {
 	// running are the attempts running on this host, by task, so that a cancelled task's turn
 	// can be stopped at once.
 	runningMu sync.Mutex
-	running   map[string]runningAttempt
+	running   map[string]*runningAttempt
 	// draining: the host gives its turns up (see Drain).
 	draining atomic.Bool
 	// evicting counts the idle processes evictIdle is stopping: until they exit they hold their
@@ -53,8 +53,13 @@ type Engine struct {
 
 // runningAttempt is an attempt in progress and the way to cancel it.
 type runningAttempt struct {
-	turn   int
-	cancel context.CancelCauseFunc
+	turn      int
+	attemptID string
+	cancel    context.CancelCauseFunc
+	// done is closed when the attempt has ended, with res and err its answer.
+	done chan struct{}
+	res  task.RunTurnResult
+	err  *Error
 }
 
 // New checks cfg and returns an engine. It removes the private folders an earlier run of the
@@ -65,7 +70,7 @@ func New(cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	removeLeftoverDirs(cfg.HostID, cfg.Logger)
-	e := &Engine{cfg: cfg, pool: newPool(), interrupts: make(map[string]int), interruptedBy: map[string]interruptAsk{}, running: make(map[string]runningAttempt)}
+	e := &Engine{cfg: cfg, pool: newPool(), interrupts: make(map[string]int), interruptedBy: map[string]interruptAsk{}, running: make(map[string]*runningAttempt)}
 	if cfg.MaxConcurrentTurns > 0 {
 		e.procSlots = make(chan struct{}, cfg.MaxConcurrentTurns+cfg.MaxIdle)
 	}
@@ -211,23 +216,32 @@ func (e *Engine) CancelTurn(taskID string, turn int) bool {
 	return true
 }
 
-// track registers a running attempt; the returned function forgets it. A draining host
-// registers nothing (ok false): the attempt must not run.
-func (e *Engine) track(taskID string, turn int, cancel context.CancelCauseFunc) (untrack func(), ok bool) {
+// track registers a running attempt; untrack forgets it, with the attempt's answer. A draining
+// host registers nothing (ok false): the attempt must not run. An attempt that already runs here
+// (Temporal delivered its task twice: a poll's answer held by a silent link arrives after the
+// task was given to another poll) is not run again: dup is the running one, whose answer the
+// copy waits for.
+func (e *Engine) track(taskID string, turn int, attemptID string, cancel context.CancelCauseFunc) (untrack func(task.RunTurnResult, *Error), dup *runningAttempt, ok bool) {
 	e.runningMu.Lock()
-	if e.draining.Load() {
-		e.runningMu.Unlock()
-		return nil, false
+	defer e.runningMu.Unlock()
+	if r, ok := e.running[taskID]; ok && r.attemptID == attemptID {
+		return nil, r, true
 	}
-	e.running[taskID] = runningAttempt{turn: turn, cancel: cancel}
-	e.runningMu.Unlock()
-	return func() {
+	if e.draining.Load() {
+		return nil, nil, false
+	}
+	r := &runningAttempt{turn: turn, attemptID: attemptID, cancel: cancel, done: make(chan struct{})}
+	e.running[taskID] = r
+	return func(res task.RunTurnResult, err *Error) {
 		e.runningMu.Lock()
-		if r, ok := e.running[taskID]; ok && r.turn == turn {
+		// A newer attempt of the turn (one that took it over) may have replaced this one.
+		if e.running[taskID] == r {
 			delete(e.running, taskID)
 		}
 		e.runningMu.Unlock()
-	}, true
+		r.res, r.err = res, err
+		close(r.done)
+	}, nil, true
 }
 
 // StopTask stops the task's CLI process on this host, if any, and forgets the task's pending

@@ -193,7 +193,14 @@ func (l *eventLog) resync(ctx context.Context) error {
 		return err
 	}
 	l.mu.Lock()
-	if landed := emitted - l.stored; landed > 0 {
+	if landed := emitted - l.stored; landed > int64(len(l.buf)) {
+		// More of the writer's events are stored than it ever queued: another writer used its
+		// id. What it queued counts as stored rather than stored twice.
+		l.logger.Error("the event writer's stored events outnumber what it emitted", "task_id", l.taskID,
+			"attempt_id", l.attemptID, "stored", emitted, "emitted", l.stored+int64(len(l.buf)))
+		l.buf = nil
+		l.stored, l.lastSeq = emitted, last
+	} else if landed > 0 {
 		l.buf = l.buf[landed:]
 		l.stored, l.lastSeq = emitted, last
 	}

@@ -83,6 +83,13 @@ type executor struct {
 	// conversation no longer matches what is committed.
 	clean     bool
 	idleTimer *time.Timer
+	// runner is the attempt running the turn, once its prompt is sent; handoff is closed when
+	// it lets go of the turn that a newer attempt claimed; parked holds the events of a turn its
+	// attempt left for the next one, until parkTimer stops the CLI (see takeover.go).
+	runner    *turnRunner
+	handoff   chan struct{}
+	parked    *parkSink
+	parkTimer *time.Timer
 	// heldUntil: the task has prompts queued behind the last turn, so the process waits for the
 	// next one and is not evicted for another task's start before then (see hold).
 	heldUntil time.Time
@@ -446,6 +453,11 @@ func (ex *executor) endTurn(sessionID, committed, owner string) {
 	ex.busy = false
 	ex.idleAt = time.Now()
 	ex.sink = nil
+	ex.runner, ex.parked = nil, nil
+	if ex.handoff != nil {
+		close(ex.handoff)
+		ex.handoff = nil
+	}
 	ex.approvals.Store(nil)
 	ex.pending = nil
 	if ex.bgTimer != nil {

@@ -32,18 +32,19 @@ const (
 // turnApprovals answers the permission requests of one attempt: it records each durably, tells
 // the workflow, waits for the decision that comes back through Postgres, and answers the CLI.
 type turnApprovals struct {
-	e   *Engine
-	ex  *executor
-	req Request
-	// sink is the attempt's log: what the approvals emit goes there even while the attempt's
-	// process is being stopped (a request withdrawn then), when the process has no sink.
-	sink streamjson.Sink
-	// flush stores what the attempt's log holds; nil stores nothing.
-	flush   func(context.Context) error
+	e       *Engine
+	ex      *executor
+	req     Request
 	log     *slog.Logger
 	timeout time.Duration
 
-	mu     sync.Mutex
+	mu sync.Mutex
+	// sink is the attempt's log: what the approvals emit goes there even while the attempt's
+	// process is being stopped (a request withdrawn then), when the process has no sink. An
+	// attempt that takes the turn over moves it, and req's attempt, to its own (retarget).
+	sink streamjson.Sink
+	// flush stores what the attempt's log holds; nil stores nothing.
+	flush  func(context.Context) error
 	grants []task.Grant
 	// mode is the task's mode as this turn knows it; an approved plan moves it on.
 	mode task.PermissionMode
@@ -141,13 +142,14 @@ func (t *turnApprovals) askPerson(ctx context.Context, cr *claudecode.ControlReq
 		Since:     time.Now().UTC(),
 	}
 	pending.Deadline = pending.Since.Add(t.timeout)
+	attempt, attemptID := t.attempt()
 	// The record is made whole even if the CLI withdraws the request meanwhile (that cancels
 	// ctx): a write cut off half way might land unseen, and the request would then wait, open,
 	// until the turn ends. Withdrawn, it is closed below like any other.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	row, fresh, err := store.AskPermission(rctx, t.e.cfg.DB, store.Ask{
-		TaskID: t.req.TaskID, RequestID: pending.RequestID, Turn: t.req.Turn, Attempt: t.req.Attempt, AttemptID: t.req.AttemptID,
+		TaskID: t.req.TaskID, RequestID: pending.RequestID, Turn: t.req.Turn, Attempt: attempt, AttemptID: attemptID,
 		CLIRequestID: cr.RequestID, Kind: kind, ToolName: r.ToolName, ToolUseID: r.ToolUseID,
 		Input: r.Input, InputHash: askHash(r.ToolName, r.Input), Summary: pending.Summary,
 		Suggestions: suggestionsJSON(pending.Suggestions), BlockedPath: r.BlockedPath, CLIReason: r.DecisionReason,
@@ -190,10 +192,13 @@ func (t *turnApprovals) askPerson(ctx context.Context, cr *claudecode.ControlReq
 // flushLog stores the attempt's log as it is now; a failure is logged, and the event is stored
 // with the rest of the log.
 func (t *turnApprovals) flushLog(ctx context.Context) {
-	if t.flush == nil {
+	t.mu.Lock()
+	flush := t.flush
+	t.mu.Unlock()
+	if flush == nil {
 		return
 	}
-	if err := t.flush(ctx); err != nil {
+	if err := flush(ctx); err != nil {
 		t.log.Warn("storing a permission request's event before telling the task", "error", err)
 	}
 }
@@ -294,7 +299,29 @@ func decisionEvent(toolCallID, tool string, row store.PermissionRequest, rec tas
 }
 
 // emit puts an event of the turn in the attempt's log.
-func (t *turnApprovals) emit(ev events.AgentEvent) { t.sink.Emit(ev) }
+func (t *turnApprovals) emit(ev events.AgentEvent) {
+	t.mu.Lock()
+	sink := t.sink
+	t.mu.Unlock()
+	sink.Emit(ev)
+}
+
+// retarget moves the turn's approvals, those waiting included, to another attempt's sink and
+// log (flush), and records the requests it asks from now on as req's: that attempt took the
+// turn over (see takeover.go).
+func (t *turnApprovals) retarget(sink streamjson.Sink, flush func(context.Context) error, req Request) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sink, t.flush = sink, flush
+	t.req.Attempt, t.req.AttemptID = req.Attempt, req.AttemptID
+}
+
+// attempt is the attempt whose requests the approvals ask now.
+func (t *turnApprovals) attempt() (int, string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.req.Attempt, t.req.AttemptID
+}
 
 // requestEvent is the permission_request event of a new request: what a person needs to
 // decide, under drover's request id, with the choices drover offers and the deadline.

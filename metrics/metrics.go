@@ -46,7 +46,8 @@ const (
 	// AttrKind is a token kind (input, output, cache_read, cache_creation), or a permission
 	// request's kind (tool, question, plan).
 	AttrKind = "kind"
-	// AttrDecision is how a permission request was closed: allowed, denied or expired.
+	// AttrDecision is how a permission request was closed: allowed, denied, expired or
+	// cancelled.
 	AttrDecision = "decision"
 	// AttrHost is the worker host of a process count.
 	AttrHost = "host"
@@ -115,7 +116,7 @@ func New(mp metric.MeterProvider) (*Metrics, error) {
 	m.attemptsFailed = r.counter(AttemptsFailed, "{attempt}", "Attempts of a turn that failed, by error type.")
 	m.turnDuration = r.histogram(TurnDuration, "Time from the start of the attempt that ended a turn to its end.", latencyBuckets)
 	m.firstToken = r.histogram(TimeToFirstToken, "Time from the start of an attempt to the model's first output in it.", latencyBuckets)
-	m.tokens = r.counter(Tokens, "{token}", "Tokens the Messages API billed for committed turns, by model and kind.")
+	m.tokens = r.counter(Tokens, "{token}", "Tokens the Messages API billed, by model and kind: committed turns and failed attempts.")
 	m.cost = r.floatCounter(Cost, "{USD}", "Cost the Messages API billed, in US dollars, by model.")
 	m.approvalsWaiting = r.upDown(ApprovalsWaiting, "{request}", "Permission requests an attempt on this host waits on for a person.")
 	m.timeToDecision = r.histogram(ApprovalTimeToDecision, "Time from a permission request to its decision.", decisionBuckets)

@@ -180,7 +180,7 @@ func describeType(t, msg string) (string, int, string) {
 	case task.ErrTypeNoAttentionNeeded:
 		return CodeNotPending, http.StatusConflict, msg
 	case task.ErrTypeInvalidDecision, task.ErrTypeInvalidParams, task.ErrTypeInvalidPrompt,
-		task.ErrTypeInvalidInput:
+		task.ErrTypeInvalidInput, task.ErrTypeInvalidBudget:
 		return CodeInvalidInput, http.StatusBadRequest, msg
 	case task.ErrTypeTaskClosed:
 		return CodeTaskClosed, http.StatusConflict, msg + "; start a new task with drover task start"

@@ -53,6 +53,8 @@ func TestDescribe(t *testing.T) {
 		{temporal.NewApplicationError("the task is closing", task.ErrTypeTaskClosed), taskerr.CodeTaskClosed, http.StatusConflict, nil, []string{"type:"}},
 		{temporal.NewApplicationError("queue full", task.ErrTypeQueueFull), taskerr.CodeQueueFull, http.StatusTooManyRequests, nil, nil},
 		{temporal.NewApplicationError("spent", task.ErrTypeBudgetExhausted), taskerr.CodeBudgetExhausted, http.StatusConflict, []string{"budget"}, nil},
+		{temporal.NewApplicationError("max_cost_usd is negative", task.ErrTypeInvalidBudget), taskerr.CodeInvalidInput, http.StatusBadRequest,
+			[]string{"max_cost_usd is negative"}, nil},
 		{wrap(&task.InvalidError{Field: "prompt", Reason: "is empty"}), taskerr.CodeInvalidInput, http.StatusBadRequest, []string{"prompt: is empty"}, nil},
 		{serviceerror.NewNotFound("workflow not found"), taskerr.CodeNotFound, http.StatusNotFound, nil, nil},
 		{wrap(context.DeadlineExceeded), taskerr.CodeUnavailable, http.StatusServiceUnavailable, []string{"is a worker running"}, nil},

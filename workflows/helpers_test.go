@@ -5,19 +5,31 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/mock"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/drover-run/drover/internal/devserver"
+	"github.com/drover-run/drover/internal/testkit/temporaltest"
 	"github.com/drover-run/drover/task"
 )
 
@@ -28,7 +40,7 @@ const hostA = "executor/host-a"
 func newEnv(t *testing.T, lim limits) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
 	var suite testsuite.WorkflowTestSuite
-	suite.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+	suite.SetLogger(testLogger(t))
 	env := suite.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, p task.Params) (task.State, error) {
 		return runTask(ctx, p, lim)
@@ -326,4 +338,171 @@ func turnsOf(calls []runCall) []int {
 // that it leaves to the retry policy.
 func temporalAppError(msg, errType string) error {
 	return temporal.NewApplicationError(msg, errType)
+}
+
+// serverRig is a real Temporal dev server with a client on it, for the tests that run a task on
+// stub activities, fetch its history and replay it (or record it to testdata).
+type serverRig struct {
+	t   *testing.T
+	ctx context.Context
+	c   client.Client
+}
+
+// newServerRig starts a dev server with drover's search attributes and dials it; everything ends
+// with the test.
+func newServerRig(t *testing.T) *serverRig {
+	t.Helper()
+	srv := temporaltest.Start(t, devserver.SearchAttributeFlags(SearchAttributes()))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	logger := testLogger(t)
+	c, err := client.DialContext(ctx, client.Options{HostPort: srv.Address(), Namespace: srv.Namespace(), Logger: logger})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return &serverRig{t: t, ctx: ctx, c: c}
+}
+
+// testLogger is the SDK's logger writing warnings and worse to the test's log.
+func testLogger(t *testing.T) log.Logger {
+	return log.NewStructuredLogger(slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})))
+}
+
+// sharedWorker is a worker on the shared queue running the workflow, AssignHost answered by
+// assign, and a RecordState that records nothing; a test may register more before startWorkers.
+func (r *serverRig) sharedWorker(queue string, assign func(context.Context) (string, error)) worker.Worker {
+	w := worker.New(r.c, queue, worker.Options{})
+	Register(w)
+	w.RegisterActivityWithOptions(assign, activity.RegisterOptions{Name: task.ActivityAssignHost})
+	w.RegisterActivityWithOptions(func(context.Context, task.StateRecord) error { return nil },
+		activity.RegisterOptions{Name: task.ActivityRecordState})
+	return w
+}
+
+// hostWorker is a worker on a host's queue running RunTurn with run; a worker on the host's
+// control queue, started at once, answers StopExecutor with success.
+func (r *serverRig) hostWorker(queue string, run func(context.Context, task.RunTurnInput) (task.RunTurnResult, error)) worker.Worker {
+	cw := worker.New(r.c, task.ControlQueue(queue), worker.Options{})
+	cw.RegisterActivityWithOptions(func(context.Context, task.InterruptTurnInput) error { return nil },
+		activity.RegisterOptions{Name: task.ActivityStopExecutor})
+	r.startWorkers(cw)
+	w := worker.New(r.c, queue, worker.Options{})
+	w.RegisterActivityWithOptions(run, activity.RegisterOptions{Name: task.ActivityRunTurn})
+	return w
+}
+
+// startWorkers starts ws and stops them at the test's end.
+func (r *serverRig) startWorkers(ws ...worker.Worker) {
+	r.t.Helper()
+	for _, w := range ws {
+		require.NoError(r.t, w.Start())
+		r.t.Cleanup(w.Stop)
+	}
+}
+
+// startTask starts taskID on the shared queue with p, by Update-with-Start carrying the prompt
+// text as the Update "p1", and waits for the Update's result (into out, unless nil).
+func (r *serverRig) startTask(taskID, shared string, p task.Params, text string, out any) client.WorkflowRun {
+	r.t.Helper()
+	start := r.c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{ID: taskID, TaskQueue: shared,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING}, task.WorkflowName, p)
+	h, err := r.c.UpdateWithStartWorkflow(r.ctx, client.UpdateWithStartWorkflowOptions{StartWorkflowOperation: start,
+		UpdateOptions: client.UpdateWorkflowOptions{UpdateName: task.UpdatePrompt, UpdateID: "p1",
+			Args: []any{task.Prompt{Text: text}}, WaitForStage: client.WorkflowUpdateStageCompleted}})
+	require.NoError(r.t, err)
+	require.NoError(r.t, h.Get(r.ctx, out))
+	run, err := start.Get(r.ctx)
+	require.NoError(r.t, err)
+	return run
+}
+
+// update sends the Update name to taskID and waits for its result (into out, unless nil).
+func (r *serverRig) update(taskID, name, updateID string, out any, args ...any) error {
+	h, err := r.c.UpdateWorkflow(r.ctx, client.UpdateWorkflowOptions{WorkflowID: taskID, UpdateName: name,
+		UpdateID: updateID, Args: args, WaitForStage: client.WorkflowUpdateStageCompleted})
+	if err != nil {
+		return err
+	}
+	return h.Get(r.ctx, out)
+}
+
+// mustUpdate is update, failing the test on an error.
+func (r *serverRig) mustUpdate(taskID, name, updateID string, out any, args ...any) {
+	r.t.Helper()
+	require.NoError(r.t, r.update(taskID, name, updateID, out, args...), "update %s %s", name, updateID)
+}
+
+// state is taskID's state by query; a failed query fails the test and is the zero state (it
+// does not stop the test, so that state may be called from require.Eventually's condition).
+func (r *serverRig) state(taskID string) task.State {
+	r.t.Helper()
+	var st task.State
+	v, err := r.c.QueryWorkflow(r.ctx, taskID, "", task.QueryState)
+	if assert.NoError(r.t, err) {
+		assert.NoError(r.t, v.Get(&st))
+	}
+	return st
+}
+
+// finish waits for taskID's run to end and returns its final state and run id.
+func (r *serverRig) finish(taskID string) (task.State, string) {
+	r.t.Helper()
+	run := r.c.GetWorkflow(r.ctx, taskID, "")
+	var st task.State
+	require.NoError(r.t, run.Get(r.ctx, &st))
+	return st, run.GetRunID()
+}
+
+// history is the whole history of taskID's run.
+func (r *serverRig) history(taskID, runID string) *historypb.History {
+	r.t.Helper()
+	var hist historypb.History
+	iter := r.c.GetWorkflowHistory(r.ctx, taskID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		require.NoError(r.t, err)
+		hist.Events = append(hist.Events, ev)
+	}
+	return &hist
+}
+
+// versionMarkers are the change ids of the history's version markers, in order.
+func versionMarkers(t *testing.T, hist *historypb.History) []string {
+	t.Helper()
+	var out []string
+	for _, ev := range hist.GetEvents() {
+		if m := ev.GetMarkerRecordedEventAttributes(); m.GetMarkerName() == "Version" {
+			var change string
+			require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(m.GetDetails()["change-id"], &change))
+			out = append(out, change)
+		}
+	}
+	return out
+}
+
+// replay requires that hist replays on the workflow as it is now.
+func replay(t *testing.T, hist *historypb.History) {
+	t.Helper()
+	replayer := worker.NewWorkflowReplayer()
+	Register(replayer)
+	require.NoError(t, replayer.ReplayWorkflowHistory(testLogger(t), hist), "the history replays")
+}
+
+// readHistory is the history in testdata/name.
+func readHistory(t *testing.T, name string) *historypb.History {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var hist historypb.History
+	require.NoError(t, (temporalproto.CustomJSONUnmarshalOptions{DiscardUnknown: true}).Unmarshal(b, &hist), "reading %s", path)
+	return &hist
+}
+
+// writeHistory writes hist to path as the JSON readHistory reads.
+func writeHistory(t *testing.T, hist *historypb.History, path string) {
+	t.Helper()
+	b, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, append(b, '\n'), 0o644))
+	t.Logf("wrote %d events to %s", len(hist.GetEvents()), path)
 }

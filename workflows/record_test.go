@@ -11,7 +11,6 @@ package workflows
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -24,11 +23,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
-	historypb "go.temporal.io/api/history/v1"
-	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
@@ -108,7 +104,7 @@ func TestRecordHistory(t *testing.T) {
 	bin := temporalBin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	logger := testLogger(t)
 
 	srv, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
 		ExistingPath:  bin,
@@ -136,12 +132,13 @@ func TestRecordHistory(t *testing.T) {
 	sw.RegisterActivityWithOptions(host.assignHost, activity.RegisterOptions{Name: task.ActivityAssignHost})
 	hw := worker.New(c, host.queue, worker.Options{})
 	hw.RegisterActivityWithOptions(host.runTurn, activity.RegisterOptions{Name: task.ActivityRunTurn})
-	hw.RegisterActivityWithOptions(host.interruptTurn, activity.RegisterOptions{Name: task.ActivityInterruptTurn})
-	hw.RegisterActivityWithOptions(host.stopExecutor, activity.RegisterOptions{Name: task.ActivityStopExecutor})
-	require.NoError(t, sw.Start())
-	defer sw.Stop()
-	require.NoError(t, hw.Start())
-	defer hw.Stop()
+	cw := worker.New(c, task.ControlQueue(host.queue), worker.Options{})
+	cw.RegisterActivityWithOptions(host.interruptTurn, activity.RegisterOptions{Name: task.ActivityInterruptTurn})
+	cw.RegisterActivityWithOptions(host.stopExecutor, activity.RegisterOptions{Name: task.ActivityStopExecutor})
+	for _, w := range []worker.Worker{sw, hw, cw} {
+		require.NoError(t, w.Start())
+		defer w.Stop()
+	}
 
 	taskID := "task-record-1"
 	p := task.Params{Workspace: "/srv/drover/work/record", Profile: task.Profile{Model: "claude-sonnet-4-5"}}
@@ -234,15 +231,6 @@ func TestRecordHistory(t *testing.T) {
 		assert.Contains(t, indexed, name, "search attribute %s is set", name)
 	}
 
-	var hist historypb.History
-	iter := c.GetWorkflowHistory(ctx, taskID, run.GetRunID(), false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for iter.HasNext() {
-		ev, err := iter.Next()
-		require.NoError(t, err)
-		hist.Events = append(hist.Events, ev)
-	}
-	b, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(&hist)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join("testdata", historyFile), append(b, '\n'), 0o644))
-	t.Logf("wrote %d events to testdata/%s", len(hist.Events), historyFile)
+	rig := &serverRig{t: t, ctx: ctx, c: c}
+	writeHistory(t, rig.history(taskID, run.GetRunID()), filepath.Join("testdata", historyFile))
 }

@@ -1,15 +1,8 @@
 package workflows
 
 import (
-	"log/slog"
-	"os"
 	"path/filepath"
 	"testing"
-
-	historypb "go.temporal.io/api/history/v1"
-	"go.temporal.io/api/temporalproto"
-	"go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/worker"
 
 	"github.com/drover-run/drover/task"
 )
@@ -25,14 +18,7 @@ const decideHistoryFile = "decide_history.json"
 func TestReplayDecisions(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join("testdata", decideHistoryFile)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var hist historypb.History
-	if err := (temporalproto.CustomJSONUnmarshalOptions{}).Unmarshal(b, &hist); err != nil {
-		t.Fatalf("reading %s: %v", path, err)
-	}
+	hist := readHistory(t, decideHistoryFile)
 	var updates, signals int
 	for _, ev := range hist.GetEvents() {
 		if a := ev.GetWorkflowExecutionUpdateAcceptedEventAttributes(); a != nil && a.GetAcceptedRequest().GetInput().GetName() == task.UpdateDecide {
@@ -45,10 +31,5 @@ func TestReplayDecisions(t *testing.T) {
 	if updates != 1 || signals != 1 {
 		t.Fatalf("%s holds %d decide Updates and %d decide_later signals, want one of each", path, updates, signals)
 	}
-	replayer := worker.NewWorkflowReplayer()
-	Register(replayer)
-	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	if err := replayer.ReplayWorkflowHistory(logger, &hist); err != nil {
-		t.Fatalf("replaying %s: %v", path, err)
-	}
+	replay(t, hist)
 }

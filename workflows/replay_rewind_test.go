@@ -2,15 +2,8 @@ package workflows
 
 import (
 	"encoding/json"
-	"log/slog"
-	"os"
 	"path/filepath"
 	"testing"
-
-	historypb "go.temporal.io/api/history/v1"
-	"go.temporal.io/api/temporalproto"
-	"go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/worker"
 
 	"github.com/drover-run/drover/task"
 )
@@ -25,14 +18,7 @@ const rewindHistoryFile = "rewind_history.json"
 func TestReplayRewind(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join("testdata", rewindHistoryFile)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var hist historypb.History
-	if err := (temporalproto.CustomJSONUnmarshalOptions{}).Unmarshal(b, &hist); err != nil {
-		t.Fatalf("reading %s: %v", path, err)
-	}
+	hist := readHistory(t, rewindHistoryFile)
 	var rewinds int
 	var turns []task.RunTurnInput
 	for _, ev := range hist.GetEvents() {
@@ -53,10 +39,5 @@ func TestReplayRewind(t *testing.T) {
 	if turns[0].Fork == nil || turns[0].LastMessageUUID != "m0" || !turns[2].Rewound || turns[2].LastMessageUUID != "m1" {
 		t.Errorf("the turns were sent %+v", turns)
 	}
-	replayer := worker.NewWorkflowReplayer()
-	Register(replayer)
-	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	if err := replayer.ReplayWorkflowHistory(logger, &hist); err != nil {
-		t.Fatalf("replaying %s: %v", path, err)
-	}
+	replay(t, hist)
 }

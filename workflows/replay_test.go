@@ -1,13 +1,6 @@
 package workflows
 
-import (
-	"log/slog"
-	"path/filepath"
-	"testing"
-
-	"go.temporal.io/sdk/log"
-	"go.temporal.io/sdk/worker"
-)
+import "testing"
 
 // historyFile is a task's history recorded from a real server by the record
 // test (go test -tags record -run TestRecordHistory ./workflows/): an
@@ -17,10 +10,5 @@ const historyFile = "task_history.json"
 
 func TestReplayRecordedHistory(t *testing.T) {
 	t.Parallel()
-	replayer := worker.NewWorkflowReplayer()
-	Register(replayer)
-	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	if err := replayer.ReplayWorkflowHistoryFromJSONFile(logger, filepath.Join("testdata", historyFile)); err != nil {
-		t.Fatalf("replaying %s: %v", historyFile, err)
-	}
+	replay(t, readHistory(t, historyFile))
 }

@@ -4,9 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -17,14 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
-	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/drover-run/drover/internal/devserver"
-	"github.com/drover-run/drover/internal/testkit/temporaltest"
 	"github.com/drover-run/drover/task"
 )
 
@@ -109,21 +101,12 @@ type turnCount struct {
 // replays, and so does one recorded when the record was an activity.
 func TestWarmTurnHistory(t *testing.T) {
 	t.Parallel()
-	srv := temporaltest.Start(t, devserver.SearchAttributeFlags(SearchAttributes()))
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	c, err := client.DialContext(ctx, client.Options{HostPort: srv.Address(), Namespace: srv.Namespace(), Logger: logger})
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
+	r := newServerRig(t)
 
 	witness := &stateWitness{}
-	taskID, runID := runWarmTurns(ctx, t, c, witness, params())
-	hist := fetchHistory(ctx, t, c, taskID, runID)
+	hist := r.history(r.runWarmTurns(witness, params()))
 	if *saveTurnHistory != "" {
-		b, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(*saveTurnHistory, append(b, '\n'), 0o644))
+		writeHistory(t, hist, *saveTurnHistory)
 	}
 
 	counts := countWarmTurns(hist)
@@ -161,74 +144,39 @@ func TestWarmTurnHistory(t *testing.T) {
 	}
 	assert.Equal(t, warmTurns+1, running, "each turn recorded as running")
 
-	replayer := worker.NewWorkflowReplayer()
-	Register(replayer)
-	require.NoError(t, replayer.ReplayWorkflowHistory(logger, hist), "the history replays")
-	require.NoError(t, replayer.ReplayWorkflowHistoryFromJSONFile(logger, filepath.Join("testdata", recordStateActivityHistory)),
-		"a history of the record as an activity replays")
+	replay(t, hist)
+	replay(t, readHistory(t, recordStateActivityHistory))
 }
 
 // runWarmTurns runs a task on stub activities: a first turn, then warmTurns prompts, each sent
 // once the witness shows the task idle after the turn before, then a close.
-func runWarmTurns(ctx context.Context, t *testing.T, c client.Client, witness *stateWitness, p task.Params) (taskID, runID string) {
+func (r *serverRig) runWarmTurns(witness *stateWitness, p task.Params) (taskID, runID string) {
+	t := r.t
 	id := uuid.NewString()[:8]
 	shared, host := "shared-"+id, task.HostQueue("host-"+id)
-	sw := worker.New(c, shared, worker.Options{})
+	sw := worker.New(r.c, shared, worker.Options{})
 	Register(sw)
 	sw.RegisterActivityWithOptions(func(context.Context) (string, error) { return host, nil },
 		activity.RegisterOptions{Name: task.ActivityAssignHost})
 	sw.RegisterActivityWithOptions(witness.record, activity.RegisterOptions{Name: task.ActivityRecordState})
-	hw := worker.New(c, host, worker.Options{})
-	hw.RegisterActivityWithOptions(func(ctx context.Context, in task.RunTurnInput) (task.RunTurnResult, error) {
+	r.startWorkers(sw, r.hostWorker(host, func(ctx context.Context, in task.RunTurnInput) (task.RunTurnResult, error) {
 		return task.RunTurnResult{Status: task.TurnCompleted, SessionID: "s", LastMessageUUID: uuid.NewString(),
 			CostUSD: 0.01, DurationMS: 10, Attempt: int(activity.GetInfo(ctx).Attempt)}, nil
-	}, activity.RegisterOptions{Name: task.ActivityRunTurn})
-	cw := worker.New(c, task.ControlQueue(host), worker.Options{})
-	cw.RegisterActivityWithOptions(func(context.Context, task.InterruptTurnInput) error { return nil },
-		activity.RegisterOptions{Name: task.ActivityStopExecutor})
-	for _, w := range []worker.Worker{sw, hw, cw} {
-		require.NoError(t, w.Start())
-		t.Cleanup(w.Stop)
-	}
+	}))
 
 	taskID = "task-" + id
-	start := c.NewWithStartWorkflowOperation(client.StartWorkflowOptions{ID: taskID, TaskQueue: shared,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING}, task.WorkflowName, p)
-	h, err := c.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{StartWorkflowOperation: start,
-		UpdateOptions: client.UpdateWorkflowOptions{UpdateName: task.UpdatePrompt, UpdateID: "p1",
-			Args: []any{task.Prompt{Text: "prompt 1"}}, WaitForStage: client.WorkflowUpdateStageCompleted}})
-	require.NoError(t, err)
-	require.NoError(t, h.Get(ctx, nil))
-	update := func(name, updateID string, args ...any) {
-		h, err := c.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{WorkflowID: taskID, UpdateName: name,
-			UpdateID: updateID, Args: args, WaitForStage: client.WorkflowUpdateStageCompleted})
-		require.NoError(t, err)
-		require.NoError(t, h.Get(ctx, nil))
-	}
+	r.startTask(taskID, shared, p, "prompt 1", nil)
 	for k := 1; k <= warmTurns+1; k++ {
 		if k > 1 {
-			update(task.UpdatePrompt, fmt.Sprintf("p%d", k), task.Prompt{Text: fmt.Sprintf("prompt %d", k)})
+			r.mustUpdate(taskID, task.UpdatePrompt, fmt.Sprintf("p%d", k), nil, task.Prompt{Text: fmt.Sprintf("prompt %d", k)})
 		}
 		require.Eventually(t, func() bool { return witness.idleAfter(k) }, time.Minute, 10*time.Millisecond,
 			"the read side's record shows the task idle after turn %d", k)
 	}
-	update(task.UpdateClose, "close")
-	run := c.GetWorkflow(ctx, taskID, "")
-	var st task.State
-	require.NoError(t, run.Get(ctx, &st))
+	r.mustUpdate(taskID, task.UpdateClose, "close", nil)
+	st, runID := r.finish(taskID)
 	require.Equal(t, task.StatusCompleted, st.Status)
-	return taskID, run.GetRunID()
-}
-
-func fetchHistory(ctx context.Context, t *testing.T, c client.Client, taskID, runID string) *historypb.History {
-	var hist historypb.History
-	iter := c.GetWorkflowHistory(ctx, taskID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for iter.HasNext() {
-		ev, err := iter.Next()
-		require.NoError(t, err)
-		hist.Events = append(hist.Events, ev)
-	}
-	return &hist
+	return taskID, runID
 }
 
 // countWarmTurns cuts the history at each accepted Update and counts, for each prompt after the
@@ -286,22 +234,13 @@ func countWarmTurns(hist *historypb.History) []turnCount {
 // history replays, as does one recorded when every wait started its own timer.
 func TestWarmTurnHistoryWithIdleTimeout(t *testing.T) {
 	t.Parallel()
-	srv := temporaltest.Start(t, devserver.SearchAttributeFlags(SearchAttributes()))
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	c, err := client.DialContext(ctx, client.Options{HostPort: srv.Address(), Namespace: srv.Namespace(), Logger: logger})
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
+	r := newServerRig(t)
 
 	p := params()
 	p.IdleTimeout = time.Hour
-	taskID, runID := runWarmTurns(ctx, t, c, &stateWitness{}, p)
-	hist := fetchHistory(ctx, t, c, taskID, runID)
+	hist := r.history(r.runWarmTurns(&stateWitness{}, p))
 	if *saveIdleHistory != "" {
-		b, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(*saveIdleHistory, append(b, '\n'), 0o644))
+		writeHistory(t, hist, *saveIdleHistory)
 	}
 	counts := countWarmTurns(hist)
 	require.Len(t, counts, warmTurns, "a segment of history for each warm turn")
@@ -318,9 +257,6 @@ func TestWarmTurnHistoryWithIdleTimeout(t *testing.T) {
 	}
 	assert.Equal(t, 1, started, "one idle timer in the whole run")
 
-	replayer := worker.NewWorkflowReplayer()
-	Register(replayer)
-	require.NoError(t, replayer.ReplayWorkflowHistory(logger, hist), "the history replays")
-	require.NoError(t, replayer.ReplayWorkflowHistoryFromJSONFile(logger, filepath.Join("testdata", idleTimerPerTurnHistory)),
-		"a history of a timer per wait replays")
+	replay(t, hist)
+	replay(t, readHistory(t, idleTimerPerTurnHistory))
 }

@@ -171,6 +171,41 @@ func TurnRange(turns []int, turn int) (from, to int, err error) {
 	return from, turn, nil
 }
 
+// TaskDiff is what a task's work changed, as read from the remote: the turns whose checkpoint
+// counts, the pair of them compared (TurnRange) and their Diff.
+type TaskDiff struct {
+	Turns            []int
+	FromTurn, ToTurn int
+	Diff
+}
+
+// ReadTaskDiff fetches task id's checkpoints from the remote, keeps the turns committed keeps (nil:
+// every one the remote holds), and compares the whole task (turn 0) or the one turn (TurnRange),
+// without the patch when stat. On an error after the fetch, what was read so far comes with it.
+func (m *Manager) ReadTaskDiff(ctx context.Context, id string, turn int, stat bool,
+	committed func(ctx context.Context, turns []int) ([]int, error)) (TaskDiff, error) {
+	var d TaskDiff
+	t := m.Stored(id)
+	if err := m.Fetch(ctx, t); err != nil {
+		return d, err
+	}
+	turns, err := m.Turns(ctx, t)
+	if err != nil {
+		return d, err
+	}
+	if committed != nil {
+		if turns, err = committed(ctx, turns); err != nil {
+			return d, err
+		}
+	}
+	d.Turns = turns
+	if d.FromTurn, d.ToTurn, err = TurnRange(turns, turn); err != nil {
+		return d, fmt.Errorf("task %s: %w", id, err)
+	}
+	d.Diff, err = m.Diff(ctx, t, d.FromTurn, d.ToTurn, stat)
+	return d, err
+}
+
 // Rewound is what Rewind did.
 type Rewound struct {
 	// Checkpoint is the turn's checkpoint, now the task's newest.

@@ -5,26 +5,17 @@ import (
 	"errors"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/drover-run/drover/internal/testkit/gittest"
 )
 
 // witness runs git outside the package, as a person would, and returns its output.
-func witness(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	c := exec.Command("git", append([]string{"-C", dir}, args...)...)
-	c.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-	out, err := c.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v in %s: %v\n%s", args, dir, err, out)
-	}
-	return string(out)
-}
+func witness(t *testing.T, dir string, args ...string) string { return gittest.Run(t, dir, args...) }
 
 func write(t *testing.T, path, content string) {
 	t.Helper()

@@ -14,11 +14,16 @@ func apiFigures(stack *stackRunner) []bench.Figure {
 }
 
 // historyFigures are the figures of a database with a long history: listings that cost a page
-// and retention by the archive job (package e2e, figure_history_test.go).
+// and a warm turn beside a long history, a worker that has served many tasks, and retention by
+// the archive job (package e2e, figure_history_test.go and figure_s3_test.go).
 func historyFigures(stack *stackRunner) []bench.Figure {
 	return []bench.Figure{
 		stack.figure("S1", "a page of GET /api/v1/tasks (and by cursor, by status, the inbox) with 1,000,000 finished tasks, p99",
 			bench.DroverAtMost(50, "ms"), "BenchmarkFigureS1"),
+		stack.figure("S1turn", "a warm turn with 1,000,000 finished and 100 active tasks in the database ÷ with the 100 active alone",
+			bench.RatioAtMost(1.1), "BenchmarkFigureS1"),
+		stack.figure("S3", "worker CPU per warm turn after it served 10,000 tasks ÷ after 10",
+			bench.RatioAtMost(1.1), "BenchmarkFigureS3"),
 		stack.figure("S2", "database bytes per finished task after archival; event appends while the archive job runs",
 			bench.DroverAtMost(1024, "B"), "BenchmarkFigureS2"),
 	}

@@ -74,22 +74,10 @@ from the durable remote the workers push to, so it needs no worker and no worktr
 // readDiff fetches the task's checkpoints from the remote and compares them: the whole task
 // (turn 0, up to its last committed checkpoint) or one turn.
 func (a *app) readDiff(ctx context.Context, m *workspace.Manager, id string, turn int, stat bool) (taskDiff, error) {
-	t := m.Stored(id)
-	if err := m.Fetch(ctx, t); err != nil {
-		return taskDiff{}, err
-	}
-	turns, err := m.Turns(ctx, t)
-	if err != nil {
-		return taskDiff{}, err
-	}
-	if turns, err = a.committedTurns(ctx, id, turns); err != nil {
-		return taskDiff{}, err
-	}
-	d := taskDiff{TaskID: id, Turn: turn, Turns: turns}
-	if d.FromTurn, d.ToTurn, err = workspace.TurnRange(turns, turn); err != nil {
-		return d, fmt.Errorf("task %s: %w", id, err)
-	}
-	wd, err := m.Diff(ctx, t, d.FromTurn, d.ToTurn, stat)
+	wd, err := m.ReadTaskDiff(ctx, id, turn, stat, func(ctx context.Context, turns []int) ([]int, error) {
+		return a.committedTurns(ctx, id, turns)
+	})
+	d := taskDiff{TaskID: id, Turn: turn, Turns: wd.Turns, FromTurn: wd.FromTurn, ToTurn: wd.ToTurn}
 	if err != nil {
 		return d, err
 	}

@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/drover-run/drover/internal/testkit/gittest"
 	"github.com/drover-run/drover/internal/testkit/pgtest"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
@@ -18,17 +18,7 @@ import (
 )
 
 // gitOut runs git as a person would: the witness.
-func gitOut(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	c := exec.Command("git", append([]string{"-C", dir}, args...)...)
-	c.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
-		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-	out, err := c.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return string(out)
-}
+func gitOut(t *testing.T, dir string, args ...string) string { return gittest.Run(t, dir, args...) }
 
 // A task of two turns, checkpointed by a worker's manager to remote.
 func twoTurnTask(t *testing.T, id string) (remote string) {
