@@ -28,7 +28,8 @@ test:
 	@scripts/test.sh
 
 ## test-load: the end-to-end suite LOAD_N times (default 3) with two busy processes per core
-## beside it, as on a loaded CI machine; LOAD_RUN narrows it (a go test -run pattern).
+## beside it, as on a loaded CI machine; LOAD_RUN narrows it (a go test -run pattern),
+## LOAD_PARALLEL sets how many tests run at once (default 4).
 test-load:
 	@scripts/test-load.sh
 

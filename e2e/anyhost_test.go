@@ -311,7 +311,7 @@ func TestHostLostTurnFinishesElsewhere(t *testing.T) {
 	markKill := p.fake.Mark()
 
 	var claimed, done time.Time
-	p.waitWithin(90*time.Second, "turn 2 to complete on B", func() bool {
+	p.waitFor("turn 2 to complete on B", func() bool {
 		if x, err := store.GetExecutor(p.ctx, p.db(), id); err == nil && claimed.IsZero() && x.HostID == p.b && x.Turn == 2 {
 			claimed = time.Now()
 		}
@@ -565,7 +565,7 @@ func runDrain(t *testing.T, drainTimeout string, toolSeconds int) {
 	markTerm := p.fake.Mark()
 	termAt := time.Now()
 	wa.term()
-	p.waitWithin(3*time.Minute, "A to exit", wa.exited)
+	p.waitFor("A to exit", wa.exited)
 	t.Logf("figure: drain_timeout=%s sigterm_to_exit=%s", drainTimeout, time.Since(termAt).Round(time.Millisecond))
 	// No process of A's trees (CLIs, tools, their children) outlives A.
 	if left := taggedProcesses(p.a); len(left) != 0 {

@@ -13,13 +13,6 @@ import (
 	"github.com/drover-run/drover/task"
 )
 
-// retryBound is how soon after a worker's SIGKILL the restarted worker must have the lost
-// attempt retried: well under the 10 s heartbeat timeout, after which Temporal would retry it
-// anyway. It is a behaviour (the restarted worker reports its lost attempts through their task
-// tokens), not a benchmark: the bound is generous, and Temporal's record of why the attempt
-// ended is checked as well.
-const retryBound = 7 * time.Second
-
 // crashCase is one point of a turn at which the worker is SIGKILLed. Turn 1 of the task commits
 // normally; the worker dies in turn 2, and a new worker of the same host finishes it.
 type crashCase struct {
@@ -359,10 +352,9 @@ func runCrash(t *testing.T, cc crashCase) {
 
 	c.w = e.startWorker(c.host, cc.args...)
 	recovery := e.waitRetry(c.id, c.lost).Sub(killed)
+	// How soon is a figure, not asserted: that the restarted worker, not the 10 s heartbeat
+	// timeout, ended the lost attempt is checked on Temporal's record (checkRecovered).
 	t.Logf("%s: SIGKILL to retry begun: %s", cc.name, recovery.Round(time.Millisecond))
-	if recovery > retryBound {
-		t.Errorf("the retry began %s after the SIGKILL, want within %s (heartbeat timeout 10 s)", recovery.Round(time.Millisecond), retryBound)
-	}
 	st := e.waitTurns(c.id, 2)
 	c.checkRecovered(cc, st)
 	if cc.check != nil {

@@ -247,11 +247,16 @@ func newEnv(t *testing.T) *env {
 	return newEnvOn(t, suite.temporal.Address(), suite.temporal.Namespace())
 }
 
+// envGuard bounds one test's waits. It is a safety net, not a figure: every wait is on a
+// witness, and on a machine whose CPU is taken (make test-load) one CLI start takes half a
+// minute and a test several, so it is far above what any test takes on an idle machine.
+const envGuard = 10 * time.Minute
+
 // newEnvOn makes an env whose workers and task client use the Temporal frontend at address, in
 // namespace (setupBinaries must have run).
 func newEnvOn(t *testing.T, address, namespace string) *env {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), envGuard)
 	t.Cleanup(cancel)
 	e := &env{t: t, ctx: ctx}
 	e.world = newWorldOn(t, "e2e-", offlinemodel.Config{Responder: e.responder}, address, namespace)

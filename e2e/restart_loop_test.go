@@ -50,7 +50,9 @@ func TestRestartLoop(t *testing.T) {
 	t.Logf("restart loop: %d restarts", n)
 	s := &restartScript{loopScript: newLoopScript[restartPoint]()}
 	// SIGTERM stops running turns after a second (they continue on the restarted worker).
-	l := newWorkerLoop(t, "restart", *restartSeed, 3*time.Minute+time.Duration(n)*20*time.Second, s,
+	// The timeout is a safety net: on a loaded machine one restart (a worker's start, a CLI's
+	// start, a turn) takes a minute or two.
+	l := newWorkerLoop(t, "restart", *restartSeed, envGuard+time.Duration(n)*2*time.Minute, s,
 		"--drain-timeout", "1s", "--keep-alive", "3s")
 	e, id, rng := l.e, l.id, l.rng
 

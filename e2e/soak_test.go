@@ -59,7 +59,8 @@ func TestSoak(t *testing.T) {
 	}
 	t.Logf("soak: %d kills", n)
 	s := &soakScript{loopScript: newLoopScript[soakPhase]()}
-	l := newWorkerLoop(t, "soak", *soakSeed, 2*time.Minute+time.Duration(n)*time.Minute, s)
+	// The timeout is a safety net: on a loaded machine one kill and its retry take a minute or two.
+	l := newWorkerLoop(t, "soak", *soakSeed, envGuard+time.Duration(n)*2*time.Minute, s)
 	e, id, host, rng := l.e, l.id, l.host, l.rng
 	orphanPIDs := map[int]bool{}
 

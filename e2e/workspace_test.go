@@ -154,7 +154,7 @@ func (w *wsEnv) hold(step string) {
 
 func (w *wsEnv) waitHeld(step string) {
 	w.t.Helper()
-	w.waitWithin(time.Minute, "git to stop "+step, func() bool {
+	w.waitFor("git to stop "+step, func() bool {
 		b, err := os.ReadFile(filepath.Join(w.holds, "held"))
 		return err == nil && strings.TrimSpace(string(b)) == step
 	})
@@ -243,7 +243,7 @@ func TestRetryRestoresTheWorktree(t *testing.T) {
 	if _, err := w.tc.Start(w.ctx, id, w.params(), task.Prompt{Text: "append a line"}, ""); err != nil {
 		t.Fatal(err)
 	}
-	w.waitWithin(time.Minute, "the tool's result to reach the model", func() bool { return len(lastToolResults(w.fake, 0)) == 1 })
+	w.waitFor("the tool's result to reach the model", func() bool { return len(lastToolResults(w.fake, 0)) == 1 })
 	if got := lastToolResults(w.fake, 0); got[0] != "run" {
 		t.Fatalf("the first run printed %q, want one line", got[0])
 	}
@@ -297,7 +297,7 @@ func TestRetryRestoresTheWorktree(t *testing.T) {
 	if err := w.tc.Close(w.ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	w.waitWithin(time.Minute, "the ended task's worktree to be removed", func() bool {
+	w.waitFor("the ended task's worktree to be removed", func() bool {
 		_, err := os.Stat(dir)
 		return os.IsNotExist(err)
 	})
@@ -406,7 +406,7 @@ func TestManagedTaskMovesToAnEmptyHost(t *testing.T) {
 	mark := w.fake.Mark()
 	w.fake.Enqueue(fa.Reply(fa.UseBash("cat notes.txt")), fa.Reply(fa.Text("turn two done on B")))
 	wb := w.start(b)
-	w.waitWithin(2*time.Minute, "turn 2 to complete on B", func() bool {
+	w.waitFor("turn 2 to complete on B", func() bool {
 		rec, err := store.GetTurn(w.ctx, w.db(), id, 2)
 		if err == nil && rec.Finished() && rec.Status != task.TurnCompleted {
 			t.Fatalf("turn 2 ended %s: %s", rec.Status, rec.Error)
@@ -552,7 +552,7 @@ func runCheckpointCrash(t *testing.T, cc checkpointCrash) {
 	if _, err := w.tc.Prompt(w.ctx, c.id, task.Prompt{Text: "prompt two"}, ""); err != nil {
 		t.Fatal(err)
 	}
-	w.waitWithin(time.Minute, "turn 2's tool to run", func() bool { return len(toolResultsWith(w.fake, mark2, "two")) == 1 })
+	w.waitFor("turn 2's tool to run", func() bool { return len(toolResultsWith(w.fake, mark2, "two")) == 1 })
 	cc.arm(c)
 	close(release)
 	released = true

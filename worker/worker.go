@@ -304,6 +304,25 @@ func (w *Worker) newEngine(ctx context.Context) error {
 	return nil
 }
 
+// hostWorkerOptions are the options of the workers of the host's queues that run turns (its own
+// queue and its warm queue), for maxTurns at once; turns heartbeat
+// every beat (engine.DefaultHeartbeatInterval when 0). Temporal's SDK would send a heartbeat at
+// most every 0.8 of the heartbeat timeout, which leaves the server's timer 2 s of slack: on a
+// host whose CPU is taken a late send times a live turn out. Sending every beat leaves it most
+// of the timeout, and a worker that restarts after a crash the time to report its lost attempts
+// (WorkerLost) before the timeout ends them.
+func hostWorkerOptions(maxTurns int, beat time.Duration) sdkworker.Options {
+	if beat <= 0 {
+		beat = engine.DefaultHeartbeatInterval
+	}
+	return sdkworker.Options{
+		MaxConcurrentActivityExecutionSize: maxTurns,
+		MaxHeartbeatThrottleInterval:       beat,
+		// Stop drains the turns first (see Drain); this bounds what is left.
+		WorkerStopTimeout: 5 * time.Second,
+	}
+}
+
 // startWorkers starts the four Temporal workers: the shared queue, the host's queue, which runs
 // its turns, as many at once as its limit, the warm queue, which takes as many next turns as
 // the host keeps processes (the engine runs them within the same limit: see engine.turnSlots),
@@ -313,16 +332,9 @@ func (w *Worker) startWorkers(context.Context) error {
 	w.shared = sdkworker.New(w.client, w.cfg.TaskQueue, sdkworker.Options{})
 	workflows.Register(w.shared)
 	w.acts.RegisterShared(w.shared)
-	w.host = sdkworker.New(w.client, w.acts.HostQueue(), sdkworker.Options{
-		MaxConcurrentActivityExecutionSize: w.cfg.MaxConcurrentTurns,
-		// Stop drains the turns first (see Drain); this bounds what is left.
-		WorkerStopTimeout: 5 * time.Second,
-	})
+	w.host = sdkworker.New(w.client, w.acts.HostQueue(), hostWorkerOptions(w.cfg.MaxConcurrentTurns, w.cfg.Config.HeartbeatInterval))
 	w.acts.RegisterHost(w.host)
-	w.warm = sdkworker.New(w.client, w.acts.WarmQueue(), sdkworker.Options{
-		MaxConcurrentActivityExecutionSize: w.cfg.MaxConcurrentTurns + w.engine.MaxIdle(),
-		WorkerStopTimeout:                  5 * time.Second,
-	})
+	w.warm = sdkworker.New(w.client, w.acts.WarmQueue(), hostWorkerOptions(w.cfg.MaxConcurrentTurns+w.engine.MaxIdle(), w.cfg.Config.HeartbeatInterval))
 	w.acts.RegisterWarm(w.warm)
 	w.control = sdkworker.New(w.client, w.acts.ControlQueue(), sdkworker.Options{
 		MaxConcurrentActivityExecutionSize: controlSlots,
