@@ -304,13 +304,13 @@ func (w *Worker) newEngine(ctx context.Context) error {
 	return nil
 }
 
-// hostWorkerOptions are the options of the workers of the host's queues that run turns (its own
-// queue and its warm queue), for maxTurns at once; turns heartbeat
-// every beat (engine.DefaultHeartbeatInterval when 0). Temporal's SDK would send a heartbeat at
-// most every 0.8 of the heartbeat timeout, which leaves the server's timer 2 s of slack: on a
-// host whose CPU is taken a late send times a live turn out. Sending every beat leaves it most
-// of the timeout, and a worker that restarts after a crash the time to report its lost attempts
-// (WorkerLost) before the timeout ends them.
+// hostWorkerOptions are the options of the workers that run turns (the host's own queue and its
+// warm queue), maxTurns at once, each turn's heartbeat sent every beat
+// (engine.DefaultHeartbeatInterval when 0). Temporal's SDK would send a heartbeat at most every
+// 0.8 of the heartbeat timeout, which leaves the server's timer 2 s of slack: on a host whose CPU
+// is taken a late send times a live turn out. Sending every beat leaves it most of the timeout,
+// and a worker that restarts after a crash the time to report its lost attempts (WorkerLost)
+// before the timeout ends them.
 func hostWorkerOptions(maxTurns int, beat time.Duration) sdkworker.Options {
 	if beat <= 0 {
 		beat = engine.DefaultHeartbeatInterval
