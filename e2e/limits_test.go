@@ -399,9 +399,17 @@ func TestLimitPastItsResetIsAskedAboutOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.startSubscriptionWorker("host-" + e.queue)
+	// The first task's CLI is started before the limit is set, so that the limit is met by a
+	// warm process and the reset need not allow for a CLI's start on a loaded machine; the
+	// other tasks are held by the account before they start one.
+	ids := e.startTasks("held-first", "warm up")
+	e.waitTurns(ids[0], 1)
 	reset := time.Now().Add(20 * time.Second).Truncate(time.Second)
 	e.fake.SetLimit(subscription, fa.UsageLimit(fa.WindowFiveHour, reset).HeldPastReset())
-	ids := e.startTasks("held-first", "first")
+	limitedFrom := time.Now()
+	if _, err := e.tc.Prompt(e.ctx, ids[0], task.Prompt{Text: "first"}, ""); err != nil {
+		t.Fatal(err)
+	}
 	e.waitStatus(ids[0], task.StatusWaitingForLimit)
 	ids = append(ids, e.startTasks("held", "second", "third")...)
 	for _, id := range ids[1:] {
@@ -414,7 +422,7 @@ func TestLimitPastItsResetIsAskedAboutOnce(t *testing.T) {
 		return len(messages(e.fake.Calls().Of(subscription)).Started(reset, time.Now().Add(time.Hour))) > 0
 	})
 	time.Sleep(8 * time.Second) // the others' turns come back within their jitter; they must not ask
-	calls := messages(e.fake.Calls().Of(subscription))
+	calls := messages(e.fake.Calls().Of(subscription)).Started(limitedFrom, time.Now().Add(time.Hour))
 	if len(calls) != 2 || len(calls.Limited()) != 2 || len(calls.Started(reset, time.Now().Add(time.Hour))) != 1 {
 		t.Fatalf("requests: %d (%d refused, %d after the reset); want the first refusal and one look after the reset",
 			len(calls), len(calls.Limited()), len(calls.Started(reset, time.Now().Add(time.Hour))))
@@ -435,8 +443,12 @@ func TestLimitPastItsResetIsAskedAboutOnce(t *testing.T) {
 	}
 	e.fake.LiftLimit(subscription)
 	e.mustDrover("account", "resume", accts[0].AccountID, "--spread", "200ms")
-	for _, id := range ids {
-		if st := e.waitTurns(id, 1); st.Totals.FailedTurns != 0 {
+	for i, id := range ids {
+		want := 1
+		if i == 0 {
+			want = 2 // its warm-up turn, then "first"
+		}
+		if st := e.waitTurns(id, want); st.Totals.FailedTurns != 0 {
 			t.Errorf("task %s: %+v", id, st)
 		}
 	}
