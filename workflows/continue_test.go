@@ -78,7 +78,7 @@ func TestContinueAsNewCarriesPendingPromptsAndTotals(t *testing.T) {
 	require.Equal(t, []int{3, 4}, turnsOf(calls))
 	assert.Equal(t, c.Pending[0].PromptUUID, calls[0].In.PromptUUID)
 	assert.Equal(t, [2]string{"s1", "m2"}, [2]string{calls[0].In.SessionID, calls[0].In.LastMessageUUID})
-	assert.Equal(t, hostA, calls[0].Queue)
+	assert.Equal(t, warmA, calls[0].Queue, "the carried host ran the previous turn")
 	assert.Empty(t, rec2.assignCalls(), "the carried host queue is kept")
 	assert.Equal(t, 5, as[task.PromptAccepted](t, fifth).Turn, "turn numbers continue")
 	assert.Equal(t, 4, next2.Carry.Totals.Turns)

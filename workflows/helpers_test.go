@@ -35,6 +35,13 @@ import (
 
 const hostA = "executor/host-a"
 
+// warmA and warmB are the warm queues of hostA and hostB: a task's next turn on the host that
+// ran its previous one goes there.
+var (
+	warmA = task.WarmQueue(hostA)
+	warmB = task.WarmQueue(hostB)
+)
+
 // newEnv is a test environment running TaskWorkflow with lim under its real
 // name, with stub activities registered by name (tests mock their behaviour).
 func newEnv(t *testing.T, lim limits) *testsuite.TestWorkflowEnvironment {

@@ -44,7 +44,7 @@ func TestVanishedHostIsReplaced(t *testing.T) {
 		"AssignHost runs on the workflow's own queue, again when the host is gone")
 	calls := rec.runCalls()
 	require.Equal(t, []int{1, 1, 2}, turnsOf(calls))
-	assert.Equal(t, []string{hostA, hostB, hostB}, []string{calls[0].Queue, calls[1].Queue, calls[2].Queue})
+	assert.Equal(t, []string{hostA, hostB, warmB}, []string{calls[0].Queue, calls[1].Queue, calls[2].Queue})
 	assert.Equal(t, hostB, st.HostQueue)
 	assert.Equal(t, task.Totals{CostUSD: 0.5, InputTokens: 20, OutputTokens: 40, Turns: 2}, st.Totals)
 	assert.Empty(t, st.LastError)

@@ -105,7 +105,7 @@ func TestReassignedTurnRunsOnAnotherHost(t *testing.T) {
 
 			calls := rec.runCalls()
 			require.Equal(t, []int{1, 1, 1, 1, 2}, turnsOf(calls))
-			assert.Equal(t, [][3]any{{hostA, 1, 0}, {hostA, 2, 0}, {hostB, 1, 2}, {hostB, 2, 2}, {hostB, 1, 0}}, where(calls),
+			assert.Equal(t, [][3]any{{hostA, 1, 0}, {hostA, 2, 0}, {hostB, 1, 2}, {hostB, 2, 2}, {warmB, 1, 0}}, where(calls),
 				"two attempts on A, then B's own two attempts numbered on from A's second; turn 2 stays on B")
 			assert.Equal(t, []string{defaultTestTaskQueue, defaultTestTaskQueue}, rec.assignCalls(),
 				"AssignHost on the shared queue, once for the task and once for the move")
@@ -228,7 +228,7 @@ func TestHostLostSignalBetweenTurns(t *testing.T) {
 	assert.Empty(t, between.HostQueue, "the lost host is forgotten")
 	calls := rec.runCalls()
 	require.Equal(t, []int{1, 2, 3}, turnsOf(calls))
-	assert.Equal(t, [][3]any{{hostA, 1, 0}, {hostA, 1, 0}, {hostB, 1, 0}}, where(calls),
+	assert.Equal(t, [][3]any{{hostA, 1, 0}, {warmA, 1, 0}, {hostB, 1, 0}}, where(calls),
 		"a new turn starts its count afresh on its new host")
 	assert.Len(t, rec.assignCalls(), 2)
 	assert.Equal(t, hostB, st.HostQueue)
@@ -258,7 +258,7 @@ func TestOldHistoriesDoNotMoveTurns(t *testing.T) {
 	env.ExecuteWorkflow(task.WorkflowName, params())
 	st := result(t, env)
 
-	assert.Equal(t, [][3]any{{hostA, 1, 0}, {hostA, 1, 0}}, where(rec.runCalls()))
+	assert.Equal(t, [][3]any{{hostA, 1, 0}, {warmA, 1, 0}}, where(rec.runCalls()))
 	assert.Len(t, rec.assignCalls(), 1)
 	assert.Equal(t, 1, st.Totals.FailedTurns)
 	assert.Contains(t, st.LastError, "turn 1 failed: RunTurn gave up (HostLost: ")

@@ -36,7 +36,11 @@ func TestPromptsRunInOrder(t *testing.T) {
 		assert.False(t, seen[c.In.PromptUUID], "prompt uuids are distinct")
 		seen[c.In.PromptUUID] = true
 		assert.Equal(t, texts[i], c.In.Prompt.Text)
-		assert.Equal(t, hostA, c.Queue, "turns run on the host queue")
+		want := hostA
+		if i > 0 {
+			want = warmA
+		}
+		assert.Equal(t, want, c.Queue, "the first turn runs on the host queue, the next ones on its warm queue")
 		assert.Equal(t, "/srv/work/t1", c.In.Workspace)
 		assert.Equal(t, task.Autonomous, c.In.Profile.PermissionMode, "permission mode defaults to autonomous")
 		assert.Equal(t, "claude-test", c.In.Profile.Model)
