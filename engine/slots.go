@@ -11,10 +11,15 @@ import (
 // seen runs on the warm process instead of waiting behind other tasks' first turns.
 const handOverWindow = time.Second
 
-// fairShare bounds how long a task keeps its slot through hand-overs while other turns wait for
-// one: past it, the slot goes to the turn that waited longest, and the task's next turn waits in
-// line like any other.
-const fairShare = time.Minute
+// fairShare and fairTurns bound how long a task keeps its slot through hand-overs while other
+// turns wait for one: once the task has run fairTurns turns on it and held it for fairShare, the
+// slot goes to the turn that waited longest, and the task's next turn waits in line like any
+// other. The bound in turns keeps a task's few queued prompts on their warm process on a host
+// slow enough that one turn takes most of fairShare; the bound in time lets quick turns go on.
+const (
+	fairShare = time.Minute
+	fairTurns = 3
+)
 
 // turnSlots bounds the turns that run on the host at once (Config.MaxConcurrentTurns). A turn
 // takes a slot just before its prompt goes to a process and gives it back when its attempt ends.
@@ -33,9 +38,20 @@ type turnSlots struct {
 	waiting []*slotWaiter
 	// handed are the slots handed over to their task's next turn, by task.
 	handed map[string]*time.Timer
-	// since is when each task that holds a slot, or has one handed over, took it from the free
-	// ones or the line.
-	since map[string]time.Time
+	// held is, for each task that holds a slot or has one handed over, when it took the slot
+	// from the free ones or the line, and how many of its turns have taken it since.
+	held map[string]tenure
+}
+
+type tenure struct {
+	since time.Time
+	turns int
+}
+
+// fairLocked says whether taskID may keep its slot for its next turn while others wait.
+func (s *turnSlots) fairLocked(taskID string) bool {
+	h := s.held[taskID]
+	return h.turns < fairTurns || time.Since(h.since) < fairShare
 }
 
 type slotWaiter struct {
@@ -47,7 +63,7 @@ func newTurnSlots(n int) *turnSlots {
 	if n <= 0 {
 		return nil
 	}
-	return &turnSlots{free: n, handed: map[string]*time.Timer{}, since: map[string]time.Time{}}
+	return &turnSlots{free: n, handed: map[string]*time.Timer{}, held: map[string]tenure{}}
 }
 
 // acquire takes a slot for a turn of taskID: the one handed over to the task, a free one when
@@ -60,12 +76,15 @@ func (s *turnSlots) acquire(ctx context.Context, taskID string) error {
 	if t, ok := s.handed[taskID]; ok {
 		t.Stop()
 		delete(s.handed, taskID)
+		h := s.held[taskID]
+		h.turns++
+		s.held[taskID] = h
 		s.mu.Unlock()
 		return nil
 	}
 	if s.free > 0 && len(s.waiting) == 0 {
 		s.free--
-		s.since[taskID] = time.Now()
+		s.held[taskID] = tenure{since: time.Now(), turns: 1}
 		s.mu.Unlock()
 		return nil
 	}
@@ -86,34 +105,35 @@ func (s *turnSlots) acquire(ctx context.Context, taskID string) error {
 		}
 	}
 	// Granted meanwhile: pass it on.
-	delete(s.since, taskID)
+	delete(s.held, taskID)
 	s.giveLocked()
 	return context.Cause(ctx)
 }
 
 // release gives back the slot a turn of taskID took, or hands it over to the task's next turn
-// for up to handOver, unless the task has kept it past fairShare while other turns wait.
+// for up to handOver, unless the task has had its fair share (fairTurns, fairShare) while other
+// turns wait.
 func (s *turnSlots) release(taskID string, handOver time.Duration) {
 	if s == nil {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if handOver > 0 && (len(s.waiting) == 0 || time.Since(s.since[taskID]) < fairShare) {
+	if handOver > 0 && (len(s.waiting) == 0 || s.fairLocked(taskID)) {
 		var t *time.Timer
 		t = time.AfterFunc(handOver, func() {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			if s.handed[taskID] == t {
 				delete(s.handed, taskID)
-				delete(s.since, taskID)
+				delete(s.held, taskID)
 				s.giveLocked()
 			}
 		})
 		s.handed[taskID] = t
 		return
 	}
-	delete(s.since, taskID)
+	delete(s.held, taskID)
 	s.giveLocked()
 }
 
@@ -128,7 +148,7 @@ func (s *turnSlots) forget(taskID string) {
 	if t, ok := s.handed[taskID]; ok {
 		t.Stop()
 		delete(s.handed, taskID)
-		delete(s.since, taskID)
+		delete(s.held, taskID)
 		s.giveLocked()
 	}
 }
@@ -141,6 +161,6 @@ func (s *turnSlots) giveLocked() {
 	}
 	w := s.waiting[0]
 	s.waiting = s.waiting[1:]
-	s.since[w.taskID] = time.Now()
+	s.held[w.taskID] = tenure{since: time.Now(), turns: 1}
 	close(w.granted)
 }

@@ -58,16 +58,14 @@ func TestTurnSlotsHandOverAndOrder(t *testing.T) {
 	}
 }
 
-// A task that kept its slot through hand-overs past fairShare while others wait gives it up.
+// A task keeps its slot through hand-overs while others wait for fairTurns turns however long
+// they take, and gives it up once it has had both fairTurns turns and fairShare.
 func TestTurnSlotsFairShare(t *testing.T) {
 	ctx := context.Background()
 	s := newTurnSlots(1)
 	if err := s.acquire(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	s.mu.Lock()
-	s.since["a"] = time.Now().Add(-fairShare)
-	s.mu.Unlock()
 	granted := make(chan struct{})
 	go func() {
 		if err := s.acquire(ctx, "b"); err == nil {
@@ -75,6 +73,22 @@ func TestTurnSlotsFairShare(t *testing.T) {
 		}
 	}()
 	s.waitersAtLeast(t, 1)
+	for turn := 1; turn < fairTurns; turn++ {
+		s.mu.Lock()
+		h := s.held["a"]
+		h.since = time.Now().Add(-fairShare) // each turn slow
+		s.held["a"] = h
+		s.mu.Unlock()
+		s.release("a", time.Hour)
+		if err := s.acquire(ctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-granted:
+			t.Fatalf("b took a's slot after a's turn %d of %d", turn, fairTurns)
+		default:
+		}
+	}
 	s.release("a", time.Hour)
 	<-granted
 	s.mu.Lock()

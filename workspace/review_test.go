@@ -70,11 +70,8 @@ func TestAReaderSeesTheRemotesCheckpoints(t *testing.T) {
 // Publish pushes the newest checkpoint to a branch of the user's; it replaces what it does not
 // contain only when asked.
 func TestPublishNeverOverwritesABranchUnasked(t *testing.T) {
-	repo := origin(t)
-	w := host(t, "")
-	task := Task{ID: "t1", Repo: repo}
-	prepare(t, w, task, "main")
-	dir := w.Dir(task.ID)
+	w, task, dir, _ := oneTask(t)
+	repo := task.Repo
 	write(t, filepath.Join(dir, "new.txt"), "made\n")
 	cp := checkpoint(t, w, task, 1)
 	ctx := context.Background()

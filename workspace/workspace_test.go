@@ -114,6 +114,16 @@ func prepare(t *testing.T, m *Manager, task Task, base string) string {
 	return commit
 }
 
+// oneTask prepares task t1 of a fresh origin on a fresh host without a remote, from main, and
+// returns its worktree and the commit it started from.
+func oneTask(t *testing.T) (m *Manager, task Task, dir, base string) {
+	t.Helper()
+	m = host(t, "")
+	task = Task{ID: "t1", Repo: origin(t)}
+	base = prepare(t, m, task, "main")
+	return m, task, m.Dir(task.ID), base
+}
+
 func checkpoint(t *testing.T, m *Manager, task Task, turn int) string {
 	t.Helper()
 	c, err := m.Checkpoint(context.Background(), task, turn, "turn")
@@ -124,11 +134,8 @@ func checkpoint(t *testing.T, m *Manager, task Task, turn int) string {
 }
 
 func TestPrepareMakesWorktreeOnItsOwnBranch(t *testing.T) {
-	repo := origin(t)
-	m := host(t, "")
-	task := Task{ID: "t1", Repo: repo}
-	base := prepare(t, m, task, "main")
-	dir := m.Dir(task.ID)
+	m, task, dir, base := oneTask(t)
+	repo := task.Repo
 	if got := strings.TrimSpace(witness(t, dir, "rev-parse", "--abbrev-ref", "HEAD")); got != "drover/t1" {
 		t.Errorf("branch = %q, want drover/t1", got)
 	}
@@ -151,11 +158,7 @@ func TestPrepareMakesWorktreeOnItsOwnBranch(t *testing.T) {
 }
 
 func TestCheckpointRecordsEveryFileButIgnoredOnes(t *testing.T) {
-	repo := origin(t)
-	m := host(t, "")
-	task := Task{ID: "t1", Repo: repo}
-	prepare(t, m, task, "main")
-	dir := m.Dir(task.ID)
+	m, task, dir, _ := oneTask(t)
 	names := []string{"new file.txt", "données/été 名前.md"}
 	for _, n := range names {
 		write(t, filepath.Join(dir, n), "made by the turn\n")
@@ -197,11 +200,7 @@ func TestCheckpointRecordsEveryFileButIgnoredOnes(t *testing.T) {
 }
 
 func TestRestoreUndoesARetriedTurn(t *testing.T) {
-	repo := origin(t)
-	m := host(t, "")
-	task := Task{ID: "t1", Repo: repo}
-	prepare(t, m, task, "main")
-	dir := m.Dir(task.ID)
+	m, task, dir, _ := oneTask(t)
 	log := filepath.Join(dir, "log.txt")
 	appendTo(t, log, "run")
 	write(t, filepath.Join(dir, ".env"), "SECRET=1\n")
@@ -259,11 +258,7 @@ func TestRestoreUndoesARetriedTurn(t *testing.T) {
 }
 
 func TestRestoreToBase(t *testing.T) {
-	repo := origin(t)
-	m := host(t, "")
-	task := Task{ID: "t1", Repo: repo}
-	prepare(t, m, task, "main")
-	dir := m.Dir(task.ID)
+	m, task, dir, _ := oneTask(t)
 	appendTo(t, filepath.Join(dir, "shared.txt"), "attempt")
 	write(t, filepath.Join(dir, "new.txt"), "x")
 	r, err := m.Restore(context.Background(), task, 0)
@@ -429,11 +424,7 @@ func TestForkAtTurnOneOfThree(t *testing.T) {
 }
 
 func TestCheckKeepsHandEditsOnASideRef(t *testing.T) {
-	repo := origin(t)
-	m := host(t, "")
-	task := Task{ID: "t1", Repo: repo}
-	prepare(t, m, task, "main")
-	dir := m.Dir(task.ID)
+	m, task, dir, _ := oneTask(t)
 	if err := m.Check(context.Background(), task); err != nil {
 		t.Fatalf("Check of a fresh worktree = %v", err)
 	}
@@ -523,11 +514,7 @@ func TestFileOverTheLimitIsNamed(t *testing.T) {
 }
 
 func TestDiffNamesBinaryFiles(t *testing.T) {
-	repo := origin(t)
-	m := host(t, "")
-	task := Task{ID: "t1", Repo: repo}
-	prepare(t, m, task, "main")
-	dir := m.Dir(task.ID)
+	m, task, dir, _ := oneTask(t)
 	write(t, filepath.Join(dir, "image one.png"), "\x89PNG\x00\x01\x02")
 	appendTo(t, filepath.Join(dir, "shared.txt"), "turn one")
 	checkpoint(t, m, task, 1)
@@ -753,11 +740,7 @@ func TestRestoreToACheckpointMadeElsewhere(t *testing.T) {
 // ref, then reports ErrLocked with the lock's path, and leaves the lock where it is; once the
 // lock is gone, the same restore succeeds.
 func TestRestoreOfALockedWorktree(t *testing.T) {
-	repo := origin(t)
-	m := host(t, "")
-	task := Task{ID: "t1", Repo: repo}
-	prepare(t, m, task, "main")
-	dir := m.Dir(task.ID)
+	m, task, dir, _ := oneTask(t)
 	log := filepath.Join(dir, "log.txt")
 	appendTo(t, log, "run")
 	checkpoint(t, m, task, 1)

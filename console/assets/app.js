@@ -84,11 +84,17 @@ function morePages(label, path, field, params, show) {
       cursor = data.next || "";
       b.hidden = !cursor;
       show(items);
+      // An observer reports changes only: if the new rows left the button in view (the page
+      // kept it anchored, or they were too few to push it out), watching it afresh reports it
+      // once more (after loading is cleared), so reading goes on while the button is seen.
+      if (seer) { seer.unobserve(b); seer.observe(b); }
     } catch (e) { /* the button stays; a click tries again */ } finally { loading = false; }
   };
   b.addEventListener("click", more);
+  let seer = null;
   if ("IntersectionObserver" in window) {
-    new IntersectionObserver((seen) => { if (seen.some((e) => e.isIntersecting) && !b.hidden) more(); }).observe(b);
+    seer = new IntersectionObserver((seen) => { if (seen.some((e) => e.isIntersecting) && !b.hidden) more(); });
+    seer.observe(b);
   }
   return {
     button: b,
