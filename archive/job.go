@@ -25,7 +25,7 @@ const (
 	DefaultDeleteAfter = time.Minute
 	DefaultBatch       = 20
 	DefaultDeleteBatch = 1000
-	DefaultRest        = 3
+	DefaultRest        = 10
 )
 
 // JobConfig configures the archive job.
@@ -52,7 +52,7 @@ type JobConfig struct {
 	// task that finished up to a week after the partition's own).
 	PartitionGrace time.Duration
 	// Rest is how long the job rests after each task it archived or deleted, as a share of the
-	// time that task took: DefaultRest works a quarter of the time, so that the appends of
+	// time that task took: DefaultRest works about a tenth of the time, so that the appends of
 	// running tasks keep the disk and the processors (most events leave with their week's
 	// partition, so what is left to delete one by one is little); negative means no rest.
 	Rest   float64
