@@ -67,6 +67,10 @@ type Process struct {
 	// guarded: the command is a guard (Command.Guard), which kills the CLI's tree itself.
 	guarded bool
 
+	// cli is the CLI's own process id (cliPid), found once.
+	pidOnce sync.Once
+	cli     int
+
 	stopOnce sync.Once
 	stopErr  error
 	exited   chan struct{} // closed when the CLI has exited and been cleaned up
@@ -262,6 +266,10 @@ func (p *Process) Stop(ctx context.Context) error {
 }
 
 func (p *Process) stop(ctx context.Context) error {
+	// A paused CLI would see neither its stdin close nor a SIGTERM until continued.
+	if err := p.Resume(); err != nil && !errors.Is(err, errExited) {
+		p.log.Debug("resuming claude to stop it", "error", err)
+	}
 	if err := p.client.CloseInput(); err != nil {
 		p.log.Debug("closing claude stdin", "error", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -38,13 +37,8 @@ func waitCtx(t *testing.T) context.Context {
 
 // gone reports whether pid no longer runs (absent, or a zombie nobody reaped yet).
 func gone(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
+	s := procState(pid)
+	return s == "" || s == "Z"
 }
 
 // eventually waits for cond: the kernel delivers SIGKILL asynchronously.

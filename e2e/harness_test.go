@@ -467,21 +467,28 @@ func (e *env) executorPID(taskID string) int {
 	return x.PID
 }
 
+// procState is the state letter the kernel gives pid ('T': stopped, 'Z': a zombie), "" once it
+// is gone. The state follows the command name in parentheses.
+func procState(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 || i+2 >= len(s) {
+		return ""
+	}
+	return s[i+2 : i+3]
+}
+
 // alive reports whether pid runs (and is not a zombie).
 func alive(pid int) bool {
 	if pid <= 0 {
 		return false
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the command name in parentheses.
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] != 'Z'
-	}
-	return true
+	s := procState(pid)
+	return s != "" && s != "Z"
 }
 
 // transcriptEntries reads the session's transcript file from the world's CLI config folder.

@@ -702,7 +702,7 @@ func (a *attempt) takeSlot(ctx context.Context) *Error {
 // (restored from its mirror first) or a new one, and the debug capture when configured.
 func (a *attempt) spec(ctx context.Context, workspace string, at resumePoint, step resumeStep) (executorSpec, *Error) {
 	e, req := a.e, a.req
-	spec := executorSpec{hostID: e.cfg.HostID, stopTimeout: e.cfg.StopTimeout, backgroundWait: e.cfg.BackgroundWait,
+	spec := executorSpec{hostID: e.cfg.HostID, stopTimeout: e.cfg.StopTimeout, backgroundWait: e.cfg.BackgroundWait, pauseIdle: e.cfg.PauseIdle,
 		supervisable: a.hooked(), windows: &e.windows}
 	spec.cmd = e.command(req.Profile, workspace)
 	if spec.supervisable {

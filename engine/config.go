@@ -27,6 +27,9 @@ const (
 	DefaultKeepAlive = 10 * time.Minute
 	// DefaultMaxIdle bounds the CLI processes kept waiting between turns.
 	DefaultMaxIdle = 16
+	// DefaultPauseIdle is how long a CLI process waiting for its task's next turn stays running;
+	// then it is paused (SIGSTOP) until that turn, so that it burns no CPU meanwhile.
+	DefaultPauseIdle = 5 * time.Second
 	// DefaultHeartbeatInterval is how often a running attempt reports progress.
 	DefaultHeartbeatInterval = 2 * time.Second
 	// DefaultBackgroundWait is how long a turn whose result came while subagents or background
@@ -112,6 +115,10 @@ type Config struct {
 	// MaxIdle bounds the CLI processes kept waiting for a next turn; beyond it the longest idle
 	// are stopped (their tasks resume from Postgres). Defaults to DefaultMaxIdle.
 	MaxIdle int
+	// PauseIdle is how long a process kept for a next turn stays running once it is idle and
+	// quiet; then it is paused until its next turn (see executor.pauseIfIdle). Defaults to
+	// DefaultPauseIdle; negative never pauses.
+	PauseIdle time.Duration
 	// MaxConcurrentTurns is the number of turns the host runs at once (its Temporal worker's
 	// slots for turns). With it, the host's CLI processes, running a turn, idle or being stopped,
 	// never number more than MaxConcurrentTurns + MaxIdle: a new one waits for room, and the
@@ -178,6 +185,9 @@ type Config struct {
 func (c *Config) withDefaults() {
 	if c.KeepAlive == 0 {
 		c.KeepAlive = DefaultKeepAlive
+	}
+	if c.PauseIdle == 0 {
+		c.PauseIdle = DefaultPauseIdle
 	}
 	if c.MaxIdle <= 0 {
 		c.MaxIdle = DefaultMaxIdle

@@ -70,6 +70,7 @@ func (w *contextWindows) unclaim(model string) {
 func (ex *executor) learnContextWindow(timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	defer ex.stayAwake()()
 	u, err := ex.proc.Client().GetContextUsage(ctx)
 	if err != nil {
 		ex.logger.Debug("the CLI did not say its context window", "task_id", ex.taskID, "error", err)

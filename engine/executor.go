@@ -104,6 +104,13 @@ type executor struct {
 	bgTimer *time.Timer
 	bgWait  time.Duration
 
+	// The pause of an idle process (pause.go).
+	pauseIdle  time.Duration
+	pauseTimer *time.Timer
+	paused     bool
+	awake      int       // calls to the CLI between turns under way (stayAwake)
+	wokeAt     time.Time // the last wake
+
 	lastSeen atomic.Int64 // unix nanoseconds of the last line read
 
 	exited  chan struct{}
@@ -143,6 +150,7 @@ type executorSpec struct {
 	debug             *streamjson.DebugCapture
 	stopTimeout       time.Duration
 	backgroundWait    time.Duration
+	pauseIdle         time.Duration
 	windows           *contextWindows
 }
 
@@ -159,6 +167,7 @@ func startExecutor(ctx context.Context, launcher Launcher, taskID string, spec e
 		stopTO:       spec.stopTimeout,
 		clean:        true,
 		bgWait:       spec.backgroundWait,
+		pauseIdle:    spec.pauseIdle,
 		sessionID:    spec.sessionID,
 		position:     spec.resumeAt,
 		background:   make(map[string]struct{}),
@@ -423,6 +432,7 @@ func (ex *executor) beginTurn(turn int, sink streamjson.Sink) (<-chan turnEnd, e
 	if ex.busy {
 		return nil, errors.New("a turn is already running in this process")
 	}
+	ex.wakeLocked()
 	if ex.idleTimer != nil {
 		ex.idleTimer.Stop()
 		ex.idleTimer = nil
@@ -469,6 +479,7 @@ func (ex *executor) endTurn(sessionID, committed, owner string) {
 		return
 	}
 	ex.sessionID, ex.position, ex.owner = sessionID, committed, owner
+	ex.schedulePauseLocked(ex.pauseIdle)
 }
 
 // reusableAt reports whether the process is alive, idle and standing exactly at the given
@@ -529,6 +540,7 @@ func (ex *executor) sendPrompt(ctx context.Context, p claudecode.Prompt) error {
 
 // interrupt asks the CLI to stop the running turn.
 func (ex *executor) interrupt(ctx context.Context) error {
+	defer ex.stayAwake()()
 	if err := ex.proc.Client().Interrupt(ctx); err != nil {
 		return fmt.Errorf("interrupting claude: %w", err)
 	}
@@ -544,6 +556,7 @@ func (ex *executor) stop(ctx context.Context, reason string) {
 			ex.idleTimer.Stop()
 		}
 		ex.clean = false
+		ex.wakeLocked()
 		ex.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*ex.stopTO)
 		defer cancel()

@@ -71,6 +71,7 @@ func newWorkerCommand(a *app) *cobra.Command {
 	f := c.Flags()
 	f.StringVar(&cfg.HostID, "host-id", cfg.HostID, "this worker host's stable identity (DROVER_HOST_ID)")
 	f.DurationVar(&cfg.KeepAlive, "keep-alive", 0, fmt.Sprintf("how long a task's CLI waits for its next turn (0: %s; negative: stop after each turn)", engine.DefaultKeepAlive))
+	f.DurationVar(&cfg.PauseIdle, "pause-idle", 0, fmt.Sprintf("pause a CLI that has waited this long for its next turn, so that it burns no CPU until that turn (0: %s; negative: never)", engine.DefaultPauseIdle))
 	f.IntVar(&cfg.MaxIdle, "max-idle", 0, fmt.Sprintf("CLI processes kept waiting for a next turn; the longest idle beyond it stop (0: %d)", engine.DefaultMaxIdle))
 	f.DurationVar(&cfg.StallTimeout, "stall-timeout", 0, fmt.Sprintf("stop and retry a turn whose CLI prints nothing for this long (0: %s)", engine.DefaultStallTimeout))
 	f.IntVar(&cfg.MaxConcurrentTurns, "max-concurrent-turns", 0, fmt.Sprintf("turns this host runs at once (0: %d)", worker.DefaultMaxConcurrentTurns))
