@@ -2,28 +2,14 @@ package claudecode
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
-)
 
-// procState is the state letter the kernel gives pid ('T' for stopped), "" when it is gone.
-func procState(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return ""
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 >= len(s) {
-		return ""
-	}
-	return s[i+2 : i+3]
-}
+	"github.com/drover-run/drover/internal/testkit/procstat"
+)
 
 // A guarded CLI paused is stopped as the kernel sees it, its guard is not (it must still watch
 // the host), and it runs again when resumed; a paused CLI that is stopped ends by its stdin
@@ -56,19 +42,19 @@ func TestPauseStopsTheCLIAndNotItsGuard(t *testing.T) {
 		if err := p.Pause(); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "the paused CLI to be stopped", func() bool { return procState(cli) == "T" })
-		if s := procState(p.Pid()); s == "T" || s == "" {
+		eventually(t, "the paused CLI to be stopped", func() bool { return procstat.State(cli) == "T" })
+		if s := procstat.State(p.Pid()); s == "T" || s == "" {
 			t.Fatalf("the guard is in state %q: it must run while its CLI is paused", s)
 		}
 		if err := p.Resume(); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, "the resumed CLI to run", func() bool { s := procState(cli); return s != "T" && s != "" })
+		eventually(t, "the resumed CLI to run", func() bool { s := procstat.State(cli); return s != "T" && s != "" })
 	}
 	if err := p.Pause(); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the paused CLI to be stopped", func() bool { return procState(cli) == "T" })
+	eventually(t, "the paused CLI to be stopped", func() bool { return procstat.State(cli) == "T" })
 	if err := p.Stop(waitCtx(t)); err != nil {
 		t.Fatalf("Stop of a paused CLI: %v, want its own exit 0", err)
 	}

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/drover-run/drover/internal/testkit/procstat"
 )
 
 // quick makes Stop and the drain fast for scripts that will not exit by themselves.
@@ -37,7 +39,7 @@ func waitCtx(t *testing.T) context.Context {
 
 // gone reports whether pid no longer runs (absent, or a zombie nobody reaped yet).
 func gone(pid int) bool {
-	s := procState(pid)
+	s := procstat.State(pid)
 	return s == "" || s == "Z"
 }
 

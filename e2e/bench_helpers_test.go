@@ -23,6 +23,7 @@ import (
 	"github.com/drover-run/drover/claudecode"
 	"github.com/drover-run/drover/events"
 	fa "github.com/drover-run/drover/internal/offlinemodel"
+	"github.com/drover-run/drover/internal/testkit/procstat"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
 	"github.com/drover-run/drover/taskclient"
@@ -361,17 +362,8 @@ func descendants(pid int) []int {
 
 // procPPid is the parent pid of pid, from /proc/<pid>/stat; 0 if unknown.
 func procPPid(pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:]) // state, ppid, …
-	if len(f) < 2 {
+	f, _, ok := procstat.Fields(pid) // state, ppid, …
+	if !ok || len(f) < 2 {
 		return 0
 	}
 	pp, _ := strconv.Atoi(f[1])

@@ -10,6 +10,7 @@ import (
 
 	"github.com/drover-run/drover/internal/bench"
 	fa "github.com/drover-run/drover/internal/offlinemodel"
+	"github.com/drover-run/drover/internal/testkit/procstat"
 	"github.com/drover-run/drover/task"
 )
 
@@ -46,22 +47,13 @@ var stackClasses = []cpuClass{classWorker, classGuard, classTemporal, classPostg
 
 // procCPU returns the user and system time pid has used, in milliseconds, and its command name.
 func procCPU(pid int) (ms float64, comm string, ok bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, "", false
-	}
-	s := string(b)
-	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-	if open < 0 || end < open {
-		return 0, "", false
-	}
-	fields := strings.Fields(s[end+1:])
-	if len(fields) < 13 {
+	fields, comm, ok := procstat.Fields(pid)
+	if !ok || len(fields) < 13 {
 		return 0, "", false
 	}
 	utime, _ := strconv.ParseInt(fields[11], 10, 64)
 	stime, _ := strconv.ParseInt(fields[12], 10, 64)
-	return float64(utime+stime) * 1000 / userHZ, s[open+1 : end], true
+	return float64(utime+stime) * 1000 / userHZ, comm, true
 }
 
 // cpuSnapshot is the CPU time of each process of the stack at one moment, by class and pid.
@@ -128,13 +120,8 @@ func (s cpuSnapshot) since(earlier cpuSnapshot) map[cpuClass]float64 {
 // reapedCPU returns the CPU time, in milliseconds, of pid's children that ended and were reaped,
 // theirs included (cutime and cstime of /proc/<pid>/stat): a CLI that ended, with its guard.
 func reapedCPU(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(fields) < 15 {
+	fields, _, ok := procstat.Fields(pid)
+	if !ok || len(fields) < 15 {
 		return 0
 	}
 	cu, _ := strconv.ParseInt(fields[13], 10, 64)

@@ -24,6 +24,7 @@ import (
 	"github.com/drover-run/drover/internal/devserver"
 	"github.com/drover-run/drover/internal/offlinemodel"
 	"github.com/drover-run/drover/internal/testkit/pgtest"
+	"github.com/drover-run/drover/internal/testkit/procstat"
 	"github.com/drover-run/drover/internal/testkit/testtools"
 	"github.com/drover-run/drover/store"
 	"github.com/drover-run/drover/task"
@@ -467,27 +468,12 @@ func (e *env) executorPID(taskID string) int {
 	return x.PID
 }
 
-// procState is the state letter the kernel gives pid ('T': stopped, 'Z': a zombie), "" once it
-// is gone. The state follows the command name in parentheses.
-func procState(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return ""
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 >= len(s) {
-		return ""
-	}
-	return s[i+2 : i+3]
-}
-
 // alive reports whether pid runs (and is not a zombie).
 func alive(pid int) bool {
 	if pid <= 0 {
 		return false
 	}
-	s := procState(pid)
+	s := procstat.State(pid)
 	return s != "" && s != "Z"
 }
 

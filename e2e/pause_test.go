@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/drover-run/drover/events"
+	"github.com/drover-run/drover/internal/testkit/procstat"
 	"github.com/drover-run/drover/task"
 )
 
@@ -47,8 +48,8 @@ func TestIdleProcessIsPausedUntilItsNextTurn(t *testing.T) {
 	e.waitTurns(id, 1)
 	pid := e.executorPID(id)
 	cli := cliOf(t, pid)
-	e.waitFor("the idle claude to be paused", func() bool { return procState(cli) == "T" })
-	if s := procState(pid); pid != cli && (s == "T" || s == "") {
+	e.waitFor("the idle claude to be paused", func() bool { return procstat.State(cli) == "T" })
+	if s := procstat.State(pid); pid != cli && (s == "T" || s == "") {
 		t.Fatalf("the guard is in state %q while its claude is paused: it must keep running", s)
 	}
 
@@ -73,7 +74,7 @@ func TestIdleProcessIsPausedUntilItsNextTurn(t *testing.T) {
 	if starts != 1 {
 		t.Errorf("the task's log shows %d claude starts, want 1", starts)
 	}
-	e.waitFor("the idle claude to be paused again", func() bool { return procState(cli) == "T" })
+	e.waitFor("the idle claude to be paused again", func() bool { return procstat.State(cli) == "T" })
 
 	if err := e.tc.Close(e.ctx, id); err != nil {
 		t.Fatal(err)
