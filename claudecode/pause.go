@@ -17,25 +17,19 @@ import (
 
 // Pause stops the CLI's process until Resume. It fails when the CLI has exited, or under a
 // guard whose CLI the kernel does not list.
-func (p *Process) Pause() error {
-	pid, err := p.cliPid()
-	if err != nil {
-		return fmt.Errorf("pausing claude: %w", err)
-	}
-	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		return fmt.Errorf("pausing claude: %w", err)
-	}
-	return nil
-}
+func (p *Process) Pause() error { return p.signalCLI(syscall.SIGSTOP, "pausing") }
 
 // Resume continues the CLI's process after Pause; resuming a CLI that runs does nothing.
-func (p *Process) Resume() error {
+func (p *Process) Resume() error { return p.signalCLI(syscall.SIGCONT, "resuming") }
+
+// signalCLI sends sig to the CLI's own process; op names the operation in its error.
+func (p *Process) signalCLI(sig syscall.Signal, op string) error {
 	pid, err := p.cliPid()
-	if err != nil {
-		return fmt.Errorf("resuming claude: %w", err)
+	if err == nil {
+		err = syscall.Kill(pid, sig)
 	}
-	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
-		return fmt.Errorf("resuming claude: %w", err)
+	if err != nil {
+		return fmt.Errorf("%s claude: %w", op, err)
 	}
 	return nil
 }
