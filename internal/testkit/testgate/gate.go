@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -43,6 +44,7 @@ type Gate struct {
 
 	passed      int
 	failed      []testID
+	said        map[testID][]string // what each failed or unfinished test reported, for the summary
 	unfinished  []testID
 	skipped     map[testID]string // every skipped test, with its reason
 	failedPkgs  []string
@@ -58,6 +60,7 @@ func (g *Gate) Run(r io.Reader) (bool, error) {
 	g.pkgOutput = map[string][]string{}
 	g.pkgs = map[string]bool{}
 	g.skipped = map[testID]string{}
+	g.said = map[testID][]string{}
 	br := bufio.NewReader(r)
 	for {
 		line, err := br.ReadString('\n')
@@ -114,6 +117,7 @@ func (g *Gate) line(line string) {
 		delete(g.running, id)
 	case "fail":
 		g.failed = append(g.failed, id)
+		g.said[id] = reports(g.running[id])
 		g.flush(id)
 	case "skip":
 		g.skipped[id] = skipReason(g.running[id])
@@ -162,6 +166,7 @@ func (g *Gate) endTests(pkg string) {
 	slices.SortFunc(left, func(a, b testID) int { return strings.Compare(a.test, b.test) })
 	for _, id := range left {
 		g.unfinished = append(g.unfinished, id)
+		g.said[id] = reports(g.running[id])
 		g.flush(id)
 	}
 }
@@ -217,6 +222,9 @@ func (g *Gate) summary() bool {
 				p("    %s: %s", id, r)
 			} else {
 				p("    %s", id)
+			}
+			for _, s := range g.said[id] {
+				p("        %s", s)
 			}
 		}
 	}
@@ -281,4 +289,37 @@ func skipReason(output []string) string {
 		}
 	}
 	return strings.Join(reason, " ")
+}
+
+// A test's own report: a line t.Error, t.Fatal or t.Log wrote ("    x_test.go:12: want 1"), or
+// a panic. Log lines a test copies from the code it runs ("time=… level=…") are not reports.
+var reportLine = regexp.MustCompile(`^\s+[\w./-]+\.go:\d+: |^panic: `)
+
+// Most lines of reports and characters per line the summary repeats for one test.
+const (
+	maxReports    = 12
+	maxReportLine = 300
+)
+
+// reports picks from a test's output the lines that say why it failed, so that the summary at
+// the end of a long run names the cause without the reader finding the test's output.
+func reports(output []string) []string {
+	var out []string
+	for _, s := range output {
+		if !reportLine.MatchString(s) {
+			continue
+		}
+		s = strings.TrimSpace(s)
+		if _, msg, ok := strings.Cut(s, ": "); ok && strings.HasPrefix(msg, "time=") {
+			continue
+		}
+		if len(s) > maxReportLine {
+			s = strings.ToValidUTF8(s[:maxReportLine], "") + " …"
+		}
+		out = append(out, s)
+		if len(out) == maxReports {
+			break
+		}
+	}
+	return out
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // The recordings in testdata are real `go test -json -count=1` output of small packages that
@@ -39,7 +40,7 @@ func TestGate(t *testing.T) {
 			show: []string{"ok  \texample.com/rec/pass", "testgate: 2 passed, 0 failed", "testgate: PASS"},
 			hide: []string{"=== RUN", "fine", "--- PASS"}},
 		{name: "a failed test", streams: []string{"pass", "fail"},
-			show: []string{"--- FAIL: TestBad", "want 1, got 2", "FAIL\texample.com/rec/fail", "failed:\n    example.com/rec/fail TestBad",
+			show: []string{"--- FAIL: TestBad", "want 1, got 2", "FAIL\texample.com/rec/fail", "failed:\n    example.com/rec/fail TestBad\n        f_test.go:6: want 1, got 2\n",
 				"package failed: example.com/rec/fail", "testgate: FAIL"},
 			hide: []string{"--- PASS"}},
 		{name: "a skip not allowed", streams: []string{"skip"},
@@ -58,7 +59,7 @@ func TestGate(t *testing.T) {
 			show: []string{"cannot use \"no\"", "FAIL\texample.com/rec/buildfail [build failed]",
 				"build failed: example.com/rec/buildfail [example.com/rec/buildfail.test]", "testgate: FAIL"}},
 		{name: "a panic", streams: []string{"panic"},
-			show: []string{"panic: assignment to entry in nil map", "example.com/rec/panic TestPanics", "testgate: FAIL"},
+			show: []string{"panic: assignment to entry in nil map", "example.com/rec/panic TestPanics\n        panic: assignment to entry in nil map", "testgate: FAIL"},
 			hide: []string{"TestNeverRuns"}},
 		{name: "TestMain failing after passing tests", streams: []string{"mainexit"},
 			show: []string{"cleanup failed", "package failed: example.com/rec/mainexit", "testgate: FAIL"}},
@@ -184,5 +185,26 @@ func TestRunExitStatus(t *testing.T) {
 		if got := run(tc.args, strings.NewReader(recording(t, tc.stream)), &stdout, &stderr); got != tc.want {
 			t.Errorf("%v on %s: exit %d, want %d\n%s%s", tc.args, tc.stream, got, tc.want, stdout.String(), stderr.String())
 		}
+	}
+}
+
+// The summary repeats a failed test's own reports, not the log lines it copied from the code
+// under test, and cuts long ones.
+func TestReports(t *testing.T) {
+	long := "    x_test.go:9: " + strings.Repeat("é", 400) + "\n"
+	got := reports([]string{
+		"=== RUN   TestX\n",
+		"    harness_test.go:40: time=2026-12-05T09:15:12Z level=INFO msg=started\n",
+		"        continued line of a log\n",
+		"    x_test.go:7: turn 2: 1 complete events\n",
+		"        sub_test.go:3: in a subtest\n",
+		long,
+		"--- FAIL: TestX (1.00s)\n",
+	})
+	if len(got) != 3 || got[0] != "x_test.go:7: turn 2: 1 complete events" || got[1] != "sub_test.go:3: in a subtest" {
+		t.Fatalf("reports = %q", got)
+	}
+	if !strings.HasSuffix(got[2], " …") || len(got[2]) > maxReportLine+len(" …") || !utf8.ValidString(got[2]) {
+		t.Errorf("a long report is not cut cleanly: %q", got[2])
 	}
 }
