@@ -171,6 +171,9 @@ func (e *Engine) forgetAccountWait(ctx context.Context, taskID string) {
 // renewSlot renews the attempt's slot until the returned function is called.
 func (a *attempt) renewSlot(ctx context.Context) (stop func()) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	// The renewal outlives the attempt when its parked turn is adopted (park): it reads nothing
+	// of the attempt that changes.
+	e, account, taskID, log := a.e, a.acct.id, a.req.TaskID, a.log
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -181,8 +184,8 @@ func (a *attempt) renewSlot(ctx context.Context) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				if err := store.RenewSlot(ctx, a.e.cfg.DB, a.acct.id, a.req.TaskID, a.e.cfg.AccountLease); err != nil && ctx.Err() == nil {
-					a.log.Warn("renewing the turn's slot of its account", "error", err)
+				if err := store.RenewSlot(ctx, e.cfg.DB, account, taskID, e.cfg.AccountLease); err != nil && ctx.Err() == nil {
+					log.Warn("renewing the turn's slot of its account", "error", err)
 				}
 			}
 		}
@@ -298,14 +301,21 @@ func (e *Engine) accountEnded(ctx context.Context, a *attempt, o outcome) {
 			e.tellReady(ctx, a.acct.id, ids, func(i int) time.Time { return now.Add(time.Duration(i+1) * e.cfg.LimitJitter) })
 		}
 	}
-	if a.acct.slot {
-		a.acct.stopRenew()
-		next, err := store.ReleaseSlot(ctx, e.cfg.DB, a.acct.id, a.req.TaskID, e.cfg.AccountMaxConcurrentTurns)
-		if err != nil {
-			a.log.Warn("releasing the turn's slot of its account", "error", err)
-		}
-		e.tellReady(ctx, a.acct.id, next, func(int) time.Time { return time.Time{} })
+	if a.acct.slot && !o.park { // a parked turn keeps its slot for the attempt that adopts it (park)
+		a.acct.slot = false
+		e.releaseSlot(ctx, a.acct, a.req.TaskID)
 	}
+}
+
+// releaseSlot ends the renewal of a turn's slot of its account, frees the slot and tells the
+// tasks next in the account's queue.
+func (e *Engine) releaseSlot(ctx context.Context, acct accountTurn, taskID string) {
+	acct.stopRenew()
+	next, err := store.ReleaseSlot(ctx, e.cfg.DB, acct.id, taskID, e.cfg.AccountMaxConcurrentTurns)
+	if err != nil {
+		e.cfg.Logger.Warn("releasing the turn's slot of its account", "task_id", taskID, "error", err)
+	}
+	e.tellReady(ctx, acct.id, next, func(int) time.Time { return time.Time{} })
 }
 
 // tellReady signals each task that it may try again, not before notBefore(i).

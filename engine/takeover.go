@@ -49,6 +49,10 @@ type parkSink struct {
 	mu   sync.Mutex
 	held []events.AgentEvent
 	next streamjson.Sink
+	// acct is what the attempt that parked the turn held of its account, its slot still
+	// renewed: the adopting attempt holds it on, and a turn nobody adopts frees it. Set before
+	// the turn is parked, read under the executor's lock.
+	acct accountTurn
 }
 
 func (s *parkSink) Emit(ev events.AgentEvent) {
@@ -154,18 +158,25 @@ func (ex *executor) unpark() (*parkSink, bool) {
 }
 
 // adopt hands the parked turn to the attempt runner r with its sink: what waited goes to sink
-// first. It returns the turn's end; ok is false when no turn is parked.
-func (ex *executor) adopt(r *turnRunner, sink streamjson.Sink) (<-chan turnEnd, bool) {
+// first. It returns the turn's end and what the attempt that parked it held of its account; ok
+// is false when no turn is parked, or the parked one no longer runs (what it held is returned to
+// be freed).
+func (ex *executor) adopt(r *turnRunner, sink streamjson.Sink) (<-chan turnEnd, accountTurn, bool) {
 	ex.mu.Lock()
 	defer ex.mu.Unlock()
 	s := ex.parked
-	if s == nil || !ex.busy {
-		return nil, false
+	if s == nil {
+		return nil, accountTurn{}, false
+	}
+	if !ex.busy {
+		// Nothing runs to adopt: the parked turn is gone with what it held, for the caller to free.
+		ex.parked, ex.parkTimer = nil, nil
+		return nil, s.acct, false
 	}
 	s.forward(sink)
 	ex.sink, ex.parked, ex.parkTimer, ex.runner = sink, nil, nil, r
 	ex.lastSeen.Store(time.Now().UnixNano())
-	return ex.ended, true
+	return ex.ended, s.acct, true
 }
 
 // mayPark reports whether an attempt that ended with f may leave its running turn to the next
@@ -203,7 +214,8 @@ func (h heartbeatLost) Is(target error) bool { return target == errHeartbeatLost
 // order), and a turn nobody adopts within TakeoverWait has its CLI stopped.
 func (a *attempt) park(ctx context.Context) {
 	e, ex := a.e, a.ex
-	s := &parkSink{}
+	s := &parkSink{acct: a.acct}
+	a.acct.slot = false
 	ex.detach(s)
 	if t := ex.approvals.Load(); t != nil {
 		t.retarget(s, nil, a.req)
@@ -225,6 +237,9 @@ func (a *attempt) park(ctx context.Context) {
 		a.log.Warn("no attempt took the running turn over; stopping its claude", "pid", ex.pid())
 		ex.approvals.Store(nil)
 		e.drop(bctx, ex, "no attempt took the turn over")
+		if s.acct.slot {
+			e.releaseSlot(bctx, s.acct, a.req.TaskID)
+		}
 		ex.endTurn("", "", "")
 		// What the CLI said since it was parked belongs to the attempt that ran it.
 		s.forward(l)
@@ -263,7 +278,10 @@ func (a *attempt) takeOver(ctx context.Context) (o outcome, ok bool) {
 	a.ex = ex
 	a.runner = &turnRunner{attempt: req.Attempt, promptUUID: req.PromptUUID, cancel: a.cancel}
 	sink := a.turnSink(ctx, true)
-	ended, ok := ex.adopt(a.runner, sink)
+	ended, acct, ok := ex.adopt(a.runner, sink)
+	if !ok && acct.slot {
+		e.releaseSlot(ctx, acct, req.TaskID)
+	}
 	if !ok {
 		// The attempt that ran the turn stopped it rather than leave it: start it anew.
 		a.stopLog()
@@ -273,6 +291,8 @@ func (a *attempt) takeOver(ctx context.Context) (o outcome, ok bool) {
 		return outcome{}, false
 	}
 	a.inTurn = true
+	// The turn runs on under the account's gate and slot its first attempt passed.
+	a.acct = acct
 	if t := ex.approvals.Load(); t != nil {
 		var flush func(context.Context) error
 		if l := a.elog.Load(); l != nil {

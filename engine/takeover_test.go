@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -161,7 +162,10 @@ func TestTurnLeftByALostHeartbeat(t *testing.T) {
 		t.Parallel()
 		got := &answers{}
 		var prompts atomic.Int32
-		r, _ := supervisedRig(t, asksOnce(got, &prompts), func(c *engine.Config) { c.TakeoverWait = 300 * time.Millisecond })
+		r, _ := supervisedRig(t, asksOnce(got, &prompts), func(c *engine.Config) {
+			c.TakeoverWait = 300 * time.Millisecond
+			c.AccountMaxConcurrentTurns = 1
+		})
 		ctx, lost := lose(r.ctx)
 		first := r.runAsync(ctx, r.supervisedReq(1, 1, task.Supervised))
 		r.waitPending(1)
@@ -176,7 +180,77 @@ func TestTurnLeftByALostHeartbeat(t *testing.T) {
 		if !proc.Stopped() {
 			t.Fatal("the CLI exited but was not stopped")
 		}
+		// The slot the parked turn kept for its taker is free again.
+		r.waitAccountRunning(0)
+		if _, e := r.run(r.otherTask(1)); e != nil {
+			t.Fatalf("another task's turn once the parked turn was stopped: %v", e)
+		}
 	})
+}
+
+// A turn taken over runs on in the account's slot its first attempt held: with one slot,
+// another task's turn queues while the adopting attempt runs it, and gets through once it ends.
+func TestTakenOverTurnKeepsItsAccountSlot(t *testing.T) {
+	t.Parallel()
+	got := &answers{}
+	var prompts atomic.Int32
+	r, _ := supervisedRig(t, func(c *fakecli.CLI) {
+		c.Serve(func(c *fakecli.CLI, p fakecli.Line) {
+			c.Init()
+			if p.Text != "other" {
+				prompts.Add(1)
+				ask(c, got, "a1", "Bash", map[string]any{"command": "make deploy"})
+			}
+			c.Reply("deployed")
+		})
+	}, func(c *engine.Config) { c.AccountMaxConcurrentTurns = 1 })
+	first := r.runAsync(r.ctx, r.supervisedReq(1, 1, task.Supervised))
+	p := r.waitPending(1)
+	second := r.runAsync(r.ctx, r.supervisedReq(1, 2, task.Supervised))
+	var e *engine.Error
+	if err := <-first; !errors.As(err, &e) || e.Type != task.ErrTypeAttemptSuperseded {
+		t.Fatalf("the first attempt ended with %v, want AttemptSuperseded", err)
+	}
+	r.waitAdopted()
+	if _, e := r.run(r.otherTask(1)); e == nil || e.Type != task.ErrTypeAccountBusy {
+		t.Fatalf("another task's turn while the taken-over turn runs: %v; want AccountBusy", e)
+	}
+	r.decide(p, task.OutcomeAllowed)
+	if err := <-second; err != nil {
+		t.Fatalf("the attempt that took the turn over: %v", err)
+	}
+	r.checkTakenOver(&prompts, got, p)
+	r.waitAccountRunning(0)
+	if _, e := r.run(r.otherTask(2)); e != nil {
+		t.Fatalf("another task's turn once the taken-over turn ended: %v", e)
+	}
+}
+
+// otherTask is turn 1 of another task than the rig's, attempt n, prompt "other".
+func (r *rig) otherTask(attempt int) engine.Request {
+	req := r.req(1, attempt, "other")
+	req.TaskID = r.taskID + "-other"
+	req.PromptUUID = promptUUID(req.TaskID, 1)
+	req.AttemptID = fmt.Sprintf("run-other/1/%d", attempt)
+	return req
+}
+
+// waitAccountRunning waits until n turns hold the slots of the host's account.
+func (r *rig) waitAccountRunning(n int) {
+	r.t.Helper()
+	acct, err := r.eng.Account(r.ctx)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		a, err := store.GetAccount(r.ctx, r.db, acct)
+		if err == nil && a.Running == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("the account's running turns: %+v, %v; want %d", a, err, n)
+		}
+	}
 }
 
 // An attempt delivered twice (a poll's answer held by a silent link arrives after Temporal gave
