@@ -386,7 +386,7 @@ func TestHostLostTurnFinishesElsewhere(t *testing.T) {
 		}
 	}
 	// B's own transcript, now written: the conversation it resumed holds each prompt once.
-	chain := chainTo(p.transcriptEntriesIn(p.dirsB.configDir, st.SessionID), st.LastMessageUUID)
+	chain := p.transcriptChain(p.dirsB.configDir, st.SessionID, st.LastMessageUUID)
 	if promptCount(chain, prompt2) != 1 || promptCount(chain, prompt1) != 1 || !chainHolds(chain, "turn two done on B") {
 		t.Errorf("B's transcript conversation: prompt two %d times, prompt one %d times, B's answer there %v",
 			promptCount(chain, prompt2), promptCount(chain, prompt1), chainHolds(chain, "turn two done on B"))
@@ -495,7 +495,7 @@ func TestTaskMovesAcrossHostsWithStaleCopy(t *testing.T) {
 	}
 	// A's own transcript was replaced by the mirror's before the resume: the conversation it
 	// holds now runs through B's turn 2 to A's turn 3.
-	chain := chainTo(p.transcriptEntriesIn(p.dirsA.configDir, st.SessionID), st.LastMessageUUID)
+	chain := p.transcriptChain(p.dirsA.configDir, st.SessionID, st.LastMessageUUID)
 	if !chainHolds(chain, "SAFFRONTIDE") || !chainHolds(chain, "turn three done on A") {
 		t.Errorf("A's transcript conversation lacks B's turn 2 or its own turn 3 (%d entries)", len(chain))
 	}
@@ -630,7 +630,7 @@ func runDrain(t *testing.T, drainTimeout string, toolSeconds int) {
 				t.Errorf("request %d from B does not carry turn 1 and prompt two once each", r.Seq)
 			}
 		}
-		chain := chainTo(p.transcriptEntriesIn(p.dirsB.configDir, st.SessionID), st.LastMessageUUID)
+		chain := p.transcriptChain(p.dirsB.configDir, st.SessionID, st.LastMessageUUID)
 		if promptCount(chain, prompt2) != 1 || promptCount(chain, prompt1) != 1 {
 			t.Errorf("B's transcript conversation holds prompt two %d times, prompt one %d times",
 				promptCount(chain, prompt2), promptCount(chain, prompt1))

@@ -114,7 +114,7 @@ func crashMidTurn(t *testing.T, e *env, id string, crash func(pid int), restart 
 	// of entries ending at the committed position) holds prompt two once and
 	// nothing of the lost attempt. The file itself is append-only: a lost
 	// attempt's entries stay in it on a dead branch that nothing resumes.
-	chain := chainTo(e.transcriptEntries(st.SessionID), st.LastMessageUUID)
+	chain := e.transcriptChain(e.configDir, st.SessionID, st.LastMessageUUID)
 	if len(chain) == 0 {
 		t.Fatalf("the transcript has no entry %s", st.LastMessageUUID)
 	}

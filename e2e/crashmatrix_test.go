@@ -400,7 +400,7 @@ func (c *crashRun) checkRecovered(cc crashCase, st task.State) {
 			final.PromptCount(c.prompt), final.PromptCount("prompt one"))
 	}
 	// The CLI's own transcript: the conversation it resumes from holds each prompt once.
-	chain := chainTo(c.transcriptEntries(st.SessionID), st.LastMessageUUID)
+	chain := c.transcriptChain(c.configDir, st.SessionID, st.LastMessageUUID)
 	if promptCount(chain, c.prompt) != 1 || promptCount(chain, "prompt one") != 1 {
 		t.Errorf("the transcript's conversation holds prompt two %d times and prompt one %d times",
 			promptCount(chain, c.prompt), promptCount(chain, "prompt one"))
@@ -494,7 +494,7 @@ func (c *crashRun) noLostOutputResumed(text string) {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	for _, m := range chainTo(c.transcriptEntries(st.SessionID), st.LastMessageUUID) {
+	for _, m := range c.transcriptChain(c.configDir, st.SessionID, st.LastMessageUUID) {
 		if promptCount([]map[string]any{m}, text) > 0 {
 			c.t.Errorf("the transcript's conversation holds the lost attempt's output")
 		}

@@ -477,34 +477,31 @@ func alive(pid int) bool {
 	return s != "" && s != "Z"
 }
 
-// transcriptEntries reads the session's transcript file from the world's CLI config folder.
-func (e *env) transcriptEntries(sessionID string) []map[string]any {
-	e.t.Helper()
-	return transcriptIn(e.t, e.configDir, sessionID)
-}
-
 // transcriptFiles lists the session's transcript files in a CLI config folder.
 func transcriptFiles(configDir, sessionID string) []string {
 	matches, _ := filepath.Glob(filepath.Join(configDir, "projects", "*", sessionID+".jsonl"))
 	return matches
 }
 
-// transcriptEntriesIn reads the session's transcript file from a CLI config folder.
-func (e *env) transcriptEntriesIn(configDir, sessionID string) []map[string]any {
-	e.t.Helper()
-	return transcriptIn(e.t, configDir, sessionID)
-}
-
 // transcriptIn reads the session's transcript file from the CLI config folder configDir.
 func transcriptIn(t testing.TB, configDir, sessionID string) []map[string]any {
 	t.Helper()
+	out, err := readTranscript(configDir, sessionID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// readTranscript reads the session's transcript file from the CLI config folder configDir.
+func readTranscript(configDir, sessionID string) ([]map[string]any, error) {
 	matches := transcriptFiles(configDir, sessionID)
 	if len(matches) != 1 {
-		t.Fatalf("transcript of session %s: found %v", sessionID, matches)
+		return nil, fmt.Errorf("transcript of session %s: found %v", sessionID, matches)
 	}
 	f, err := os.Open(matches[0])
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	defer f.Close()
 	var out []map[string]any
@@ -521,7 +518,22 @@ func transcriptIn(t testing.TB, configDir, sessionID string) []map[string]any {
 			break
 		}
 	}
-	return out
+	return out, nil
+}
+
+// transcriptChain is the conversation the CLI resumes from leaf (chainTo), read from the
+// session's transcript in the CLI config folder configDir once the file holds leaf. The CLI
+// appends its entries on its own schedule, so the message that ended a committed turn may reach
+// the file a moment after the CLI printed it.
+func (e *env) transcriptChain(configDir, sessionID, leaf string) []map[string]any {
+	e.t.Helper()
+	var entries []map[string]any
+	var err error
+	e.waitFor(fmt.Sprintf("the transcript of session %s to hold message %s", sessionID, leaf), func() bool {
+		entries, err = readTranscript(configDir, sessionID)
+		return err == nil && slices.ContainsFunc(entries, func(m map[string]any) bool { return leaf != "" && m["uuid"] == leaf })
+	})
+	return chainTo(entries, leaf)
 }
 
 // promptCount counts the user entries of the transcript whose text is prompt.

@@ -156,7 +156,7 @@ func (e *env) checkResumed(ids []string) (cost float64) {
 			e.t.Errorf("task %s after the limit: %+v", id, st)
 		}
 		cost += st.Totals.CostUSD
-		chain := chainTo(e.transcriptEntries(st.SessionID), st.LastMessageUUID)
+		chain := e.transcriptChain(e.configDir, st.SessionID, st.LastMessageUUID)
 		if got := promptCount(chain, fmt.Sprintf("second prompt %d", i)); got != 1 {
 			e.t.Errorf("task %s: the second prompt is %d times in the conversation, want once", id, got)
 		}

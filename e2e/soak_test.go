@@ -419,7 +419,7 @@ func (r *soakReport) check(t *testing.T, e *env, id string, s *soakScript) {
 	}
 
 	// The CLI's transcript: the chain it resumes from holds each prompt once.
-	chain := chainTo(e.transcriptEntries(st.SessionID), st.LastMessageUUID)
+	chain := e.transcriptChain(e.configDir, st.SessionID, st.LastMessageUUID)
 	for k := 1; k <= n; k++ {
 		switch c := promptCount(chain, soakPrompt(k)); {
 		case c > 1:
