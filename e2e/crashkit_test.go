@@ -39,7 +39,8 @@ func (e *env) waitWithin(d time.Duration, what string, cond func() bool) {
 // markers file: "start PID NS live=PIDS" (PIDS: the processes of earlier runs still alive at
 // that moment, by /proc, zombies excepted), "child PID NS" for the sleep it starts, and
 // "end PID NS" once the sleep is over. NS is the wall clock in nanoseconds. It sleeps as many
-// seconds as the sleep file says when it starts.
+// seconds as the sleep file says when it starts: read before its start marker, so that a test
+// that changes the file once it sees the marker changes only the later runs.
 const toolScriptText = `#!/bin/sh
 dir=$(dirname "$0")
 m="$dir/markers"
@@ -51,8 +52,9 @@ if [ -f "$m" ]; then
     fi
   done
 fi
+secs=$(cat "$dir/sleep")
 echo "start $$ $(date +%s%N) live=${live#,}" >> "$m"
-sleep "$(cat "$dir/sleep")" &
+sleep "$secs" &
 echo "child $! $(date +%s%N)" >> "$m"
 wait $!
 echo "end $$ $(date +%s%N)" >> "$m"
