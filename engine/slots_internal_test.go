@@ -80,6 +80,12 @@ func TestTurnSlotsFairShare(t *testing.T) {
 		s.held["a"] = h
 		s.mu.Unlock()
 		s.release("a", time.Hour)
+		s.mu.Lock()
+		_, kept := s.handed["a"]
+		s.mu.Unlock()
+		if !kept {
+			t.Fatalf("a's slot went on after a's turn %d of %d", turn, fairTurns)
+		}
 		if err := s.acquire(ctx, "a"); err != nil {
 			t.Fatal(err)
 		}
