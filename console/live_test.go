@@ -166,3 +166,37 @@ func TestTitles(t *testing.T) {
 		t.Errorf("the form sent the title %q", body.Title)
 	}
 }
+
+// TestTaskPageKeepsAPushedRowOverAnOlderRead: a read of the task that the API answered before a
+// change, and that reaches the page after the stream pushed that change, does not take the
+// page's header back: the pushed row stays.
+func TestTaskPageKeepsAPushedRowOverAnOlderRead(t *testing.T) {
+	t.Parallel()
+	api, url := stack(t, fakeapi.Config{})
+	now := time.Now().UTC()
+	api.PutTask(fakeapi.Task{ID: "c", Status: "running", CreatedAt: now, UpdatedAt: now})
+	p := page(t)
+	navigate(t, p, url+"/#/tasks/c")
+	// The page reads the task once its stored events are in: that read is over.
+	waitFor(t, p, `document.querySelector('.task-head .status[data-status="running"]') && document.body.dataset.timelineReady && document.body.dataset.taskReads`)
+
+	// An event makes the page read the task; the API answers "running" and holds the answer.
+	release := api.HoldReads()
+	if _, err := api.Append("c", 1, 1, json.RawMessage(`{"type":"message_chunk","text":"working"}`)); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); api.HeldReads() == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			release()
+			t.Fatalf("the page did not read the task after its event: %q", p.Requests())
+		}
+	}
+	api.UpdateTask("c", func(tk *fakeapi.Task) { tk.Status = "waiting_for_limit" })
+	waitFor(t, p, `document.querySelector('.task-head .status[data-status="waiting_for_limit"]')`)
+	done := eval[string](t, p, `document.body.dataset.taskReads || "0"`)
+	release()
+	waitFor(t, p, `(document.body.dataset.taskReads || "0") !== "`+done+`"`)
+	if got := eval[string](t, p, `document.querySelector('.task-head .status').dataset.status`); got != "waiting_for_limit" {
+		t.Errorf("after the older read reached the page, its header shows %q, want the pushed waiting_for_limit", got)
+	}
+}

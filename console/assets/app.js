@@ -425,17 +425,23 @@ function taskPage(id) {
     box.show(t);
   };
 
-  // refresh reads the task's details once; calls made while one is in flight share it.
-  let inflight = null;
+  // refresh reads the task's details once; calls made while one is in flight share it. A row
+  // the stream pushed while the read was on its way may be newer than the read's answer, and the
+  // stream brings every later change: that answer is dropped, not shown over the pushed row.
+  let inflight = null, pushes = 0, reads = 0;
   const refresh = () => {
     if (!inflight) {
+      const at = pushes;
       inflight = getJSON(taskPath(id)).then((t) => {
-        if (!stopped) showTask(t);
+        if (!stopped && pushes === at) showTask(t);
         errorBox(err, null);
       }, (e) => {
         if (e.status !== 404) return errorBox(err, e);
         clear(err).append(h("div", { className: started.has(id) ? "muted starting" : "alert" }, notFoundText(id)));
-      }).finally(() => { inflight = null; });
+      }).finally(() => {
+        inflight = null;
+        document.body.dataset.taskReads = String(++reads);
+      });
     }
     return inflight;
   };
@@ -457,6 +463,7 @@ function taskPage(id) {
   // The task's row, pushed by the API whenever it changes (what changes with no event too: an
   // account's wait, a budget).
   const live = new LiveList(taskPath(id), (t) => {
+    pushes++;
     if (!stopped) showTask(t);
   }, (e) => {
     if (!e) return errorBox(err, null);

@@ -123,6 +123,8 @@ type Server struct {
 	ledger  []Call
 	keys    map[string]string // Idempotency-Key → task id
 	hidden  map[string]bool   // tasks created but not yet readable (Config.HideCreated)
+	hold    chan struct{}     // while set, JSON reads wait for it to close (HoldReads)
+	held    int               // JSON reads waiting now
 }
 
 // New returns a Server with no tasks.
@@ -158,6 +160,30 @@ func (s *Server) UpdateTask(id string, f func(*Task)) {
 		f(t)
 		s.bump()
 	}
+}
+
+// HoldReads makes every JSON read of a task or a list (not a stream) wait, its answer already
+// taken, until release runs: the browser gets it after the changes made meanwhile were pushed.
+func (s *Server) HoldReads() (release func()) {
+	hold := make(chan struct{})
+	s.mu.Lock()
+	s.hold = hold
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		if s.hold == hold {
+			s.hold = nil
+		}
+		s.mu.Unlock()
+		close(hold)
+	}
+}
+
+// HeldReads is how many reads wait for HoldReads's release now.
+func (s *Server) HeldReads() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held
 }
 
 // Reveal makes a task created while Config.HideCreated was set readable.
@@ -323,9 +349,27 @@ func cut[T any](items []T, after string, limit int, key func(T) string) ([]T, st
 func (s *Server) answerList(w http.ResponseWriter, r *http.Request, name string, read func() any) {
 	if !strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 		s.mu.Lock()
-		v := read()
+		b, err := json.Marshal(read())
+		hold := s.hold
+		if hold != nil {
+			s.held++
+		}
 		s.mu.Unlock()
-		writeJSON(w, http.StatusOK, v)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, "internal", err.Error())
+			return
+		}
+		if hold != nil {
+			select {
+			case <-hold:
+			case <-r.Context().Done():
+			}
+			s.mu.Lock()
+			s.held--
+			s.mu.Unlock()
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(append(b, '\n'))
 		return
 	}
 	flusher, ok := w.(http.Flusher)
