@@ -61,22 +61,8 @@ func TestAccountSlotQueuesTheSecondTurn(t *testing.T) {
 		_, e := r.run(first)
 		done <- e
 	}()
-	acct, err := r.eng.Account(r.ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if a, err := store.GetAccount(r.ctx, r.db, acct); err == nil && a.Running == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the first turn never took its slot")
-		}
-	}
-	second := r.req(1, 1, "second")
-	second.TaskID = r.taskID + "-2"
-	second.PromptUUID = promptUUID(second.TaskID, 1)
-	second.AttemptID = "run-2/1/1"
+	r.waitAccountRunning(1) // the first turn took its slot
+	second := r.otherTask(1)
 	_, e := r.run(second)
 	if e == nil || e.Type != task.ErrTypeAccountBusy || e.Wait == nil || e.Wait.Position != 1 {
 		t.Fatalf("second turn: %v (wait %+v); want AccountBusy, first in the queue", e, e.Wait)
